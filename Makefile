@@ -1,0 +1,36 @@
+# valnet: make run (the quickstart scenario) and make test are the two
+# commands a fresh machine needs. See README.md.
+GO        ?= go
+BIN       := bin/valnet
+PKGS      := ./...
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -X main.version=$(VERSION)
+# Tests that start real networks print node logs only when they fail.
+TESTFLAGS ?= -timeout 20m
+
+.PHONY: build run test integ bench lint clean
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/valnet
+
+run: build
+	$(BIN) run quickstart
+
+test:
+	$(GO) vet $(PKGS)
+	$(GO) test $(TESTFLAGS) $(PKGS)
+
+# Slower end-to-end checks (full-size built-in scenarios).
+integ:
+	$(GO) test -tags integ -timeout 40m -run Integ -v ./runner/
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x -timeout 30m ./runner/
+	$(GO) test -run '^$$' -bench . -benchmem ./results/ ./signers/
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+clean:
+	rm -rf bin runs

@@ -1,0 +1,23 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/valnet/valnet/runner"
+)
+
+func newReportCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "report RUN_DIR",
+		Short: "Rebuild summary.json and heights.csv of a run from its events.jsonl, and print the table",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := runner.Report(args[0])
+			if err != nil {
+				return &exitError{exitBadInput, err}
+			}
+			printOutcome(cmd.OutOrStdout(), &runner.Outcome{OutDir: args[0], Summary: s}, false)
+			return exitFor(s)
+		},
+	}
+}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/runner"
+	"github.com/valnet/valnet/scenarios"
+)
+
+func newRunCmd() *cobra.Command {
+	var (
+		out   string
+		keep  bool
+		seed  int64
+		quiet bool
+	)
+	cmd := &cobra.Command{
+		Use:   "run SCENARIO",
+		Short: "Run a scenario (a file, or a built-in name from 'valnet list')",
+		Example: `  valnet run quickstart
+  valnet run my-scenario.yaml --out runs/x
+  valnet run slow-signer --seed 7 --keep`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			plan, err := scenarios.Resolve(args[0])
+			if err != nil {
+				return &exitError{exitBadInput, err}
+			}
+			opts := runner.Options{OutDir: out}
+			if cmd.Flags().Changed("seed") {
+				opts.Seed = &seed
+			}
+			stdout := cmd.OutOrStdout()
+			if !quiet {
+				opts.Status = os.Stderr
+				opts.Terminal = term.IsTerminal(int(os.Stderr.Fd()))
+			}
+			opts.Keep = keep
+			opts.OnKeep = func(o *runner.Outcome, n runner.NetworkInfo) {
+				printOutcome(stdout, o, quiet)
+				fmt.Fprintf(stdout, "\n--keep: the network stays up; press Ctrl-C to stop it.\n")
+				for _, v := range n.Validators {
+					fmt.Fprintf(stdout, "  %-12s rpc %s  p2p %s\n", v.Name, v.RPC, v.P2P)
+				}
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if !quiet {
+				fmt.Fprintf(os.Stderr, "valnet: running %s (%d validators, backend %s) into %s\n",
+					plan.Name, len(plan.Validators), plan.Run.Backend, outDirFor(out, plan))
+			}
+			outcome, err := runner.Run(ctx, plan, opts)
+			if err != nil {
+				if outcome != nil {
+					fmt.Fprintf(os.Stderr, "valnet: results so far are in %s\n", outcome.OutDir)
+				}
+				return &exitError{exitBadInput, err}
+			}
+			if !keep {
+				printOutcome(stdout, outcome, quiet)
+			}
+			return exitFor(outcome.Summary)
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "run directory (default runs/<scenario>-<timestamp>)")
+	cmd.Flags().BoolVar(&keep, "keep", false, "leave the network running after the run, print RPC addresses, stop on Ctrl-C")
+	cmd.Flags().Int64Var(&seed, "seed", 0, "seed for keys and random models (default: the scenario's run.seed)")
+	cmd.Flags().BoolVar(&quiet, "quiet", false, "no live status and no table; print only the result line")
+	return cmd
+}
+
+func outDirFor(out string, plan *scenarios.Plan) string {
+	if out != "" {
+		return out
+	}
+	return "runs/" + plan.Name + "-<timestamp>"
+}
+
+func printOutcome(w io.Writer, o *runner.Outcome, quiet bool) {
+	if o == nil || o.Summary == nil {
+		return
+	}
+	if quiet {
+		fmt.Fprintln(w, results.ResultLine(o.Summary))
+		return
+	}
+	results.WriteTable(w, o.Summary)
+	fmt.Fprintf(w, "\nrun directory: %s (events.jsonl, summary.json, heights.csv, network.json, nodes/)\n", o.OutDir)
+}
+
+// exitFor maps a summary to the exit code CI reads.
+func exitFor(s *results.Summary) error {
+	switch {
+	case s.StopReason == results.StopInterrupted || s.StopReason == results.StopError:
+		return &exitError{code: exitBadInput}
+	case !s.OK:
+		return &exitError{code: exitFailed}
+	}
+	return nil
+}

@@ -1,0 +1,34 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/valnet/valnet/scenarios"
+)
+
+func newValidateCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate SCENARIO...",
+		Short: "Check scenario files and report every problem at once (file:line:col)",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			bad := 0
+			for _, a := range args {
+				plan, err := scenarios.Resolve(a)
+				if err != nil {
+					bad++
+					fmt.Fprintln(cmd.ErrOrStderr(), err)
+					continue
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (%s: %d validators, %d heights, %d expectations)\n",
+					a, plan.Name, len(plan.Validators), plan.Run.Heights, len(plan.Expect))
+			}
+			if bad > 0 {
+				return &exitError{code: exitBadInput}
+			}
+			return nil
+		},
+	}
+}

@@ -1,0 +1,255 @@
+package nodes
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cometbft/cometbft/abci/example/kvstore"
+	cmtlog "github.com/cometbft/cometbft/libs/log"
+	cmtpubsub "github.com/cometbft/cometbft/libs/pubsub"
+	"github.com/cometbft/cometbft/node"
+	"github.com/cometbft/cometbft/proxy"
+	"github.com/cometbft/cometbft/types"
+
+	"github.com/valnet/valnet/results"
+)
+
+// InProcess runs every validator as a real CometBFT node inside this
+// process, each with its own home, databases, p2p and RPC listeners, and
+// an in-memory kvstore application.
+type InProcess struct{}
+
+var _ Backend = InProcess{}
+
+func (InProcess) Name() string { return "inprocess" }
+
+// eventBuffer is the capacity of each event subscription. CometBFT cancels a
+// subscription whose buffer is full rather than block consensus, so it is
+// generous; the pump drains it into the Sink at once.
+const eventBuffer = 10_000
+
+type inProcessNode struct {
+	name    string
+	addrs   Addrs
+	node    *node.Node
+	logFile *os.File
+	cancel  context.CancelFunc
+	pumps   sync.WaitGroup
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+var _ Node = (*inProcessNode)(nil)
+
+// Start creates and starts the node of spec. Its home must already be
+// written (WriteHome).
+func (InProcess) Start(ctx context.Context, spec Spec) (Node, error) {
+	logFile, err := os.OpenFile(LogFile(spec.Config), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: log file: %w", spec.Name, err)
+	}
+	logger, err := nodeLogger(logFile, spec.Config.LogLevel)
+	if err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("node %s: %w", spec.Name, err)
+	}
+	valSet, err := Validators(spec.Genesis)
+	if err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("node %s: genesis validators: %w", spec.Name, err)
+	}
+	gen := spec.Genesis
+	genesisProvider := func() (node.ChecksummedGenesisDoc, error) {
+		// The checksum only matters for a --genesis_hash check, not used here.
+		return node.ChecksummedGenesisDoc{GenesisDoc: gen, Sha256Checksum: make([]byte, 32)}, nil
+	}
+	n, err := node.NewNode(ctx, spec.Config, spec.Signer, spec.NodeKey,
+		proxy.NewLocalClientCreator(kvstore.NewInMemoryApplication()),
+		genesisProvider,
+		guardedDBProvider,
+		node.DefaultMetricsProvider(spec.Config.Instrumentation),
+		logger)
+	if err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("node %s: %w", spec.Name, err)
+	}
+	pumpCtx, cancel := context.WithCancel(context.Background())
+	ipn := &inProcessNode{name: spec.Name, node: n, logFile: logFile, cancel: cancel}
+	tr := &translator{node: spec.Name, names: spec.Names, valSet: valSet}
+	// Subscribe before Start so that no event of the first height is lost.
+	if err := ipn.subscribe(pumpCtx, n.EventBus(), tr, spec.Sink); err != nil {
+		cancel()
+		logFile.Close()
+		return nil, fmt.Errorf("node %s: subscribe: %w", spec.Name, err)
+	}
+	if err := n.Start(); err != nil {
+		cancel()
+		ipn.pumps.Wait()
+		logFile.Close()
+		return nil, fmt.Errorf("node %s: start: %w", spec.Name, err)
+	}
+	ipn.addrs = Addrs{
+		RPC: "http://" + strings.TrimPrefix(spec.Config.RPC.ListenAddress, "tcp://"),
+		P2P: NodeID(spec.NodeKey) + "@" + strings.TrimPrefix(spec.Config.P2P.ListenAddress, "tcp://"),
+	}
+	return ipn, nil
+}
+
+func (n *inProcessNode) Name() string { return n.name }
+func (n *inProcessNode) Addrs() Addrs { return n.addrs }
+
+func (n *inProcessNode) Stop(context.Context) error {
+	n.stopOnce.Do(func() {
+		if n.node.IsRunning() {
+			n.stopErr = n.node.Stop()
+			n.node.Wait()
+		}
+		n.cancel()
+		n.pumps.Wait()
+		if err := n.logFile.Close(); err != nil && n.stopErr == nil {
+			n.stopErr = err
+		}
+	})
+	return n.stopErr
+}
+
+func (n *inProcessNode) subscribe(ctx context.Context, bus *types.EventBus, tr *translator, sink Sink) error {
+	queries := []cmtpubsub.Query{
+		types.EventQueryVote,
+		types.EventQueryNewRound,
+		types.EventQueryNewRoundStep,
+		types.EventQueryCompleteProposal,
+		types.EventQueryNewBlock,
+	}
+	for i, q := range queries {
+		sub, err := bus.Subscribe(ctx, fmt.Sprintf("valnet-%d", i), q, eventBuffer)
+		if err != nil {
+			return err
+		}
+		n.pumps.Add(1)
+		go func() {
+			defer n.pumps.Done()
+			for {
+				select {
+				case msg := <-sub.Out():
+					if e, ok := tr.translate(msg.Data()); ok {
+						sink.Emit(e)
+					}
+				case <-sub.Canceled():
+					if err := sub.Err(); err != nil && ctx.Err() == nil && bus.IsRunning() {
+						sink.Emit(results.Event{Time: time.Now(), Kind: results.KindNodeError, Node: n.name,
+							Error: "event subscription cancelled: " + err.Error()})
+					}
+					return
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	return nil
+}
+
+// translator turns CometBFT event data into valnet events.
+type translator struct {
+	node   string
+	names  map[string]string
+	valSet *types.ValidatorSet
+}
+
+func (t *translator) name(addr []byte) string {
+	key := strings.ToUpper(hex.EncodeToString(addr))
+	if n, ok := t.names[key]; ok {
+		return n
+	}
+	return key
+}
+
+func (t *translator) translate(data any) (results.Event, bool) {
+	now := time.Now()
+	switch d := data.(type) {
+	case types.EventDataVote:
+		v := d.Vote
+		phase := "prevote"
+		if v.Type == types.PrecommitType {
+			phase = "precommit"
+		}
+		return results.Event{Time: now, Kind: results.KindVote, Node: t.node,
+			Validator: t.name(v.ValidatorAddress), Height: v.Height, Round: v.Round,
+			Phase: phase, BlockID: hashHex(v.BlockID.Hash)}, true
+	case types.EventDataNewRound:
+		return results.Event{Time: now, Kind: results.KindNewRound, Node: t.node,
+			Height: d.Height, Round: d.Round, Proposer: t.name(d.Proposer.Address)}, true
+	case types.EventDataRoundState:
+		return results.Event{Time: now, Kind: results.KindStep, Node: t.node,
+			Height: d.Height, Round: d.Round, Step: stepName(d.Step)}, true
+	case types.EventDataCompleteProposal:
+		return results.Event{Time: now, Kind: results.KindProposal, Node: t.node,
+			Height: d.Height, Round: d.Round, BlockID: hashHex(d.BlockID.Hash)}, true
+	case types.EventDataNewBlock:
+		return t.block(now, d), true
+	}
+	return results.Event{}, false
+}
+
+func (t *translator) block(now time.Time, d types.EventDataNewBlock) results.Event {
+	b := d.Block
+	bt := b.Time.UTC()
+	e := results.Event{Time: now, Kind: results.KindBlock, Node: t.node,
+		Height: b.Height, BlockID: hashHex(d.BlockID.Hash),
+		Proposer: t.name(b.ProposerAddress), BlockTime: &bt, Txs: len(b.Txs)}
+	if lc := b.LastCommit; lc != nil && lc.Height > 0 {
+		e.LastCommitRound = lc.Round
+		for i, sig := range lc.Signatures {
+			_, val := t.valSet.GetByIndex(int32(i))
+			name := fmt.Sprintf("index-%d", i)
+			if val != nil {
+				name = t.name(val.Address)
+			}
+			switch sig.BlockIDFlag {
+			case types.BlockIDFlagAbsent:
+				e.LastCommitAbsent = append(e.LastCommitAbsent, name)
+			case types.BlockIDFlagNil:
+				e.LastCommitNil = append(e.LastCommitNil, name)
+			}
+		}
+	}
+	return e
+}
+
+func hashHex(h []byte) string {
+	if len(h) == 0 {
+		return ""
+	}
+	return hex.EncodeToString(h)
+}
+
+// stepName turns "RoundStepPrevoteWait" into "prevote_wait".
+func stepName(s string) string {
+	s = strings.TrimPrefix(s, "RoundStep")
+	var b strings.Builder
+	for i, r := range s {
+		if r >= 'A' && r <= 'Z' {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func nodeLogger(w *os.File, level string) (cmtlog.Logger, error) {
+	opt, err := cmtlog.AllowLevel(level)
+	if err != nil {
+		return nil, err
+	}
+	return cmtlog.NewFilter(cmtlog.NewTMLogger(cmtlog.NewSyncWriter(w)), opt), nil
+}

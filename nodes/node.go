@@ -1,0 +1,59 @@
+// Package nodes runs CometBFT validator nodes for a run. A backend is driven
+// by the runner and never drives: it starts a node from a Spec, reports what
+// the node observes as results.Event values through a Sink, and stops it.
+package nodes
+
+import (
+	"context"
+
+	cfg "github.com/cometbft/cometbft/config"
+	"github.com/cometbft/cometbft/p2p"
+	"github.com/cometbft/cometbft/types"
+
+	"github.com/valnet/valnet/results"
+)
+
+// Sink receives the events a node observes. It is called from the node's
+// event goroutines and must not block for long.
+type Sink interface {
+	Emit(results.Event)
+}
+
+// SinkFunc adapts a function to a Sink.
+type SinkFunc func(results.Event)
+
+func (f SinkFunc) Emit(e results.Event) { f(e) }
+
+// Spec is everything a backend needs to run one validator.
+type Spec struct {
+	Name    string
+	Config  *cfg.Config // rooted at the node's home; ports and peers set
+	Genesis *types.GenesisDoc
+	NodeKey *p2p.NodeKey
+	Signer  types.PrivValidator
+	// Names maps validator addresses (upper-case hex, as CometBFT prints
+	// them) to validator names, so events can name validators.
+	Names map[string]string
+	Sink  Sink
+}
+
+// Addrs are a running node's listen addresses.
+type Addrs struct {
+	RPC string // e.g. http://127.0.0.1:26657
+	P2P string // e.g. <node id>@127.0.0.1:26656
+}
+
+// Node is one running validator node.
+type Node interface {
+	Name() string
+	Addrs() Addrs
+	// Stop shuts the node down and releases everything it holds; it is safe
+	// to call more than once.
+	Stop(ctx context.Context) error
+}
+
+// Backend starts nodes.
+type Backend interface {
+	Name() string
+	Start(ctx context.Context, spec Spec) (Node, error)
+}

@@ -1,0 +1,115 @@
+// Package results owns the event stream of a run (events.jsonl) and every
+// summary derived from it. Reports read events only: events.jsonl is the one
+// road from a run to a report, so a report can be rebuilt from a run dir.
+package results
+
+import "time"
+
+// Kind names the type of an Event. The set is closed; readers ignore kinds
+// they do not know so that old reports can read newer runs.
+type Kind string
+
+const (
+	// KindRunStart opens every stream: Scenario, Backend, Seed, ChainID,
+	// Validators (the genesis validator set with names), Heights (target).
+	KindRunStart Kind = "run_start"
+	// KindNodeUp: node Node is running; RPC and P2P hold its addresses.
+	KindNodeUp Kind = "node_up"
+	// KindSign: validator Validator finished signing Phase at Height/Round.
+	// LatencyMS is the whole call as the node saw it (injected delay
+	// included), InjectedMS the delay added by the latency model, BlockID the
+	// hash signed ("" = a nil vote), Error set when the signer refused.
+	KindSign Kind = "sign"
+	// KindVote: node Node received (or cast) a vote of Validator for
+	// Phase (prevote|precommit) at Height/Round for BlockID ("" = nil).
+	KindVote Kind = "vote"
+	// KindNewRound: node Node entered Height/Round; Proposer is the
+	// validator whose turn it is to propose.
+	KindNewRound Kind = "new_round"
+	// KindStep: node Node entered Step of Height/Round.
+	KindStep Kind = "step"
+	// KindProposal: node Node has the complete proposal for Height/Round.
+	KindProposal Kind = "proposal"
+	// KindBlock: the first node to commit Height reports the block. Proposer,
+	// BlockTime (header time), Txs; LastCommit* describe block Height-1 as
+	// recorded in this block: its commit round and which validators'
+	// CommitSig is absent or nil.
+	KindBlock Kind = "block"
+	// KindNodeError: something went wrong inside node Node (Error), e.g. an
+	// event subscription that CometBFT cancelled; events may be missing.
+	KindNodeError Kind = "node_error"
+	// KindRunEnd closes a stream: StopReason and Error.
+	KindRunEnd Kind = "run_end"
+)
+
+// Stop reasons, as summary.json reports them.
+const (
+	StopHeights     = "heights"
+	StopMaxDuration = "max_duration"
+	StopInterrupted = "interrupted"
+	StopError       = "error"
+)
+
+// Event is one line of events.jsonl. Fields that do not apply to a Kind are
+// left empty and omitted from the JSON.
+type Event struct {
+	Time time.Time `json:"t"`
+	Kind Kind      `json:"kind"`
+
+	Node      string `json:"node,omitempty"`      // node that observed the event
+	Validator string `json:"validator,omitempty"` // validator the event is about
+	Height    int64  `json:"height,omitempty"`
+	Round     int32  `json:"round,omitempty"`
+	Phase     string `json:"phase,omitempty"` // proposal | prevote | precommit
+	Step      string `json:"step,omitempty"`  // propose, prevote, prevote_wait, precommit, precommit_wait, commit, new_height, new_round
+	BlockID   string `json:"block_id,omitempty"`
+
+	// sign
+	LatencyMS  float64 `json:"latency_ms,omitempty"`
+	InjectedMS float64 `json:"injected_ms,omitempty"`
+	Error      string  `json:"error,omitempty"`
+
+	// new_round, block
+	Proposer string `json:"proposer,omitempty"`
+
+	// block
+	BlockTime        *time.Time `json:"block_time,omitempty"`
+	Txs              int        `json:"txs,omitempty"`
+	LastCommitRound  int32      `json:"last_commit_round,omitempty"`
+	LastCommitAbsent []string   `json:"last_commit_absent,omitempty"`
+	LastCommitNil    []string   `json:"last_commit_nil,omitempty"`
+
+	// node_up
+	RPC string `json:"rpc,omitempty"`
+	P2P string `json:"p2p,omitempty"`
+
+	// run_start
+	Scenario   string          `json:"scenario,omitempty"`
+	Backend    string          `json:"backend,omitempty"`
+	ChainID    string          `json:"chain_id,omitempty"`
+	Seed       int64           `json:"seed,omitempty"`
+	Heights    int64           `json:"heights,omitempty"`
+	Validators []ValidatorInfo `json:"validators,omitempty"`
+	Expect     []Expectation   `json:"expect,omitempty"`
+
+	// run_end
+	StopReason string `json:"stop_reason,omitempty"`
+}
+
+// ValidatorInfo describes one genesis validator in run_start.
+type ValidatorInfo struct {
+	Name    string `json:"name"`
+	Address string `json:"address"` // hex, as CometBFT prints it
+	Power   int64  `json:"power"`
+	Signer  string `json:"signer"` // e.g. "local", "local+latency(fixed 200ms)"
+}
+
+// Expectation is an `expect:` entry as recorded in run_start, so that the
+// summary (and its pass/fail) can be rebuilt from events alone.
+type Expectation struct {
+	Metric    string   `json:"metric"`
+	Validator string   `json:"validator,omitempty"`
+	Phase     string   `json:"phase,omitempty"`
+	Min       *float64 `json:"min,omitempty"`
+	Max       *float64 `json:"max,omitempty"`
+}

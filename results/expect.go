@@ -1,0 +1,165 @@
+package results
+
+import (
+	"fmt"
+	"slices"
+)
+
+// ExpectationResult is one evaluated expectation in summary.json. A
+// per-validator expectation written without a validator yields one result
+// per validator.
+type ExpectationResult struct {
+	Expectation         // what was expected (its JSON keys inline)
+	Value       float64 `json:"value"`
+	OK          bool    `json:"ok"`
+	// Note qualifies a value, e.g. "no samples" for a latency of a phase
+	// the validator never signed (value 0, judged like any other value).
+	Note string `json:"note,omitempty"`
+	// Error says why the expectation could not be evaluated (OK is false).
+	Error string `json:"error,omitempty"`
+}
+
+// metric computes one metric from a summary. samples is the number of
+// observations behind a percentile value, or -1 for counts.
+type metric struct {
+	perValidator bool
+	phased       bool
+	chain        func(s *Summary) (value float64, samples int)
+	validator    func(v *ValidatorSummary, phase string) (value float64, samples int)
+}
+
+func count[T int | int32 | int64](v T) (float64, int) { return float64(v), -1 }
+
+// metrics implements every name in scenarios.Metrics (a test checks it).
+// Metrics are read off the Summary, so summary.json shows exactly the values
+// that expectations judged.
+var metrics = map[string]metric{
+	"heights_committed":         {chain: func(s *Summary) (float64, int) { return count(s.Heights.Committed) }},
+	"heights_with_round_change": {chain: func(s *Summary) (float64, int) { return count(s.Rounds.HeightsWithRoundChange) }},
+	"max_commit_round":          {chain: func(s *Summary) (float64, int) { return count(s.Rounds.MaxCommitRound) }},
+	"extra_rounds":              {chain: func(s *Summary) (float64, int) { return count(s.Rounds.ExtraRounds) }},
+	"block_interval_p50_ms":     {chain: func(s *Summary) (float64, int) { return s.BlockIntervalMS.P50, s.BlockIntervalMS.Count }},
+	"block_interval_p95_ms":     {chain: func(s *Summary) (float64, int) { return s.BlockIntervalMS.P95, s.BlockIntervalMS.Count }},
+	"block_interval_max_ms":     {chain: func(s *Summary) (float64, int) { return s.BlockIntervalMS.Max, s.BlockIntervalMS.Count }},
+	"double_signs":              {chain: func(s *Summary) (float64, int) { return count(s.DoubleSigns) }},
+
+	"missed_precommits": {perValidator: true, validator: func(v *ValidatorSummary, _ string) (float64, int) { return count(v.MissedPrecommits) }},
+	"nil_precommits":    {perValidator: true, validator: func(v *ValidatorSummary, _ string) (float64, int) { return count(v.NilPrecommits) }},
+	"proposals_made":    {perValidator: true, validator: func(v *ValidatorSummary, _ string) (float64, int) { return count(v.Proposals.Made) }},
+	"proposals_missed":  {perValidator: true, validator: func(v *ValidatorSummary, _ string) (float64, int) { return count(v.Proposals.Missed) }},
+
+	"sign_latency_p50_ms": {perValidator: true, phased: true, validator: func(v *ValidatorSummary, p string) (float64, int) {
+		st := v.SignLatencyMS.phase(p)
+		return st.P50, st.Count
+	}},
+	"sign_latency_p99_ms": {perValidator: true, phased: true, validator: func(v *ValidatorSummary, p string) (float64, int) {
+		st := v.SignLatencyMS.phase(p)
+		return st.P99, st.Count
+	}},
+	"sign_latency_max_ms": {perValidator: true, phased: true, validator: func(v *ValidatorSummary, p string) (float64, int) {
+		st := v.SignLatencyMS.phase(p)
+		return st.Max, st.Count
+	}},
+}
+
+// phase returns the stats of one phase; "" means all phases together.
+func (p *PhaseLatency) phase(name string) LatencyStats {
+	switch name {
+	case PhaseProposal:
+		return p.Proposal
+	case PhasePrevote:
+		return p.Prevote
+	case PhasePrecommit:
+		return p.Precommit
+	}
+	return p.All
+}
+
+// Metric returns the value of a metric as expectations see it. validator
+// is required for per-validator metrics and refused for chain metrics;
+// phase only applies to sign_latency_* ("" = all phases).
+func (s *Summary) Metric(name, validator, phase string) (float64, error) {
+	if validator == "" {
+		if m, ok := metrics[name]; ok && m.perValidator {
+			return 0, fmt.Errorf("metric %q needs a validator", name)
+		}
+	}
+	v, _, err := s.metric(name, validator, phase)
+	return v, err
+}
+
+func (s *Summary) metric(name, validator, phase string) (float64, int, error) {
+	m, ok := metrics[name]
+	if !ok {
+		return 0, 0, fmt.Errorf("unknown metric %q", name)
+	}
+	if phase != "" {
+		if !m.phased {
+			return 0, 0, fmt.Errorf("metric %q takes no phase", name)
+		}
+		if !slices.Contains(phases, phase) {
+			return 0, 0, fmt.Errorf("unknown phase %q (want proposal, prevote or precommit)", phase)
+		}
+	}
+	if !m.perValidator {
+		if validator != "" {
+			return 0, 0, fmt.Errorf("metric %q is a chain metric and takes no validator", name)
+		}
+		v, n := m.chain(s)
+		return v, n, nil
+	}
+	for i := range s.Validators {
+		if s.Validators[i].Name == validator {
+			v, n := m.validator(&s.Validators[i], phase)
+			return v, n, nil
+		}
+	}
+	return 0, 0, fmt.Errorf("validator %q is not in the run", validator)
+}
+
+// evaluate judges one expectation: ok when the value lies in [min, max]
+// (either bound optional). A per-validator metric without a validator is
+// checked for every validator, one result each. Expectations that cannot
+// be evaluated (unknown metric, validator or phase) fail with Error set,
+// so a typo never passes silently.
+func evaluate(s *Summary, exp Expectation) []ExpectationResult {
+	base := ExpectationResult{Expectation: Expectation{
+		Metric: exp.Metric, Validator: exp.Validator, Phase: exp.Phase,
+		Min: clonePtr(exp.Min), Max: clonePtr(exp.Max),
+	}}
+	judge := func(r ExpectationResult) ExpectationResult {
+		v, n, err := s.metric(r.Metric, r.Validator, r.Phase)
+		if err != nil {
+			r.Error = err.Error()
+			return r
+		}
+		r.Value = v
+		r.OK = (r.Min == nil || v >= *r.Min) && (r.Max == nil || v <= *r.Max)
+		if n == 0 {
+			r.Note = "no samples"
+		}
+		return r
+	}
+	if m, ok := metrics[exp.Metric]; !ok || !m.perValidator || exp.Validator != "" {
+		return []ExpectationResult{judge(base)}
+	}
+	if len(s.Validators) == 0 {
+		base.Error = "no validators to evaluate"
+		return []ExpectationResult{base}
+	}
+	out := make([]ExpectationResult, 0, len(s.Validators))
+	for _, v := range s.Validators {
+		r := base
+		r.Validator = v.Name
+		out = append(out, judge(r))
+	}
+	return out
+}
+
+func clonePtr(p *float64) *float64 {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}

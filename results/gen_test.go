@@ -1,0 +1,235 @@
+package results
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// genConfig scripts a synthetic but CometBFT-shaped run: every node enters
+// each round, the proposer signs, everyone prevotes and precommits, and the
+// first node to commit reports the block, whose LastCommit describes the
+// previous height. Used for the golden fixture and the benchmarks.
+type genConfig struct {
+	validators int
+	heights    int64
+	start      time.Time
+
+	commitRound map[int64]int32    // height -> round it commits in (default 0)
+	signerFails map[int64]bool     // failed rounds: the proposer's signer errors (else it is just silent)
+	absent      map[int64][]int    // height -> validators missing from its commit (precommit arrived late)
+	nilVotes    map[int64][]int    // height -> validators that prevote and precommit nil in the commit round
+	injected    map[int]float64    // validator -> injected delay on its precommits, ms
+	resign      map[int64]int      // height -> validator that signs its precommit twice (same block)
+	expect      []Expectation      // recorded in run_start
+	nextHeight  bool               // the run is stopped while height+1 has begun
+	names       func(i int) string // validator name, default v1..vN
+}
+
+// gen returns the event stream of the scripted run.
+func gen(c genConfig) []Event {
+	if c.names == nil {
+		c.names = func(i int) string { return fmt.Sprintf("v%d", i+1) }
+	}
+	name := c.names
+	t := c.start
+	var evs []Event
+	emit := func(ev Event) {
+		ev.Time = t
+		evs = append(evs, ev)
+	}
+	advance := func(ms float64) { t = t.Add(time.Duration(ms * float64(time.Millisecond))) }
+	// Deterministic "local signer" latency in 0.05..0.5 ms.
+	local := func(h int64, v, phase int) float64 {
+		return 0.05 + float64((int(h)*7+v*13+phase*5)%10)*0.05
+	}
+	in := func(list []int, v int) bool { return slices.Contains(list, v) }
+
+	var vals []ValidatorInfo
+	for i := range c.validators {
+		sum := sha256.Sum256([]byte(name(i)))
+		signer := "local"
+		if ms, ok := c.injected[i]; ok {
+			signer = fmt.Sprintf("local+latency(fixed %gms, precommit)", ms)
+		}
+		vals = append(vals, ValidatorInfo{Name: name(i), Address: strings.ToUpper(hex.EncodeToString(sum[:20])), Power: 10, Signer: signer})
+	}
+	emit(Event{Kind: KindRunStart, Scenario: "fixture", Backend: "inprocess", ChainID: "valnet-fixture", Seed: 7,
+		Heights: c.heights, Validators: vals, Expect: c.expect})
+	advance(120)
+	for i := range c.validators {
+		emit(Event{Kind: KindNodeUp, Node: name(i), RPC: fmt.Sprintf("tcp://127.0.0.1:%d", 26657+10*i), P2P: fmt.Sprintf("tcp://127.0.0.1:%d", 26656+10*i)})
+	}
+	advance(900)
+
+	blockID := func(h int64) string {
+		sum := sha256.Sum256(fmt.Appendf(nil, "block %d", h))
+		return strings.ToUpper(hex.EncodeToString(sum[:]))
+	}
+	sign := func(v int, phase string, h int64, r int32, id string) {
+		pi := slices.Index(phases, phase)
+		lat := local(h, v, pi)
+		ev := Event{Kind: KindSign, Node: name(v), Validator: name(v), Phase: phase, Height: h, Round: r, BlockID: id}
+		if ms, ok := c.injected[v]; ok && phase == PhasePrecommit {
+			ev.InjectedMS = ms
+			lat += ms
+		}
+		ev.LatencyMS = roundMS(lat)
+		advance(lat)
+		emit(ev)
+	}
+	proposer := func(h int64, r int32) int { return int((h - 1 + int64(r)) % int64(c.validators)) }
+	nodes := func(f func(i int)) {
+		for i := range c.validators {
+			f(i)
+		}
+	}
+
+	startHeight := func(h int64, r int32) {
+		p := proposer(h, r)
+		nodes(func(i int) {
+			emit(Event{Kind: KindNewRound, Node: name(i), Height: h, Round: r, Proposer: name(p)})
+			emit(Event{Kind: KindStep, Node: name(i), Height: h, Round: r, Step: "propose"})
+		})
+	}
+
+	for h := int64(1); h <= c.heights; h++ {
+		cr := c.commitRound[h]
+		id := blockID(h)
+		for r := int32(0); r <= cr; r++ {
+			startHeight(h, r)
+			p := proposer(h, r)
+			if r < cr {
+				// The proposer fails this round: its signer errors or it is
+				// silent; everyone times out, prevotes and precommits nil.
+				if c.signerFails[h] {
+					advance(3)
+					emit(Event{Kind: KindSign, Node: name(p), Validator: name(p), Phase: PhaseProposal, Height: h, Round: r, LatencyMS: 3, Error: "signer: connection reset"})
+				}
+				advance(3000) // timeout_propose
+				nodes(func(i int) {
+					emit(Event{Kind: KindStep, Node: name(i), Height: h, Round: r, Step: "prevote"})
+					sign(i, PhasePrevote, h, r, "")
+					emit(Event{Kind: KindVote, Node: name(i), Validator: name(i), Phase: PhasePrevote, Height: h, Round: r})
+				})
+				advance(1000) // timeout_prevote
+				nodes(func(i int) {
+					emit(Event{Kind: KindStep, Node: name(i), Height: h, Round: r, Step: "precommit"})
+					sign(i, PhasePrecommit, h, r, "")
+					emit(Event{Kind: KindVote, Node: name(i), Validator: name(i), Phase: PhasePrecommit, Height: h, Round: r})
+				})
+				advance(1000) // timeout_precommit
+				continue
+			}
+			sign(p, PhaseProposal, h, r, id)
+			advance(2)
+			nodes(func(i int) {
+				emit(Event{Kind: KindProposal, Node: name(i), Height: h, Round: r, BlockID: id})
+			})
+			vote := func(i int) string {
+				if in(c.nilVotes[h], i) {
+					return ""
+				}
+				return id
+			}
+			nodes(func(i int) {
+				emit(Event{Kind: KindStep, Node: name(i), Height: h, Round: r, Step: "prevote"})
+				sign(i, PhasePrevote, h, r, vote(i))
+				emit(Event{Kind: KindVote, Node: name(i), Validator: name(i), Phase: PhasePrevote, Height: h, Round: r, BlockID: vote(i)})
+			})
+			advance(4)
+			nodes(func(i int) {
+				emit(Event{Kind: KindStep, Node: name(i), Height: h, Round: r, Step: "precommit"})
+				sign(i, PhasePrecommit, h, r, vote(i))
+				if v, ok := c.resign[h]; ok && v == i {
+					sign(i, PhasePrecommit, h, r, vote(i)) // FilePV retry: same vote again
+				}
+				emit(Event{Kind: KindVote, Node: name(i), Validator: name(i), Phase: PhasePrecommit, Height: h, Round: r, BlockID: vote(i)})
+			})
+			advance(4)
+			nodes(func(i int) {
+				emit(Event{Kind: KindStep, Node: name(i), Height: h, Round: r, Step: "commit"})
+			})
+		}
+		bt := t.Add(-7 * time.Millisecond)
+		blk := Event{Kind: KindBlock, Node: name(0), Height: h, Proposer: name(proposer(h, cr)), BlockTime: &bt, Txs: int(h % 3)}
+		if h > 1 {
+			blk.LastCommitRound = c.commitRound[h-1]
+			for _, v := range c.absent[h-1] {
+				blk.LastCommitAbsent = append(blk.LastCommitAbsent, name(v))
+			}
+			for _, v := range c.nilVotes[h-1] {
+				blk.LastCommitNil = append(blk.LastCommitNil, name(v))
+			}
+		}
+		emit(blk)
+		nodes(func(i int) {
+			emit(Event{Kind: KindStep, Node: name(i), Height: h + 1, Step: "new_height"})
+		})
+		advance(1000) // timeout_commit
+	}
+	if c.nextHeight {
+		// Stopped mid-height: a turn and a proposal outside the window.
+		h := c.heights + 1
+		startHeight(h, 0)
+		sign(proposer(h, 0), PhaseProposal, h, 0, blockID(h))
+	}
+	advance(15)
+	emit(Event{Kind: KindRunEnd, StopReason: StopHeights})
+	return evs
+}
+
+// fixtureConfig is the run behind testdata/events.jsonl: 4 validators, 8
+// heights; height 5 needs round 1 because v1's signer fails in round 0;
+// v2 precommits nil at height 2; v3's precommit is missing from the commits
+// of heights 3 and 6; v4 signs precommits with 200 ms injected latency and
+// re-signs one (not a double sign); one expectation fails (v3's misses).
+func fixtureConfig() genConfig {
+	f := func(v float64) *float64 { return &v }
+	return genConfig{
+		validators:  4,
+		heights:     8,
+		start:       time.Date(2025, 3, 14, 9, 26, 53, 0, time.UTC),
+		commitRound: map[int64]int32{5: 1},
+		signerFails: map[int64]bool{5: true},
+		absent:      map[int64][]int{3: {2}, 6: {2}},
+		nilVotes:    map[int64][]int{2: {1}},
+		injected:    map[int]float64{3: 200},
+		resign:      map[int64]int{7: 3},
+		nextHeight:  true,
+		expect: []Expectation{
+			{Metric: "heights_committed", Min: f(8)},
+			{Metric: "max_commit_round", Max: f(1)},
+			{Metric: "double_signs", Max: f(0)},
+			{Metric: "missed_precommits", Max: f(1)},
+			{Metric: "proposals_missed", Validator: "v1", Max: f(1)},
+			{Metric: "sign_latency_p99_ms", Validator: "v4", Phase: PhasePrecommit, Min: f(150), Max: f(300)},
+			{Metric: "block_interval_p95_ms", Max: f(8000)},
+		},
+	}
+}
+
+// benchConfig: 25 validators, 1000 heights, a round change every 50
+// heights and a few missed precommits.
+func benchConfig() genConfig {
+	c := genConfig{
+		validators:  25,
+		heights:     1000,
+		start:       time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC),
+		commitRound: map[int64]int32{},
+		signerFails: map[int64]bool{},
+		absent:      map[int64][]int{},
+		nilVotes:    map[int64][]int{},
+		injected:    map[int]float64{24: 150},
+		resign:      map[int64]int{},
+	}
+	for h := int64(50); h <= c.heights; h += 50 {
+		c.commitRound[h] = 1
+		c.signerFails[h] = true
+		c.absent[h+1] = []int{int(h/50) % 25}
+	}
+	return c
+}

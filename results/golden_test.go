@@ -1,0 +1,128 @@
+package results
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "regenerate testdata/events.jsonl and the golden files")
+
+const fixturePath = "testdata/events.jsonl"
+
+// readFixture returns the fixture's events, regenerating the fixture first
+// under -update (through Writer, so the fixture is also what Writer writes).
+func readFixture(t testing.TB) []Event {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		w, err := NewWriter(fixturePath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range gen(fixtureConfig()) {
+			w.Emit(ev)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evs, err := ReadFile(fixturePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+func checkGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./results -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (go test ./results -update to accept):\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+func TestGolden(t *testing.T) {
+	evs := readFixture(t)
+	s := Summarize(evs)
+
+	t.Run("summary.json", func(t *testing.T) {
+		b, err := encodeSummary(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkGolden(t, "summary.json", b)
+
+		// WriteSummaryJSON writes exactly these bytes.
+		path := filepath.Join(t.TempDir(), "summary.json")
+		if err := WriteSummaryJSON(path, s); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := os.ReadFile(path); !bytes.Equal(got, b) {
+			t.Error("WriteSummaryJSON output differs from encodeSummary")
+		}
+	})
+	t.Run("heights.csv", func(t *testing.T) {
+		var buf bytes.Buffer
+		if err := WriteHeightsCSV(&buf, evs); err != nil {
+			t.Fatal(err)
+		}
+		checkGolden(t, "heights.csv", buf.Bytes())
+	})
+	t.Run("table.txt", func(t *testing.T) {
+		var buf bytes.Buffer
+		if err := WriteTable(&buf, s); err != nil {
+			t.Fatal(err)
+		}
+		checkGolden(t, "table.txt", buf.Bytes())
+	})
+}
+
+// TestFixtureFacts pins the facts the fixture was scripted to contain, so a
+// regenerated golden file cannot silently drift from the scenario it claims
+// to describe.
+func TestFixtureFacts(t *testing.T) {
+	s := Summarize(readFixture(t))
+	if s.Heights != (HeightStats{First: 1, Last: 8, Committed: 8, Target: 8}) {
+		t.Errorf("heights = %+v", s.Heights)
+	}
+	if s.Rounds != (RoundStats{HeightsWithRoundChange: 1, MaxCommitRound: 1, ExtraRounds: 1}) {
+		t.Errorf("rounds = %+v", s.Rounds)
+	}
+	if s.DoubleSigns != 0 {
+		t.Errorf("double_signs = %d, want 0 (v4's re-sign is the same block)", s.DoubleSigns)
+	}
+	type row struct{ missed, nils, counted, expected, made, errs int }
+	want := map[string]row{
+		"v1": {0, 0, 7, 2, 1, 1}, // proposer at 1 and 5/0 (signer failed)
+		"v2": {0, 1, 7, 3, 3, 0}, // proposer at 2, 5/1, 6; nil at 2
+		"v3": {2, 0, 7, 2, 2, 0}, // absent at 3 and 6
+		"v4": {0, 0, 7, 2, 2, 0}, // 9/0 is after the last commit
+	}
+	for _, v := range s.Validators {
+		got := row{v.MissedPrecommits, v.NilPrecommits, v.PrecommitsCounted, v.Proposals.Expected, v.Proposals.Made, v.SignErrors}
+		if got != want[v.Name] {
+			t.Errorf("%s = %+v, want %+v", v.Name, got, want[v.Name])
+		}
+	}
+	if v4 := s.Validators[3]; v4.InjectedLatencyMS.Count == 0 || v4.InjectedLatencyMS.P50 != 200 {
+		t.Errorf("v4 injected = %+v", v4.InjectedLatencyMS)
+	}
+	if s.OK || len(s.Failed()) != 1 || s.Failed()[0].Validator != "v3" {
+		t.Errorf("ok=%v failed=%+v, want only v3's missed_precommits", s.OK, s.Failed())
+	}
+}

@@ -1,0 +1,57 @@
+package results
+
+import (
+	"encoding/csv"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// WriteHeightsCSV writes heights.csv: one row per committed height,
+// ascending, with the header
+//
+//	height,commit_round,proposer,block_time,interval_ms,absent,nil
+//
+// commit_round and interval_ms follow Summarize's definitions and are empty
+// when unknown; block_time is the header time (RFC3339Nano, UTC); absent and
+// nil are the validators whose CommitSig for this height in block H+1's
+// LastCommit is absent or nil, joined by ';' (empty when H+1 was not
+// committed, as well as when nobody was absent).
+func WriteHeightsCSV(w io.Writer, events []Event) error {
+	c := newChain(events)
+	cw := csv.NewWriter(w)
+	if err := cw.Write([]string{"height", "commit_round", "proposer", "block_time", "interval_ms", "absent", "nil"}); err != nil {
+		return err
+	}
+	for _, h := range c.heights {
+		b := c.blocks[h]
+		row := make([]string, 7)
+		row[0] = strconv.FormatInt(h, 10)
+		if r, ok := c.commitRound(h); ok {
+			row[1] = strconv.FormatInt(int64(r), 10)
+		}
+		row[2] = b.Proposer
+		if b.BlockTime != nil {
+			row[3] = b.BlockTime.UTC().Format(time.RFC3339Nano)
+		}
+		if ms, ok := c.intervalMS(h); ok {
+			row[4] = formatMS(ms)
+		}
+		if nb := c.next(h); nb != nil {
+			row[5] = strings.Join(nb.LastCommitAbsent, ";")
+			row[6] = strings.Join(nb.LastCommitNil, ";")
+		}
+		if err := cw.Write(row); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// formatMS prints a millisecond value with at most 3 decimals and no
+// trailing zeros ("1000", "1000.5").
+func formatMS(ms float64) string {
+	return strconv.FormatFloat(roundMS(ms), 'f', -1, 64)
+}

@@ -1,0 +1,101 @@
+package results
+
+import (
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Progress is a live view of a running network, for the runner's status
+// line. It is approximate by design (counts as events arrive); reports use
+// Summarize.
+type Progress struct {
+	Height     int64         // last committed height
+	Target     int64         // run_start's target height (0 if unknown)
+	Round      int32         // highest round seen so far at Height+1
+	Missed     int           // absent precommits so far, all validators
+	SignErrors int           // sign events with an error
+	Elapsed    time.Duration // since run_start (frozen at run_end)
+	Done       bool          // run_end seen
+}
+
+// String renders p as a one-line status, e.g.
+// "height 12/20 round 0 missed 3 sign errors 0 elapsed 12.3s".
+func (p Progress) String() string {
+	h := fmt.Sprint(p.Height)
+	if p.Target > 0 {
+		h += fmt.Sprintf("/%d", p.Target)
+	}
+	return fmt.Sprintf("height %s round %d missed %d sign errors %d elapsed %s",
+		h, p.Round, p.Missed, p.SignErrors, p.Elapsed.Round(100*time.Millisecond))
+}
+
+// Tracker folds events into a Progress. Observe and Snapshot are safe for
+// concurrent use; pass Observe to Writer.Subscribe. The zero value is ready.
+type Tracker struct {
+	mu         sync.Mutex
+	p          Progress
+	start, end time.Time
+	// roundHeight is the height Round was seen at; Round only counts while
+	// that is Height+1, i.e. the height being decided now.
+	roundHeight int64
+	now         func() time.Time // for tests
+}
+
+// NewTracker returns an empty Tracker (the zero value works as well).
+func NewTracker() *Tracker { return &Tracker{} }
+
+// Observe folds one event into the progress.
+func (t *Tracker) Observe(ev Event) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.start.IsZero() {
+		// Without run_start (tracker attached late), time from the first
+		// event seen.
+		t.start = ev.Time
+	}
+	switch ev.Kind {
+	case KindRunStart:
+		t.start = ev.Time
+		t.p.Target = ev.Heights
+	case KindBlock:
+		t.p.Height = max(t.p.Height, ev.Height)
+		t.p.Missed += len(ev.LastCommitAbsent)
+	case KindNewRound:
+		switch {
+		case ev.Height > t.roundHeight:
+			t.roundHeight, t.p.Round = ev.Height, ev.Round
+		case ev.Height == t.roundHeight:
+			t.p.Round = max(t.p.Round, ev.Round)
+		}
+	case KindSign:
+		if ev.Error != "" {
+			t.p.SignErrors++
+		}
+	case KindRunEnd:
+		t.end = ev.Time
+		t.p.Done = true
+	}
+}
+
+// Snapshot returns the progress so far.
+func (t *Tracker) Snapshot() Progress {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.p
+	if t.roundHeight != p.Height+1 {
+		p.Round = 0 // no new_round seen yet for the height in progress
+	}
+	switch {
+	case t.start.IsZero():
+	case !t.end.IsZero():
+		p.Elapsed = t.end.Sub(t.start)
+	default:
+		now := time.Now
+		if t.now != nil {
+			now = t.now
+		}
+		p.Elapsed = now().Sub(t.start)
+	}
+	return p
+}

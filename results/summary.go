@@ -1,0 +1,437 @@
+package results
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"slices"
+	"sort"
+	"time"
+)
+
+// Summary is summary.json: everything a report says about a run, derived
+// from its events alone (see Summarize for the definitions). JSON keys are a
+// public contract: add keys, never rename them.
+type Summary struct {
+	Scenario   string `json:"scenario"`
+	Backend    string `json:"backend"`
+	ChainID    string `json:"chain_id"`
+	Seed       int64  `json:"seed"`
+	OK         bool   `json:"ok"`
+	StopReason string `json:"stop_reason"`
+	Error      string `json:"error"`
+	DurationMS int64  `json:"duration_ms"`
+
+	Heights         HeightStats        `json:"heights"`
+	Rounds          RoundStats         `json:"rounds"`
+	BlockIntervalMS IntervalStats      `json:"block_interval_ms"`
+	Validators      []ValidatorSummary `json:"validators"`
+
+	DoubleSigns       int          `json:"double_signs"`
+	DoubleSignDetails []DoubleSign `json:"double_sign_details,omitempty"`
+
+	// NodeErrors lists node_error events: the stream may be missing events
+	// after them, so every number above may undercount.
+	NodeErrors []NodeError `json:"node_errors,omitempty"`
+
+	Expectations []ExpectationResult `json:"expectations"`
+}
+
+// HeightStats: committed heights.
+type HeightStats struct {
+	First     int64 `json:"first"`
+	Last      int64 `json:"last"`
+	Committed int   `json:"committed"`
+	Target    int64 `json:"target,omitempty"` // run_start's heights
+}
+
+// RoundStats: how many rounds heights took to commit.
+type RoundStats struct {
+	HeightsWithRoundChange int   `json:"heights_with_round_change"`
+	MaxCommitRound         int32 `json:"max_commit_round"`
+	ExtraRounds            int64 `json:"extra_rounds"`
+	// UnknownCommitRound counts committed heights left out of the stats
+	// above because their commit round could not be determined.
+	UnknownCommitRound int `json:"unknown_commit_round"`
+}
+
+// IntervalStats: observed time between consecutive commits, ms.
+type IntervalStats struct {
+	Count int     `json:"count"`
+	P50   float64 `json:"p50"`
+	P95   float64 `json:"p95"`
+	Max   float64 `json:"max"`
+}
+
+// ValidatorSummary is one validator's row in summary.json.
+type ValidatorSummary struct {
+	Name    string `json:"name"`
+	Address string `json:"address"`
+	Signer  string `json:"signer"`
+	Power   int64  `json:"power"`
+
+	MissedPrecommits  int `json:"missed_precommits"`
+	NilPrecommits     int `json:"nil_precommits"`
+	PrecommitsCounted int `json:"precommits_counted"`
+
+	Proposals ProposalStats `json:"proposals"`
+
+	SignLatencyMS     PhaseLatency `json:"sign_latency_ms"`
+	InjectedLatencyMS LatencyStats `json:"injected_latency_ms"`
+	SignErrors        int          `json:"sign_errors"`
+}
+
+// ProposalStats: the validator's proposer turns and what it did with them.
+type ProposalStats struct {
+	Expected int `json:"expected"`
+	Made     int `json:"made"`
+	Missed   int `json:"missed"` // max(Expected-Made, 0)
+}
+
+// PhaseLatency holds signing latency per phase, and over all phases together
+// (what a sign_latency_* expectation without a phase checks).
+type PhaseLatency struct {
+	Proposal  LatencyStats `json:"proposal"`
+	Prevote   LatencyStats `json:"prevote"`
+	Precommit LatencyStats `json:"precommit"`
+	All       LatencyStats `json:"all"`
+}
+
+// DoubleSign is one conflicting (validator, height, round, phase) group.
+type DoubleSign struct {
+	Validator string   `json:"validator"`
+	Height    int64    `json:"height"`
+	Round     int32    `json:"round"`
+	Phase     string   `json:"phase"`
+	BlockIDs  []string `json:"block_ids"` // in signing order; "" is a nil vote
+}
+
+// NodeError is a node_error event.
+type NodeError struct {
+	Time  time.Time `json:"t"`
+	Node  string    `json:"node"`
+	Error string    `json:"error"`
+}
+
+// Signing phases, as in Event.Phase.
+const (
+	PhaseProposal  = "proposal"
+	PhasePrevote   = "prevote"
+	PhasePrecommit = "precommit"
+)
+
+var phases = []string{PhaseProposal, PhasePrevote, PhasePrecommit}
+
+// Failed returns the expectations that did not hold.
+func (s *Summary) Failed() []ExpectationResult {
+	var out []ExpectationResult
+	for _, e := range s.Expectations {
+		if !e.OK {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Summarize derives the summary of a run from its events (stream order).
+//
+// Definitions:
+//   - Height H is committed when a block event for H exists. heights.first
+//     and .last are the min and max committed height, .committed the number
+//     of distinct committed heights.
+//   - The commit round of H is block H+1's last_commit_round; for a height
+//     without an H+1 block (the last one) the lowest round of a step
+//     "commit" event at H; else unknown and excluded from round stats.
+//     rounds: heights with commit round > 0, the max, and the sum (extra
+//     rounds spent beyond round 0).
+//   - block_interval_ms: time between the block events (event time t) of
+//     H-1 and H, for every committed H whose H-1 is committed.
+//   - missed_precommits(v): committed heights H with a block H+1 whose
+//     last_commit_absent names v; nil_precommits likewise with
+//     last_commit_nil; precommits_counted: the number of such H (the
+//     denominator of both).
+//   - proposals.expected(v): distinct (height, round) named by a new_round
+//     event with proposer v, within the committed window: height <= last
+//     committed and round <= the height's commit round when known (rounds
+//     after the decision, or of the unfinished height, were not needed).
+//     proposals.made(v): distinct (height, round) in the same window with a
+//     successful proposal sign event by v. Using one window for both keeps
+//     made <= expected in practice, so missed = expected - made is the
+//     number of wasted turns.
+//   - sign_latency_ms: per phase (and all phases together) over successful
+//     sign events, latency_ms; injected_latency_ms: injected_ms of the
+//     successful sign events that were delayed (injected_ms > 0), so it
+//     reads as the latency model's actual draws; sign_errors: sign events
+//     with an error.
+//   - double_signs: (validator, height, round, phase) groups whose successful
+//     sign events carry more than one distinct block_id ("" for nil counts as
+//     one). Re-signing the same block_id is what FilePV does on a retry and
+//     is not a double sign.
+//   - scenario, backend, chain_id, seed and the validator list (order
+//     included) come from run_start; validators that only appear in other
+//     events are appended by name. stop_reason and error come from run_end;
+//     without one the run is an error. duration_ms runs from run_start to
+//     run_end (to the last event if run_end is missing).
+//   - expectations: each `expect` entry of run_start, judged on the values
+//     above: ok when min <= value <= max. A per-validator metric without a
+//     validator yields one result per validator. An entry that cannot be
+//     evaluated (unknown metric, validator or phase) fails with an error.
+//   - node_errors: node_error events, listed as a warning that the stream
+//     may be incomplete; they do not change ok by themselves.
+//   - ok: every expectation holds and the run neither errored nor was
+//     interrupted (stop_reason heights or max_duration).
+func Summarize(events []Event) *Summary {
+	s := &Summary{Validators: []ValidatorSummary{}, Expectations: []ExpectationResult{}}
+	var start, end *Event
+	for i := range events {
+		switch events[i].Kind {
+		case KindRunStart:
+			if start == nil {
+				start = &events[i]
+			}
+		case KindRunEnd:
+			if end == nil {
+				end = &events[i]
+			}
+		case KindNodeError:
+			ev := &events[i]
+			s.NodeErrors = append(s.NodeErrors, NodeError{Time: ev.Time, Node: ev.Node, Error: ev.Error})
+		}
+	}
+	summarizeRun(s, events, start, end)
+
+	c := newChain(events)
+	summarizeChain(s, c)
+	summarizeValidators(s, events, start, c)
+
+	if start != nil {
+		for _, exp := range start.Expect {
+			s.Expectations = append(s.Expectations, evaluate(s, exp)...)
+		}
+	}
+	// A run that hit max_duration never reached run.heights: it fails even
+	// when its expectations hold, so a stalled chain cannot pass CI.
+	s.OK = len(s.Failed()) == 0 && s.StopReason == StopHeights
+	return s
+}
+
+func summarizeRun(s *Summary, events []Event, start, end *Event) {
+	if start != nil {
+		s.Scenario, s.Backend, s.ChainID, s.Seed = start.Scenario, start.Backend, start.ChainID, start.Seed
+		s.Heights.Target = start.Heights
+	}
+	switch {
+	case end == nil:
+		s.StopReason, s.Error = StopError, "run did not finish (no run_end event)"
+	case end.StopReason == "":
+		s.StopReason, s.Error = StopError, end.Error
+		if s.Error == "" {
+			s.Error = "run_end event has no stop_reason"
+		}
+	default:
+		s.StopReason, s.Error = end.StopReason, end.Error
+	}
+	if start == nil {
+		return
+	}
+	stop := start.Time
+	if end != nil {
+		stop = end.Time
+	} else {
+		for i := range events {
+			if events[i].Time.After(stop) {
+				stop = events[i].Time
+			}
+		}
+	}
+	s.DurationMS = max(stop.Sub(start.Time).Milliseconds(), 0)
+}
+
+func summarizeChain(s *Summary, c *chain) {
+	s.Heights.First, s.Heights.Last, s.Heights.Committed = c.first(), c.last(), len(c.heights)
+	var intervals []float64
+	for _, h := range c.heights {
+		if r, ok := c.commitRound(h); !ok {
+			s.Rounds.UnknownCommitRound++
+		} else if r > 0 {
+			s.Rounds.HeightsWithRoundChange++
+			s.Rounds.MaxCommitRound = max(s.Rounds.MaxCommitRound, r)
+			s.Rounds.ExtraRounds += int64(r)
+		}
+		if ms, ok := c.intervalMS(h); ok {
+			intervals = append(intervals, ms)
+		}
+	}
+	st := latencyStats(intervals)
+	s.BlockIntervalMS = IntervalStats{Count: st.Count, P50: st.P50, P95: st.P95, Max: st.Max}
+}
+
+// turn keys proposer turns and signed proposals by (height, round), and
+// double-sign groups by (validator, height, round, phase).
+type turn struct {
+	validator string
+	height    int64
+	round     int32
+	phase     string
+}
+
+// valAcc accumulates one validator's counts and samples.
+type valAcc struct {
+	missed, nils, signErrors int
+	latency                  map[string][]float64 // phase -> latency_ms
+	all, injected            []float64
+	turns, made              map[turn]struct{} // (height, round): proposer turns, signed proposals
+}
+
+func summarizeValidators(s *Summary, events []Event, start *Event, c *chain) {
+	accs := map[string]*valAcc{}
+	acc := func(name string) *valAcc {
+		a, ok := accs[name]
+		if !ok {
+			a = &valAcc{latency: map[string][]float64{}, turns: map[turn]struct{}{}, made: map[turn]struct{}{}}
+			accs[name] = a
+		}
+		return a
+	}
+
+	last := c.last()
+	inWindow := func(h int64, r int32) bool {
+		if h > last {
+			return false
+		}
+		cr, ok := c.commitRound(h)
+		return !ok || r <= cr
+	}
+
+	signs := map[turn][]string{} // double-sign groups: distinct block IDs in order
+	var groups []turn            // signs' keys in order of first appearance
+	for i := range events {
+		ev := &events[i]
+		switch ev.Kind {
+		case KindNewRound:
+			if ev.Proposer != "" && inWindow(ev.Height, ev.Round) {
+				acc(ev.Proposer).turns[turn{height: ev.Height, round: ev.Round}] = struct{}{}
+			}
+		case KindSign:
+			if ev.Validator == "" {
+				continue
+			}
+			a := acc(ev.Validator)
+			if ev.Error != "" {
+				a.signErrors++
+				continue
+			}
+			if slices.Contains(phases, ev.Phase) {
+				a.latency[ev.Phase] = append(a.latency[ev.Phase], ev.LatencyMS)
+				a.all = append(a.all, ev.LatencyMS)
+			}
+			if ev.InjectedMS > 0 {
+				a.injected = append(a.injected, ev.InjectedMS)
+			}
+			if ev.Phase == PhaseProposal && inWindow(ev.Height, ev.Round) {
+				a.made[turn{height: ev.Height, round: ev.Round}] = struct{}{}
+			}
+			k := turn{ev.Validator, ev.Height, ev.Round, ev.Phase}
+			ids, seen := signs[k]
+			if !seen {
+				groups = append(groups, k)
+			}
+			if !slices.Contains(ids, ev.BlockID) {
+				signs[k] = append(ids, ev.BlockID)
+			}
+		}
+	}
+
+	counted := 0
+	for _, h := range c.heights {
+		nb := c.next(h)
+		if nb == nil {
+			continue
+		}
+		counted++
+		for _, name := range nb.LastCommitAbsent {
+			if name != "" {
+				acc(name).missed++
+			}
+		}
+		for _, name := range nb.LastCommitNil {
+			if name != "" {
+				acc(name).nils++
+			}
+		}
+	}
+
+	for _, k := range groups {
+		if ids := signs[k]; len(ids) > 1 {
+			s.DoubleSignDetails = append(s.DoubleSignDetails, DoubleSign{
+				Validator: k.validator, Height: k.height, Round: k.round, Phase: k.phase, BlockIDs: ids,
+			})
+		}
+	}
+	s.DoubleSigns = len(s.DoubleSignDetails)
+
+	// Validators in run_start order, then any others the events mention.
+	rows := []ValidatorSummary{} // [] not null in JSON
+	listed := map[string]bool{}
+	if start != nil {
+		for _, v := range start.Validators {
+			if !listed[v.Name] {
+				listed[v.Name] = true
+				rows = append(rows, ValidatorSummary{Name: v.Name, Address: v.Address, Signer: v.Signer, Power: v.Power})
+			}
+		}
+	}
+	var others []string
+	for name := range accs {
+		if !listed[name] {
+			others = append(others, name)
+		}
+	}
+	sort.Strings(others)
+	for _, name := range others {
+		rows = append(rows, ValidatorSummary{Name: name})
+	}
+
+	for i := range rows {
+		v := &rows[i]
+		a := acc(v.Name)
+		v.MissedPrecommits, v.NilPrecommits, v.PrecommitsCounted = a.missed, a.nils, counted
+		v.SignErrors = a.signErrors
+		v.Proposals = ProposalStats{Expected: len(a.turns), Made: len(a.made)}
+		v.Proposals.Missed = max(v.Proposals.Expected-v.Proposals.Made, 0)
+		v.SignLatencyMS = PhaseLatency{
+			Proposal:  latencyStats(a.latency[PhaseProposal]),
+			Prevote:   latencyStats(a.latency[PhasePrevote]),
+			Precommit: latencyStats(a.latency[PhasePrecommit]),
+			All:       latencyStats(a.all),
+		}
+		v.InjectedLatencyMS = latencyStats(a.injected)
+	}
+	s.Validators = rows
+}
+
+// WriteSummaryJSON writes s as indented JSON with a trailing newline. It
+// writes a temporary file and renames it, so readers never see half a
+// summary.
+func WriteSummaryJSON(path string, s *Summary) error {
+	b, err := encodeSummary(s)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func encodeSummary(s *Summary) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf) // Encode adds the trailing newline
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // keep signer names like "a<b>" readable
+	if err := enc.Encode(s); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,43 @@
+//go:build integ
+
+package runner
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/scenarios"
+)
+
+// TestIntegBuiltinScenarios runs every built-in scenario at full size and
+// requires its own expectations to hold and no double signing.
+func TestIntegBuiltinScenarios(t *testing.T) {
+	for _, b := range scenarios.Builtins() {
+		t.Run(b.Name, func(t *testing.T) {
+			plan, err := scenarios.Builtin(b.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(t.TempDir(), "run")
+			showLogsOnFailure(t, dir)
+			ctx, cancel := context.WithTimeout(context.Background(), plan.Run.MaxDuration+time.Minute)
+			defer cancel()
+			out, err := Run(ctx, plan, Options{OutDir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := out.Summary
+			t.Logf("%s: %s; heights %d, round changes %d, block interval p50 %.0f ms",
+				b.Name, results.ResultLine(s), s.Heights.Committed, s.Rounds.HeightsWithRoundChange, s.BlockIntervalMS.P50)
+			if !s.OK {
+				t.Errorf("%s failed: %s %+v", b.Name, results.ResultLine(s), s.Failed())
+			}
+			if s.DoubleSigns != 0 {
+				t.Errorf("%s: %d double signs", b.Name, s.DoubleSigns)
+			}
+		})
+	}
+}

@@ -1,0 +1,102 @@
+package runner
+
+import (
+	"encoding/hex"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	cfg "github.com/cometbft/cometbft/config"
+	"github.com/cometbft/cometbft/crypto"
+	"github.com/cometbft/cometbft/p2p"
+	"github.com/cometbft/cometbft/types"
+
+	"github.com/valnet/valnet/nodes"
+	"github.com/valnet/valnet/scenarios"
+)
+
+// member is one validator of the network as the runner plans it: keys,
+// ports and home, before anything runs.
+type member struct {
+	plan    scenarios.ValidatorPlan
+	key     crypto.PrivKey
+	nodeKey *p2p.NodeKey
+	address string // upper-case hex, as CometBFT prints it
+	config  *cfg.Config
+	ports   []int
+}
+
+// layoutNetwork derives every validator's keys, home and ports, and the
+// genesis document they share.
+func layoutNetwork(p *scenarios.Plan, seed int64, outDir string) ([]*member, *types.GenesisDoc, error) {
+	members := make([]*member, 0, len(p.Validators))
+	gen := &types.GenesisDoc{
+		GenesisTime:     time.Now().UTC().Round(time.Millisecond),
+		ChainID:         p.ChainID,
+		InitialHeight:   1,
+		ConsensusParams: types.DefaultConsensusParams(),
+	}
+	for _, v := range p.Validators {
+		m := &member{plan: v, key: validatorKey(seed, v.Name), nodeKey: nodeKey(seed, v.Name)}
+		pub := m.key.PubKey()
+		m.address = strings.ToUpper(hex.EncodeToString(pub.Address()))
+		gen.Validators = append(gen.Validators, types.GenesisValidator{
+			Address: pub.Address(), PubKey: pub, Power: v.Power, Name: v.Name,
+		})
+		m.config = nodes.NewConfig(filepath.Join(outDir, NodesDir, v.Name))
+		applyTimeouts(m.config, p.Timeouts)
+		members = append(members, m)
+	}
+	if err := gen.ValidateAndComplete(); err != nil {
+		return nil, nil, fmt.Errorf("genesis: %w", err)
+	}
+	return members, gen, nil
+}
+
+func applyTimeouts(c *cfg.Config, t scenarios.Timeouts) {
+	c.Consensus.TimeoutPropose = t.Propose
+	c.Consensus.TimeoutProposeDelta = t.ProposeDelta
+	c.Consensus.TimeoutPrevote = t.Prevote
+	c.Consensus.TimeoutPrevoteDelta = t.PrevoteDelta
+	c.Consensus.TimeoutPrecommit = t.Precommit
+	c.Consensus.TimeoutPrecommitDelta = t.PrecommitDelta
+	c.Consensus.TimeoutCommit = t.Commit
+}
+
+// assignPorts gives every member fresh loopback p2p and RPC ports and makes
+// every member a persistent peer of every other (a full mesh).
+func assignPorts(members []*member) error {
+	for _, m := range members {
+		releasePorts(m)
+		p2pPort, err := nodes.FreePort()
+		if err != nil {
+			return err
+		}
+		rpcPort, err := nodes.FreePort()
+		if err != nil {
+			nodes.ReleasePort(p2pPort)
+			return err
+		}
+		m.ports = []int{p2pPort, rpcPort}
+		m.config.P2P.ListenAddress = fmt.Sprintf("tcp://127.0.0.1:%d", p2pPort)
+		m.config.RPC.ListenAddress = fmt.Sprintf("tcp://127.0.0.1:%d", rpcPort)
+	}
+	for _, m := range members {
+		var peers []string
+		for _, o := range members {
+			if o != m {
+				peers = append(peers, nodes.NodeID(o.nodeKey)+"@"+strings.TrimPrefix(o.config.P2P.ListenAddress, "tcp://"))
+			}
+		}
+		m.config.P2P.PersistentPeers = strings.Join(peers, ",")
+	}
+	return nil
+}
+
+func releasePorts(m *member) {
+	for _, p := range m.ports {
+		nodes.ReleasePort(p)
+	}
+	m.ports = nil
+}

@@ -1,0 +1,379 @@
+// Package runner turns a scenario plan into a running network and a run
+// directory: plan keys, homes and ports; start signers and nodes; record
+// events; wait on observed progress with a deadline; stop everything;
+// derive the summary from events.jsonl.
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cometbft/cometbft/types"
+
+	"github.com/valnet/valnet/nodes"
+	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/scenarios"
+	"github.com/valnet/valnet/signers"
+)
+
+// Options tune a run; the zero value runs quietly into the default dir.
+type Options struct {
+	OutDir   string        // default: DefaultOutDir
+	Seed     *int64        // overrides the scenario's run.seed
+	Keep     bool          // leave the network up after the run until ctx ends
+	Status   io.Writer     // live progress; nil: none
+	Terminal bool          // Status is a terminal: one line rewritten in place
+	Backend  nodes.Backend // default: nodes.InProcess
+	// OnKeep is called when Keep is set and the run is done and summarised,
+	// before waiting for ctx to end (the CLI prints the addresses).
+	OnKeep func(*Outcome, NetworkInfo)
+}
+
+// Outcome is what a finished run produced.
+type Outcome struct {
+	OutDir  string
+	Summary *results.Summary
+}
+
+// NetworkInfo is network.json: how to reach the running validators.
+type NetworkInfo struct {
+	Scenario   string             `json:"scenario"`
+	ChainID    string             `json:"chain_id"`
+	Validators []NetworkValidator `json:"validators"`
+}
+
+// NetworkValidator is one entry of network.json.
+type NetworkValidator struct {
+	Name    string `json:"name"`
+	Address string `json:"address"`
+	RPC     string `json:"rpc"`
+	P2P     string `json:"p2p"`
+	Home    string `json:"home"`
+}
+
+// startAttempts bounds retries of a network start whose ports were taken
+// between picking and binding them.
+const startAttempts = 3
+
+// Run runs plan to the end and returns its outcome. An error means the run
+// could not be done; its run directory then still holds what was recorded.
+// A run that was done returns the summary, whose OK says whether every
+// expectation held.
+func Run(ctx context.Context, plan *scenarios.Plan, opts Options) (*Outcome, error) {
+	seed := plan.Run.Seed
+	if opts.Seed != nil {
+		seed = *opts.Seed
+	}
+	if opts.Backend == nil {
+		opts.Backend = nodes.InProcess{}
+	}
+	if opts.OutDir == "" {
+		opts.OutDir = DefaultOutDir(plan.Name, time.Now())
+	}
+	if err := prepareOutDir(opts.OutDir); err != nil {
+		return nil, err
+	}
+	if err := copyScenario(plan, filepath.Join(opts.OutDir, ScenarioFile)); err != nil {
+		return nil, err
+	}
+	w, err := results.NewWriter(filepath.Join(opts.OutDir, EventsFile))
+	if err != nil {
+		return nil, err
+	}
+	r := &run{plan: plan, seed: seed, opts: opts, rec: newRecorder(w), writer: w}
+	runErr := r.execute(ctx)
+	keep := opts.Keep && runErr == nil && r.reason != results.StopInterrupted
+	if !keep {
+		for _, err := range r.shutdown() {
+			// Sealed recorder: write straight to the stream, before run_end.
+			w.Emit(results.Event{Time: time.Now(), Kind: results.KindNodeError, Error: err.Error()})
+		}
+	}
+	out, finishErr := r.finish(runErr)
+	if keep {
+		// The run is recorded and summarised; the network stays up for
+		// debugging until ctx ends (Ctrl-C).
+		if opts.OnKeep != nil {
+			opts.OnKeep(out, r.network)
+		}
+		<-ctx.Done()
+		if errs := r.shutdown(); len(errs) > 0 && finishErr == nil {
+			finishErr = errors.Join(errs...)
+		}
+	}
+	if runErr != nil {
+		return out, runErr
+	}
+	return out, finishErr
+}
+
+type run struct {
+	plan   *scenarios.Plan
+	seed   int64
+	opts   Options
+	rec    *recorder
+	writer *results.Writer
+
+	members []*member
+	signers []signers.Signer
+	nodes   []nodes.Node
+	network NetworkInfo
+	start   time.Time
+	reason  string
+}
+
+func (r *run) execute(ctx context.Context) error {
+	r.start = time.Now()
+	members, gen, err := layoutNetwork(r.plan, r.seed, r.opts.OutDir)
+	if err != nil {
+		return err
+	}
+	r.members = members
+	names := map[string]string{}
+	for _, m := range members {
+		names[m.address] = m.plan.Name
+	}
+	infos, err := r.buildSigners()
+	if err != nil {
+		return err
+	}
+	r.rec.Emit(results.Event{Time: r.start, Kind: results.KindRunStart, Scenario: r.plan.Name,
+		Backend: r.opts.Backend.Name(), ChainID: r.plan.ChainID, Seed: r.seed,
+		Heights: r.plan.Run.Heights, Validators: infos, Expect: expectations(r.plan)})
+	if err := r.startNodes(ctx, gen, names); err != nil {
+		return err
+	}
+	if r.network, err = r.writeNetwork(); err != nil {
+		return err
+	}
+	r.reason = r.wait(ctx)
+	return nil
+}
+
+// buildSigners opens every validator's signer chain: backend, latency
+// model, instrumentation that reports each signature as a sign event.
+func (r *run) buildSigners() ([]results.ValidatorInfo, error) {
+	infos := make([]results.ValidatorInfo, 0, len(r.members))
+	for _, m := range r.members {
+		name := m.plan.Name
+		spec := signers.Spec{
+			Type:      m.plan.Signer.Type,
+			Key:       m.key,
+			KeyFile:   m.config.PrivValidatorKeyFile(),
+			StateFile: m.config.PrivValidatorStateFile(),
+			Seed:      r.seed,
+			Stream:    name,
+			Obs: signers.ObserverFunc(func(s signers.SignRecord) {
+				e := results.Event{Time: s.Start.Add(s.Latency), Kind: results.KindSign, Node: name,
+					Validator: name, Height: s.Height, Round: s.Round, Phase: s.Phase, BlockID: s.BlockID,
+					LatencyMS: ms(s.Latency), InjectedMS: ms(s.Injected)}
+				if s.Err != nil {
+					e.Error = s.Err.Error()
+				}
+				r.rec.Emit(e)
+			}),
+		}
+		if l := m.plan.Signer.Latency; l != nil {
+			spec.Latency = &signers.ModelSpec{Dist: l.Dist, Value: l.Value, Min: l.Min, Max: l.Max,
+				Mean: l.Mean, Stddev: l.Stddev, P50: l.P50, P99: l.P99}
+			spec.Phases = l.Phases
+		}
+		built, err := signers.Build(spec)
+		if err != nil {
+			return nil, fmt.Errorf("validator %s: %w", name, err)
+		}
+		r.signers = append(r.signers, built.Signer)
+		infos = append(infos, results.ValidatorInfo{Name: name, Address: m.address, Power: m.plan.Power, Signer: built.Label})
+	}
+	return infos, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func (r *run) startNodes(ctx context.Context, gen *types.GenesisDoc, names map[string]string) error {
+	var lastErr error
+	for attempt := 1; attempt <= startAttempts; attempt++ {
+		if err := assignPorts(r.members); err != nil {
+			return err
+		}
+		lastErr = r.startAll(ctx, gen, names)
+		if lastErr == nil {
+			return nil
+		}
+		_ = r.stopNodes()
+		if !isAddrInUse(lastErr) || ctx.Err() != nil {
+			break
+		}
+	}
+	return lastErr
+}
+
+func (r *run) startAll(ctx context.Context, gen *types.GenesisDoc, names map[string]string) error {
+	for i, m := range r.members {
+		spec := nodes.Spec{Name: m.plan.Name, Config: m.config, Genesis: gen, NodeKey: m.nodeKey,
+			Signer: r.signers[i], Names: names, Sink: r.rec}
+		if err := nodes.WriteHome(spec); err != nil {
+			return err
+		}
+		n, err := r.opts.Backend.Start(ctx, spec)
+		if err != nil {
+			return err
+		}
+		r.nodes = append(r.nodes, n)
+		a := n.Addrs()
+		r.rec.Emit(results.Event{Time: time.Now(), Kind: results.KindNodeUp, Node: n.Name(), RPC: a.RPC, P2P: a.P2P})
+	}
+	return nil
+}
+
+func isAddrInUse(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "address already in use")
+}
+
+func (r *run) writeNetwork() (NetworkInfo, error) {
+	info := NetworkInfo{Scenario: r.plan.Name, ChainID: r.plan.ChainID}
+	for i, n := range r.nodes {
+		a := n.Addrs()
+		info.Validators = append(info.Validators, NetworkValidator{Name: n.Name(), Address: r.members[i].address,
+			RPC: a.RPC, P2P: a.P2P, Home: r.members[i].config.RootDir})
+	}
+	data, err := json.MarshalIndent(info, "", "  ")
+	if err != nil {
+		return info, err
+	}
+	return info, os.WriteFile(filepath.Join(r.opts.OutDir, NetworkFile), append(data, '\n'), 0o644)
+}
+
+// pollEvery is how often the runner looks at observed progress.
+const pollEvery = 100 * time.Millisecond
+
+// wait polls observed progress until the target is reached, the hard
+// deadline passes or ctx ends, and returns the stop reason. The target is
+// the block after run.heights: that block's LastCommit carries the commit
+// signatures of the target height, so every height up to the target has
+// its missed and nil precommits accounted for.
+func (r *run) wait(ctx context.Context) string {
+	status := &statusLine{w: r.opts.Status, terminal: r.opts.Terminal, target: r.plan.Run.Heights, plainEvery: 5 * time.Second}
+	defer status.done()
+	deadline := time.NewTimer(time.Until(r.start.Add(r.plan.Run.MaxDuration)))
+	defer deadline.Stop()
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return results.StopInterrupted
+		case <-deadline.C:
+			return results.StopMaxDuration
+		case now := <-tick.C:
+			p := r.rec.tracker.Snapshot()
+			status.update(p, now)
+			if p.Height > r.plan.Run.Heights {
+				return results.StopHeights
+			}
+		}
+	}
+}
+
+// shutdown stops recording, releases any signature still waiting in a
+// latency model (so no node is held up), and stops every node.
+func (r *run) shutdown() []error {
+	r.rec.seal()
+	for _, s := range r.signers {
+		_ = signers.Close(s)
+	}
+	return r.stopNodes()
+}
+
+// stopNodes stops every started node at once.
+func (r *run) stopNodes() []error {
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for _, n := range r.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := n.Stop(ctx); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("stop %s: %w", n.Name(), err))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	r.nodes = nil
+	for _, m := range r.members {
+		releasePorts(m)
+	}
+	return errs
+}
+
+// finish closes the event stream and derives the summary files from it.
+// It runs whatever happened before, so a failed run keeps its results.
+func (r *run) finish(runErr error) (*Outcome, error) {
+	r.rec.seal()
+	end := results.Event{Time: time.Now(), Kind: results.KindRunEnd, StopReason: r.reason}
+	if runErr != nil {
+		end.StopReason, end.Error = results.StopError, runErr.Error()
+	}
+	r.rec.Emit(end)
+	if err := r.writer.Close(); err != nil {
+		return nil, fmt.Errorf("events: %w", err)
+	}
+	out := &Outcome{OutDir: r.opts.OutDir}
+	s, err := Report(r.opts.OutDir)
+	out.Summary = s
+	return out, err
+}
+
+// Report derives summary.json and heights.csv of a run directory from its
+// events.jsonl alone, and returns the summary.
+func Report(dir string) (*results.Summary, error) {
+	events, err := results.ReadFile(filepath.Join(dir, EventsFile))
+	if err != nil {
+		return nil, err
+	}
+	s := results.Summarize(events)
+	if err := results.WriteSummaryJSON(filepath.Join(dir, SummaryFile), s); err != nil {
+		return s, err
+	}
+	f, err := os.Create(filepath.Join(dir, HeightsFile))
+	if err != nil {
+		return s, err
+	}
+	if err := results.WriteHeightsCSV(f, events); err != nil {
+		f.Close()
+		return s, err
+	}
+	return s, f.Close()
+}
+
+func expectations(p *scenarios.Plan) []results.Expectation {
+	out := make([]results.Expectation, 0, len(p.Expect))
+	for _, e := range p.Expect {
+		out = append(out, results.Expectation{Metric: e.Metric, Validator: e.Validator, Phase: e.Phase, Min: e.Min, Max: e.Max})
+	}
+	return out
+}
+
+// copyScenario keeps the scenario text beside its results, so a run dir
+// says exactly what was run.
+func copyScenario(p *scenarios.Plan, dst string) error {
+	if err := os.WriteFile(dst, p.Text, 0o644); err != nil {
+		return fmt.Errorf("copy scenario: %w", err)
+	}
+	return nil
+}

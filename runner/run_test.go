@@ -1,0 +1,219 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/scenarios"
+)
+
+// e2eYAML: four validators under short timeouts, one signer delayed well
+// beyond the prevote/precommit timeouts.
+const e2eYAML = `
+name: e2e-slow
+chain:
+  timeouts: {propose: 300ms, propose_delta: 100ms, prevote: 100ms, prevote_delta: 50ms,
+             precommit: 100ms, precommit_delta: 50ms, commit: 100ms}
+run:
+  heights: 10
+  max_duration: 3m
+validators:
+  - name: v
+    count: 3
+  - name: slow
+    signer:
+      latency: 250ms
+expect:
+  - {metric: heights_committed, min: 10}
+`
+
+func parse(t *testing.T, yaml string) *scenarios.Plan {
+	t.Helper()
+	plan, err := scenarios.Parse("test.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}
+
+// showLogsOnFailure prints the tail of every node log if the test fails;
+// node logs stay in files otherwise.
+func showLogsOnFailure(t *testing.T, dir string) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		logs, _ := filepath.Glob(filepath.Join(dir, NodesDir, "*", "node.log"))
+		for _, l := range logs {
+			data, _ := os.ReadFile(l)
+			if len(data) > 4000 {
+				data = data[len(data)-4000:]
+			}
+			t.Logf("--- %s (tail)\n%s", l, data)
+		}
+	})
+}
+
+func TestRunSlowSignerMissesPrecommits(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	showLogsOnFailure(t, dir)
+	plan := parse(t, e2eYAML)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out, err := Run(ctx, plan, Options{OutDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := out.Summary
+	if s.StopReason != results.StopHeights || !s.OK {
+		t.Fatalf("stop %q ok %v: %+v", s.StopReason, s.OK, s.Expectations)
+	}
+	if s.Heights.Last <= 10 || s.Heights.Committed < 10 {
+		t.Fatalf("heights %+v, want the target 10 and the block after it", s.Heights)
+	}
+	var slow results.ValidatorSummary
+	maxOther := 0
+	for _, v := range s.Validators {
+		if v.Name == "slow" {
+			slow = v
+			continue
+		}
+		maxOther = max(maxOther, v.MissedPrecommits)
+		if v.SignLatencyMS.Precommit.P50 > 100 {
+			t.Errorf("%s (no injected delay) precommit p50 = %v ms", v.Name, v.SignLatencyMS.Precommit.P50)
+		}
+	}
+	if slow.MissedPrecommits <= maxOther {
+		t.Errorf("slow missed %d precommits, others up to %d: want more", slow.MissedPrecommits, maxOther)
+	}
+	for phase, st := range map[string]results.LatencyStats{
+		"prevote": slow.SignLatencyMS.Prevote, "precommit": slow.SignLatencyMS.Precommit,
+	} {
+		if st.Count == 0 || st.P50 < 250 || st.P50 > 400 {
+			t.Errorf("slow %s latency %+v: want p50 in [250, 400] ms", phase, st)
+		}
+	}
+	if s.DoubleSigns != 0 {
+		t.Errorf("double signs: %d", s.DoubleSigns)
+	}
+
+	// Every file of the contract is there, and network.json names every node.
+	for _, f := range []string{EventsFile, SummaryFile, HeightsFile, NetworkFile, ScenarioFile} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	var netInfo NetworkInfo
+	data, err := os.ReadFile(filepath.Join(dir, NetworkFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &netInfo); err != nil {
+		t.Fatal(err)
+	}
+	if len(netInfo.Validators) != 4 {
+		t.Fatalf("network.json: %+v", netInfo)
+	}
+	// Nothing is left listening once the run is over.
+	for _, v := range netInfo.Validators {
+		for _, addr := range []string{strings.TrimPrefix(v.RPC, "http://"), v.P2P[strings.Index(v.P2P, "@")+1:]} {
+			if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+				c.Close()
+				t.Errorf("%s: %s still accepts connections after the run", v.Name, addr)
+			}
+		}
+		// A standard CometBFT home is left for inspection.
+		for _, f := range []string{"config/config.toml", "config/genesis.json", "config/node_key.json",
+			"config/priv_validator_key.json", "data/priv_validator_state.json", "node.log"} {
+			if _, err := os.Stat(filepath.Join(v.Home, f)); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+
+	// The summary is rebuilt from events.jsonl alone, identically.
+	rebuilt, err := Report(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(rebuilt, s) {
+		t.Error("summary rebuilt from events.jsonl differs from the run's")
+	}
+
+	// The same directory is never reused for another run.
+	if _, err := Run(ctx, plan, Options{OutDir: dir}); err == nil || !strings.Contains(err.Error(), "already holds a run") {
+		t.Errorf("second run into %s: err = %v", dir, err)
+	}
+}
+
+func TestRunInterruptedStopsCleanly(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	showLogsOnFailure(t, dir)
+	plan := parse(t, strings.Replace(e2eYAML, "heights: 10", "heights: 1000", 1))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		// Interrupt once the network is up and has made progress.
+		deadline := time.Now().Add(2 * time.Minute)
+		for time.Now().Before(deadline) {
+			if evs, err := results.ReadFile(filepath.Join(dir, EventsFile)); err == nil {
+				for _, e := range evs {
+					if e.Kind == results.KindBlock && e.Height >= 2 {
+						cancel()
+						return
+					}
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	out, err := Run(ctx, plan, Options{OutDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := out.Summary
+	if s.StopReason != results.StopInterrupted || s.OK {
+		t.Fatalf("stop %q ok %v, want interrupted and not ok", s.StopReason, s.OK)
+	}
+	if s.Heights.Committed < 2 {
+		t.Errorf("results so far lost: %+v", s.Heights)
+	}
+	if _, err := os.Stat(filepath.Join(dir, SummaryFile)); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestRunMaxDurationEndsTheRun(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	showLogsOnFailure(t, dir)
+	yaml := strings.Replace(e2eYAML, "heights: 10", "heights: 100000", 1)
+	yaml = strings.Replace(yaml, "max_duration: 3m", "max_duration: 4s", 1)
+	out, err := Run(context.Background(), parse(t, yaml), Options{OutDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := out.Summary; s.StopReason != results.StopMaxDuration || s.OK {
+		t.Fatalf("stop %q ok %v, want max_duration and not ok", s.StopReason, s.OK)
+	}
+}
+
+func TestKeysAreDeterministic(t *testing.T) {
+	a, b, c := validatorKey(1, "v1"), validatorKey(1, "v1"), validatorKey(2, "v1")
+	if a.PubKey().Address().String() != b.PubKey().Address().String() {
+		t.Fatal("same seed and name gave different keys")
+	}
+	if a.PubKey().Address().String() == c.PubKey().Address().String() || a.PubKey().Address().String() == validatorKey(1, "v2").PubKey().Address().String() {
+		t.Fatal("different seed or name gave the same key")
+	}
+	if nodeKey(1, "v1").ID() != nodeKey(1, "v1").ID() {
+		t.Fatal("node keys differ")
+	}
+}

@@ -1,0 +1,368 @@
+package scenarios
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// decoder walks a yaml.Node tree into the raw types (schema.go) itself,
+// rather than through yaml.v3's Decode, so that it can report every unknown
+// key, duplicate key and wrong type at once, each with line and column.
+// yaml.v3 stops at the first unknown key and reports no columns.
+type decoder struct {
+	file string
+	errs Errors
+	pos  map[string]nodePos // every key path written in the file
+	bad  map[string]bool    // key paths that already have an error
+}
+
+// nodePos is where a key and its value were written. List items have both
+// set to the item.
+type nodePos struct{ Key, Value Pos }
+
+func newDecoder(file string) *decoder {
+	return &decoder{file: file, pos: make(map[string]nodePos), bad: make(map[string]bool)}
+}
+
+// at is the position of n in the file.
+func (d *decoder) at(n *yaml.Node) Pos {
+	return Pos{File: d.file, Line: n.Line, Col: n.Column}
+}
+
+// fail records one problem.
+func (d *decoder) fail(p Pos, key, msg string, allowed ...string) {
+	d.errs = append(d.errs, Error{Pos: p, Key: key, Msg: msg, Allowed: allowed})
+	if key != "" { // an odd key in the document must not silence every other check
+		d.bad[key] = true
+	}
+}
+
+// written reports whether key appears in the file.
+func (d *decoder) written(key string) bool {
+	_, ok := d.pos[key]
+	return ok
+}
+
+// failed reports whether key or a key above it already has an error, so
+// that later checks stay quiet instead of piling a second message on the
+// first (a list item that is not a mapping has no name to complain about).
+func (d *decoder) failed(key string) bool {
+	for {
+		if d.bad[key] {
+			return true
+		}
+		if key == "" {
+			return false
+		}
+		key = parentKey(key)
+	}
+}
+
+// valuePos is where key's value was written or, for a key that is not in the
+// file, where its nearest written parent is: that is where to add it.
+func (d *decoder) valuePos(key string) Pos {
+	for {
+		if p, ok := d.pos[key]; ok {
+			return p.Value
+		}
+		if key == "" {
+			return Pos{File: d.file, Line: 1, Col: 1}
+		}
+		key = parentKey(key)
+	}
+}
+
+// keyPos is where key itself was written (falls back like valuePos).
+func (d *decoder) keyPos(key string) Pos {
+	if p, ok := d.pos[key]; ok {
+		return p.Key
+	}
+	return d.valuePos(key)
+}
+
+// parentKey strips the last ".name" or "[i]" from a key path.
+func parentKey(key string) string {
+	i := strings.LastIndexAny(key, ".[")
+	if i < 0 {
+		return ""
+	}
+	return key[:i]
+}
+
+// scalarShorthand is implemented by raw types that also accept a bare scalar
+// in place of their mapping (latency: 200ms).
+type scalarShorthand interface {
+	decodeScalar(d *decoder, n *yaml.Node, key string)
+}
+
+var durationType = reflect.TypeFor[time.Duration]()
+
+// decode fills v (addressable) from n. key is n's path, for messages.
+func (d *decoder) decode(n *yaml.Node, key string, v reflect.Value) {
+	for n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if v.Kind() == reflect.Pointer {
+		// A null mapping or list (a key with nothing after it, or whose
+		// entries are all commented out) means "not written". A null
+		// scalar is a missing value and reported below.
+		elem := v.Type().Elem()
+		if isNull(n) && (elem.Kind() == reflect.Struct || elem.Kind() == reflect.Slice) {
+			return
+		}
+		v.Set(reflect.New(elem))
+		d.decode(n, key, v.Elem())
+		if d.bad[key] {
+			v.SetZero() // a bad value counts as not given; the error says why
+		}
+		return
+	}
+	if s, ok := v.Addr().Interface().(scalarShorthand); ok && n.Kind == yaml.ScalarNode && !isNull(n) {
+		s.decodeScalar(d, n, key)
+		return
+	}
+	switch {
+	case v.Type() == durationType:
+		if dur, ok := d.duration(n, key); ok {
+			v.SetInt(int64(dur))
+		}
+	case v.Kind() == reflect.Struct:
+		d.mapping(n, key, v)
+	case v.Kind() == reflect.Slice:
+		d.sequence(n, key, v)
+	case v.Kind() == reflect.String:
+		if d.scalar(n, key, "a string") {
+			v.SetString(n.Value)
+		}
+	case v.Kind() == reflect.Int64:
+		if i, ok := d.integer(n, key); ok {
+			v.SetInt(i)
+		}
+	case v.Kind() == reflect.Float64:
+		if f, ok := d.number(n, key); ok {
+			v.SetFloat(f)
+		}
+	default:
+		panic("scenarios: no decoder for " + v.Type().String())
+	}
+}
+
+// mapping fills struct v from mapping n, key by key.
+func (d *decoder) mapping(n *yaml.Node, key string, v reflect.Value) {
+	if isNull(n) {
+		return // e.g. a list item with nothing in it; required keys are checked later
+	}
+	if n.Kind != yaml.MappingNode {
+		d.fail(d.at(n), key, "expected a mapping (key: value lines), got "+describe(n))
+		return
+	}
+	fields := yamlFields(v.Type())
+	allowed := make([]string, len(fields))
+	for i, f := range fields {
+		allowed[i] = f.Key
+	}
+	firstLine := make(map[string]int)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		kn, vn := n.Content[i], n.Content[i+1]
+		for kn.Kind == yaml.AliasNode {
+			kn = kn.Alias
+		}
+		if kn.Kind != yaml.ScalarNode {
+			d.fail(d.at(kn), key, "keys must be plain names, got "+describe(kn))
+			continue
+		}
+		name := kn.Value
+		child := joinKey(key, name)
+		if kn.ShortTag() == "!!merge" {
+			d.fail(d.at(kn), child, "YAML merge keys are not supported; write the keys out")
+			continue
+		}
+		if line, dup := firstLine[name]; dup {
+			d.fail(d.at(kn), child, fmt.Sprintf("duplicate key (first at line %d)", line))
+			continue
+		}
+		firstLine[name] = kn.Line
+		idx := -1
+		for _, f := range fields {
+			if f.Key == name {
+				idx = f.Index
+			}
+		}
+		if idx < 0 {
+			msg := "unknown key"
+			if s := suggest(name, allowed); s != "" {
+				msg += fmt.Sprintf("; did you mean %q?", s)
+			}
+			d.fail(d.at(kn), child, msg, allowed...)
+			continue
+		}
+		d.pos[child] = nodePos{Key: d.at(kn), Value: d.at(vn)}
+		d.decode(vn, child, v.Field(idx))
+	}
+}
+
+// sequence fills slice v from list n; items are keyed "key[i]".
+func (d *decoder) sequence(n *yaml.Node, key string, v reflect.Value) {
+	if isNull(n) {
+		return
+	}
+	if n.Kind != yaml.SequenceNode {
+		d.fail(d.at(n), key, "expected a list (\"- item\" lines), got "+describe(n))
+		return
+	}
+	s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+	for i, item := range n.Content {
+		child := fmt.Sprintf("%s[%d]", key, i)
+		d.pos[child] = nodePos{Key: d.at(item), Value: d.at(item)}
+		d.decode(item, child, s.Index(i))
+	}
+	v.Set(s)
+}
+
+// scalar checks that n is a single non-null value.
+func (d *decoder) scalar(n *yaml.Node, key, want string) bool {
+	if n.Kind == yaml.ScalarNode && !isNull(n) {
+		return true
+	}
+	if isNull(n) {
+		d.fail(d.at(n), key, "no value; write "+want+" or remove the key")
+	} else {
+		d.fail(d.at(n), key, "expected "+want+", got "+describe(n))
+	}
+	return false
+}
+
+// bigInt matches integers too large for int64, which yaml.v3 tags !!float.
+var bigInt = regexp.MustCompile(`^[-+]?[0-9]+$`)
+
+func (d *decoder) integer(n *yaml.Node, key string) (int64, bool) {
+	if !d.scalar(n, key, "an integer") {
+		return 0, false
+	}
+	if n.ShortTag() == "!!float" && bigInt.MatchString(n.Value) {
+		d.fail(d.at(n), key, fmt.Sprintf("integer %s is out of range", n.Value))
+		return 0, false
+	}
+	if n.ShortTag() != "!!int" {
+		d.fail(d.at(n), key, "expected an integer, got "+describe(n))
+		return 0, false
+	}
+	var i int64
+	if err := n.Decode(&i); err != nil {
+		d.fail(d.at(n), key, fmt.Sprintf("integer %s is out of range", n.Value))
+		return 0, false
+	}
+	return i, true
+}
+
+func (d *decoder) number(n *yaml.Node, key string) (float64, bool) {
+	if !d.scalar(n, key, "a number") {
+		return 0, false
+	}
+	if t := n.ShortTag(); t != "!!int" && t != "!!float" {
+		d.fail(d.at(n), key, "expected a number, got "+describe(n))
+		return 0, false
+	}
+	var f float64
+	if err := n.Decode(&f); err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		d.fail(d.at(n), key, fmt.Sprintf("expected a finite number, got %s", n.Value))
+		return 0, false
+	}
+	return f, true
+}
+
+// duration reads a Go duration string ("200ms", "1.5s"). A bare 0 is zero;
+// any other bare number is refused, as its unit would be a guess. Every
+// duration in a scenario is a delay or a timeout, so none may be negative.
+func (d *decoder) duration(n *yaml.Node, key string) (time.Duration, bool) {
+	if !d.scalar(n, key, "a duration like 200ms") {
+		return 0, false
+	}
+	switch n.ShortTag() {
+	case "!!str":
+		v, err := time.ParseDuration(n.Value)
+		if err != nil {
+			d.fail(d.at(n), key, fmt.Sprintf("%q is not a duration; write e.g. 200ms, 1.5s or 2m", n.Value))
+			return 0, false
+		}
+		if v < 0 {
+			d.fail(d.at(n), key, fmt.Sprintf("negative duration %s; delays and timeouts must be >= 0", n.Value))
+			return 0, false
+		}
+		return v, true
+	case "!!int", "!!float":
+		if f, err := strconv.ParseFloat(n.Value, 64); err == nil && f == 0 {
+			return 0, true
+		}
+		d.fail(d.at(n), key, fmt.Sprintf("%s has no unit; write e.g. 200ms", n.Value))
+		return 0, false
+	default:
+		d.fail(d.at(n), key, "expected a duration like 200ms, got "+describe(n))
+		return 0, false
+	}
+}
+
+func isNull(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
+}
+
+// describe names what a node holds, for "expected X, got Y" messages.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	}
+	switch n.ShortTag() {
+	case "!!null":
+		return "nothing"
+	case "!!int":
+		return "integer " + n.Value
+	case "!!float":
+		return "number " + n.Value
+	case "!!bool":
+		return "boolean " + n.Value
+	default:
+		return strconv.Quote(n.Value)
+	}
+}
+
+// suggest returns the allowed key closest to a misspelt one, if close.
+func suggest(got string, allowed []string) string {
+	best, bestDist := "", 3 // more than two edits away is not a typo
+	for _, a := range allowed {
+		if dist := editDistance(got, a); dist < bestDist {
+			best, bestDist = a, dist
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,88 @@
+package scenarios
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Error is one problem in a scenario file, located at the key it concerns.
+type Error struct {
+	Pos     Pos
+	Key     string   // dotted path, e.g. "validators[2].signer.latency.dist"; empty for the whole document
+	Msg     string   // what is wrong and, where useful, how to fix it
+	Allowed []string // the valid choices, when there is a closed set
+}
+
+// Error formats the problem as "file:line:col: key: message (allowed: a, b)".
+// The key is left out for document-level problems, and the column when it is
+// unknown (YAML syntax errors: yaml.v3 only reports a line).
+func (e Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Pos.File)
+	if e.Pos.Line > 0 {
+		fmt.Fprintf(&b, ":%d", e.Pos.Line)
+		if e.Pos.Col > 0 {
+			fmt.Fprintf(&b, ":%d", e.Pos.Col)
+		}
+	}
+	b.WriteString(": ")
+	if e.Key != "" {
+		b.WriteString(e.Key)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	if len(e.Allowed) > 0 {
+		b.WriteString(" (allowed: ")
+		b.WriteString(strings.Join(e.Allowed, ", "))
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+// Errors is every problem found in one scenario, in file order.
+type Errors []Error
+
+// Error is one problem per line.
+func (es Errors) Error() string {
+	lines := make([]string, len(es))
+	for i, e := range es {
+		lines[i] = e.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// AsErrors returns the scenario problems carried by err, if any.
+func AsErrors(err error) (Errors, bool) {
+	var es Errors
+	if errors.As(err, &es) {
+		return es, true
+	}
+	var e Error
+	if errors.As(err, &e) {
+		return Errors{e}, true
+	}
+	return nil, false
+}
+
+// sorted orders by position (stable, so problems found at one spot keep the
+// order they were found in) and drops exact repeats, which aliases can cause.
+func (es Errors) sorted() Errors {
+	out := append(Errors(nil), es...)
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Pos.Line != out[j].Pos.Line {
+			return out[i].Pos.Line < out[j].Pos.Line
+		}
+		return out[i].Pos.Col < out[j].Pos.Col
+	})
+	seen := make(map[string]bool)
+	dedup := out[:0]
+	for _, e := range out {
+		if s := e.Error(); !seen[s] {
+			seen[s] = true
+			dedup = append(dedup, e)
+		}
+	}
+	return dedup
+}

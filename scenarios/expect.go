@@ -1,0 +1,99 @@
+package scenarios
+
+import (
+	"fmt"
+	"strings"
+)
+
+// maxListedValidators caps the validator names listed in a message.
+const maxListedValidators = 20
+
+// metricNames lists Metrics' names, for messages and the schema test.
+func metricNames() []string {
+	out := make([]string, len(Metrics))
+	for i, m := range Metrics {
+		out[i] = m.Name
+	}
+	return out
+}
+
+// phasedMetricNames lists the metrics that take a phase.
+func phasedMetricNames() []string {
+	var out []string
+	for _, m := range Metrics {
+		if m.Phased {
+			out = append(out, m.Name)
+		}
+	}
+	return out
+}
+
+func (d *decoder) resolveExpect(raws []rawExpect, vals validatorSet) []Expectation {
+	var out []Expectation
+	for i, re := range raws {
+		key := fmt.Sprintf("expect[%d]", i)
+		e := Expectation{Metric: re.Metric, Validator: re.Validator, Phase: re.Phase, Min: re.Min, Max: re.Max, Pos: d.valuePos(key)}
+		info, known := d.checkMetric(key+".metric", re.Metric)
+		if d.written(key+".validator") && !d.failed(key+".validator") {
+			d.checkExpectValidator(key+".validator", re.Validator, info, known, vals)
+		}
+		if d.written(key+".phase") && !d.failed(key+".phase") {
+			k := key + ".phase"
+			switch {
+			case known && !info.Phased:
+				d.fail(d.keyPos(k), k, fmt.Sprintf("metric %s has no phases; only %s take a phase", re.Metric, strings.Join(phasedMetricNames(), ", ")))
+			case !contains(AllPhases, re.Phase):
+				d.fail(d.valuePos(k), k, fmt.Sprintf("unknown phase %q", re.Phase), AllPhases...)
+			}
+		}
+		hasMin, hasMax := d.written(key+".min"), d.written(key+".max")
+		switch {
+		case !hasMin && !hasMax:
+			d.fail(d.valuePos(key), key, "needs a bound: min, max or both")
+		case re.Min != nil && re.Max != nil && *re.Min > *re.Max:
+			d.fail(d.valuePos(key+".min"), key+".min", fmt.Sprintf("min %g is greater than max %g", *re.Min, *re.Max))
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// checkMetric looks up an expectation's metric, reporting a missing or
+// unknown one.
+func (d *decoder) checkMetric(key, name string) (MetricInfo, bool) {
+	if d.failed(key) {
+		return MetricInfo{}, false
+	}
+	if !d.written(key) {
+		d.fail(d.valuePos(key), key, "required: name the metric to check", metricNames()...)
+		return MetricInfo{}, false
+	}
+	info, ok := LookupMetric(name)
+	if !ok {
+		msg := fmt.Sprintf("unknown metric %q", name)
+		if s := suggest(name, metricNames()); s != "" {
+			msg += fmt.Sprintf("; did you mean %q?", s)
+		}
+		d.fail(d.valuePos(key), key, msg, metricNames()...)
+	}
+	return info, ok
+}
+
+// checkExpectValidator checks that a validator-scoped expectation names one
+// validator of the expanded set.
+func (d *decoder) checkExpectValidator(key, name string, info MetricInfo, known bool, vals validatorSet) {
+	switch {
+	case known && !info.PerValidator:
+		d.fail(d.keyPos(key), key, fmt.Sprintf("metric %s is a chain metric; it takes no validator (remove this key)", info.Name))
+	case vals.has[name]:
+	case vals.groups[name] != "":
+		d.fail(d.valuePos(key), key, fmt.Sprintf("%s expands to %s; name one of them", name, vals.groups[name]))
+	default:
+		names := vals.names()
+		if len(names) > maxListedValidators {
+			d.fail(d.valuePos(key), key, fmt.Sprintf("no validator named %q (names are %s..%s)", name, names[0], names[len(names)-1]))
+			return
+		}
+		d.fail(d.valuePos(key), key, fmt.Sprintf("no validator named %q", name), names...)
+	}
+}

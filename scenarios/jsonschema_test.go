@@ -1,0 +1,214 @@
+package scenarios
+
+import (
+	"encoding/json"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// The JSON Schema is written by hand for editors; these tests hold it to
+// the parser's key table (keyLevels), distKeys and value sets.
+
+func loadSchema(t *testing.T) map[string]any {
+	t.Helper()
+	var schema map[string]any
+	if err := json.Unmarshal(JSONSchema(), &schema); err != nil {
+		t.Fatalf("schema.json is not valid JSON: %v", err)
+	}
+	return schema
+}
+
+// ref follows a local "$ref".
+func ref(root, node map[string]any) map[string]any {
+	for node["$ref"] != nil {
+		name := strings.TrimPrefix(node["$ref"].(string), "#/$defs/")
+		node = root["$defs"].(map[string]any)[name].(map[string]any)
+	}
+	return node
+}
+
+// objectOf finds the object form of node, looking into anyOf/oneOf.
+func objectOf(root, node map[string]any) map[string]any {
+	node = ref(root, node)
+	switch typ := node["type"].(type) {
+	case string:
+		if typ == "object" {
+			return node
+		}
+	case []any: // ["object", "null"]: a section that may be left empty
+		if slices.Contains(typ, any("object")) {
+			return node
+		}
+	}
+	for _, k := range []string{"anyOf", "oneOf"} {
+		branches, _ := node[k].([]any)
+		for _, b := range branches {
+			if o := objectOf(root, b.(map[string]any)); o != nil {
+				return o
+			}
+		}
+	}
+	return nil
+}
+
+// schemaLevel finds the object schema of a keyLevels level.
+func schemaLevel(t *testing.T, root map[string]any, level string) map[string]any {
+	t.Helper()
+	node := root
+	if level != "" {
+		for _, seg := range strings.Split(level, ".") {
+			name, isList := strings.CutSuffix(seg, "[]")
+			props, _ := objectOf(root, node)["properties"].(map[string]any)
+			child, ok := props[name].(map[string]any)
+			if !ok {
+				t.Fatalf("schema has no %s (in %s)", name, level)
+			}
+			node = child
+			if isList {
+				node = ref(root, node)["items"].(map[string]any)
+			}
+		}
+	}
+	obj := objectOf(root, node)
+	if obj == nil {
+		t.Fatalf("schema level %q is not an object", level)
+	}
+	return obj
+}
+
+func keysOf(m map[string]any) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func sortedCopy(s []string) []string {
+	out := slices.Clone(s)
+	sort.Strings(out)
+	return out
+}
+
+func strs(v any) []string {
+	var out []string
+	for _, x := range v.([]any) {
+		out = append(out, x.(string))
+	}
+	return out
+}
+
+func TestJSONSchemaMatchesWalker(t *testing.T) {
+	root := loadSchema(t)
+	if root["$schema"] != "https://json-schema.org/draft/2020-12/schema" {
+		t.Errorf("$schema = %v, want draft 2020-12", root["$schema"])
+	}
+	levels := keyLevels()
+	if len(levels) < 8 {
+		t.Fatalf("keyLevels() found only %d levels: %v", len(levels), levels)
+	}
+	for level, keys := range levels {
+		obj := schemaLevel(t, root, level)
+		got := keysOf(obj["properties"].(map[string]any))
+		if want := sortedCopy(keys); !reflect.DeepEqual(got, want) {
+			t.Errorf("level %q: schema keys %v, parser keys %v", level, got, want)
+		}
+		if obj["additionalProperties"] != false {
+			t.Errorf("level %q: schema must set additionalProperties: false, as the parser refuses unknown keys", level)
+		}
+	}
+}
+
+func TestJSONSchemaDistKeys(t *testing.T) {
+	root := loadSchema(t)
+	lat := schemaLevel(t, root, "validators[].signer.latency")
+	seen := map[string]bool{}
+	for _, c := range lat["allOf"].([]any) {
+		c := c.(map[string]any)
+		dist := c["if"].(map[string]any)["properties"].(map[string]any)["dist"].(map[string]any)["const"].(string)
+		then := c["then"].(map[string]any)
+		seen[dist] = true
+		own, ok := distKeys[dist]
+		if !ok {
+			t.Errorf("schema has dist %q, parser does not", dist)
+			continue
+		}
+		if got, want := keysOf(then["properties"].(map[string]any)), sortedCopy(append(slices.Clone(own), latencyCommonKeys...)); !reflect.DeepEqual(got, want) {
+			t.Errorf("dist %s: schema allows %v, parser %v", dist, got, want)
+		}
+		if got := sortedCopy(strs(then["required"])); !reflect.DeepEqual(got, sortedCopy(own)) {
+			t.Errorf("dist %s: schema requires %v, parser %v", dist, got, own)
+		}
+	}
+	for _, d := range dists {
+		if !seen[d] {
+			t.Errorf("schema has no rule for dist %s", d)
+		}
+	}
+}
+
+func TestJSONSchemaEnums(t *testing.T) {
+	root := loadSchema(t)
+	prop := func(level, key string) map[string]any {
+		return ref(root, schemaLevel(t, root, level)["properties"].(map[string]any)[key].(map[string]any))
+	}
+	var chainMetrics []string
+	for _, m := range Metrics {
+		if !m.PerValidator {
+			chainMetrics = append(chainMetrics, m.Name)
+		}
+	}
+	exp := schemaLevel(t, root, "expect[]")
+	rules := exp["allOf"].([]any)
+	metricIf := func(i int) map[string]any {
+		cond := rules[i].(map[string]any)["if"].(map[string]any)
+		if not, ok := cond["not"].(map[string]any); ok {
+			cond = not
+		}
+		return cond["properties"].(map[string]any)["metric"].(map[string]any)
+	}
+	for _, c := range []struct {
+		what      string
+		got, want []string
+	}{
+		{"run.backend", strs(prop("run", "backend")["enum"]), backends},
+		{"signer.type", strs(prop("validators[].signer", "type")["enum"]), signerTypes},
+		{"latency.dist", strs(prop("validators[].signer.latency", "dist")["enum"]), dists},
+		{"latency.phases", strs(ref(root, prop("validators[].signer.latency", "phases")["items"].(map[string]any))["enum"]), AllPhases},
+		{"expect.phase", strs(prop("expect[]", "phase")["enum"]), AllPhases},
+		{"expect.metric", strs(prop("expect[]", "metric")["enum"]), metricNames()},
+		{"chain metrics (no validator)", strs(metricIf(0)["enum"]), chainMetrics},
+		{"phased metrics", strs(metricIf(1)["enum"]), phasedMetricNames()},
+	} {
+		if !reflect.DeepEqual(c.got, c.want) {
+			t.Errorf("%s: schema %v, parser %v", c.what, c.got, c.want)
+		}
+	}
+}
+
+// TestDistKeysMatchLatencyKeys ties distKeys and rawLatency.params to the
+// latency level's yaml tags.
+func TestDistKeysMatchLatencyKeys(t *testing.T) {
+	var params []string
+	for k := range (&rawLatency{}).params() {
+		params = append(params, k)
+	}
+	var fromDists []string
+	for _, d := range dists {
+		fromDists = append(fromDists, distKeys[d]...)
+	}
+	if len(distKeys) != len(dists) {
+		t.Errorf("distKeys and dists disagree")
+	}
+	all := append(slices.Clone(params), latencyCommonKeys...)
+	if got, want := sortedCopy(all), sortedCopy(keyLevels()["validators[].signer.latency"]); !reflect.DeepEqual(got, want) {
+		t.Errorf("params + common keys %v, yaml tags %v", got, want)
+	}
+	if got, want := sortedCopy(fromDists), sortedCopy(params); !reflect.DeepEqual(got, want) {
+		t.Errorf("distKeys cover %v, params are %v", got, want)
+	}
+}

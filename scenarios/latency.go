@@ -1,0 +1,148 @@
+package scenarios
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// dists lists the latency distributions in documentation order.
+var dists = []string{DistFixed, DistUniform, DistNormal, DistLognormal}
+
+// distKeys are the parameters each distribution takes, all required. Besides
+// these, every mapping-form latency has dist and may have phases; any other
+// latency key is an error, so a typo cannot silently select a default.
+var distKeys = map[string][]string{
+	DistFixed:     {"value"},
+	DistUniform:   {"min", "max"},
+	DistNormal:    {"mean", "stddev"},
+	DistLognormal: {"p50", "p99"},
+}
+
+// latencyCommonKeys are accepted whatever the dist.
+var latencyCommonKeys = []string{"dist", "phases"}
+
+// decodeScalar reads the shorthand "latency: 200ms", a fixed delay.
+func (l *rawLatency) decodeScalar(d *decoder, n *yaml.Node, key string) {
+	l.shorthand = true
+	l.Dist = DistFixed
+	if v, ok := d.duration(n, key); ok {
+		l.Value = &v
+	}
+}
+
+// params maps each distribution parameter key to its value (nil: absent).
+// TestDistKeysMatchSchema keeps it in step with the yaml tags.
+func (l *rawLatency) params() map[string]*time.Duration {
+	return map[string]*time.Duration{
+		"value": l.Value, "min": l.Min, "max": l.Max,
+		"mean": l.Mean, "stddev": l.Stddev,
+		"p50": l.P50, "p99": l.P99,
+	}
+}
+
+func (d *decoder) resolveLatency(key string, rl *rawLatency) *LatencyPlan {
+	if rl == nil {
+		return nil
+	}
+	lp := &LatencyPlan{Dist: rl.Dist, Phases: d.resolvePhases(key+".phases", rl.Phases)}
+	if rl.shorthand {
+		lp.Value = *rl.Value // decode dropped the latency if the duration was bad
+		return lp
+	}
+	distKey := key + ".dist"
+	if !d.written(distKey) {
+		d.fail(d.valuePos(key), distKey, "required: say which distribution the delay follows, e.g. {dist: fixed, value: 200ms}", dists...)
+		return nil
+	}
+	own, ok := distKeys[rl.Dist]
+	if !ok {
+		if !d.failed(distKey) {
+			d.fail(d.valuePos(distKey), distKey, fmt.Sprintf("unknown distribution %q", rl.Dist), dists...)
+		}
+		return nil
+	}
+	params := rl.params()
+	allowed := append(append([]string{"dist"}, own...), "phases")
+	for _, f := range yamlFields(reflect.TypeFor[rawLatency]()) {
+		k := key + "." + f.Key
+		if _, isParam := params[f.Key]; isParam && !contains(own, f.Key) && d.written(k) {
+			d.fail(d.keyPos(k), k, fmt.Sprintf("dist %s does not take %s", rl.Dist, f.Key), allowed...)
+		}
+	}
+	var missing []string
+	for _, k := range own {
+		if params[k] == nil && !d.failed(key+"."+k) {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		d.fail(d.valuePos(key), key, fmt.Sprintf("dist %s needs %s", rl.Dist, strings.Join(missing, " and ")))
+	}
+	if len(missing) > 0 || d.anyFailed(key, own) {
+		return nil
+	}
+	switch rl.Dist {
+	case DistFixed:
+		lp.Value = *rl.Value
+	case DistUniform:
+		lp.Min, lp.Max = *rl.Min, *rl.Max
+		if lp.Min > lp.Max {
+			d.fail(d.valuePos(key+".min"), key+".min", fmt.Sprintf("min %s is greater than max %s", lp.Min, lp.Max))
+		}
+	case DistNormal:
+		lp.Mean, lp.Stddev = *rl.Mean, *rl.Stddev
+	case DistLognormal:
+		lp.P50, lp.P99 = *rl.P50, *rl.P99
+		switch {
+		case lp.P50 == 0:
+			d.fail(d.valuePos(key+".p50"), key+".p50", "must be greater than 0: a lognormal delay has a positive median")
+		case lp.P99 < lp.P50:
+			d.fail(d.valuePos(key+".p99"), key+".p99", fmt.Sprintf("p99 %s is less than p50 %s", lp.P99, lp.P50))
+		}
+	}
+	return lp
+}
+
+// anyFailed reports whether any of parent's children keys has an error.
+func (d *decoder) anyFailed(parent string, keys []string) bool {
+	for _, k := range keys {
+		if d.failed(parent + "." + k) {
+			return true
+		}
+	}
+	return false
+}
+
+// resolvePhases defaults to every phase and returns them in consensus order.
+func (d *decoder) resolvePhases(key string, phases []string) []string {
+	if !d.written(key) || d.failed(key) {
+		return append([]string(nil), AllPhases...)
+	}
+	if len(phases) == 0 {
+		d.fail(d.valuePos(key), key, "must list at least one phase; remove the key to delay every phase", AllPhases...)
+		return nil
+	}
+	seen := make(map[string]bool)
+	for i, ph := range phases {
+		k := fmt.Sprintf("%s[%d]", key, i)
+		switch {
+		case d.failed(k):
+		case !contains(AllPhases, ph):
+			d.fail(d.valuePos(k), k, fmt.Sprintf("unknown phase %q", ph), AllPhases...)
+		case seen[ph]:
+			d.fail(d.valuePos(k), k, fmt.Sprintf("phase %q is listed twice", ph))
+		}
+		seen[ph] = true
+	}
+	var out []string
+	for _, ph := range AllPhases {
+		if seen[ph] {
+			out = append(out, ph)
+		}
+	}
+	return out
+}

@@ -1,0 +1,40 @@
+package scenarios
+
+// MetricInfo describes a metric that `expect:` entries may name. The results
+// package computes each of them from events.jsonl; a test there checks that
+// every metric listed here is implemented.
+type MetricInfo struct {
+	Name         string
+	PerValidator bool   // true: the entry may (and usually does) name a validator
+	Phased       bool   // true: the entry may name a phase
+	Doc          string // one line for docs and error messages
+}
+
+// Metrics lists every metric an expectation may name, in documentation order.
+var Metrics = []MetricInfo{
+	{Name: "heights_committed", Doc: "number of heights committed during the run"},
+	{Name: "heights_with_round_change", Doc: "committed heights whose commit round is > 0"},
+	{Name: "max_commit_round", Doc: "largest commit round of any committed height"},
+	{Name: "extra_rounds", Doc: "sum of commit rounds over committed heights"},
+	{Name: "block_interval_p50_ms", Doc: "median time between consecutive commits, ms"},
+	{Name: "block_interval_p95_ms", Doc: "95th percentile time between consecutive commits, ms"},
+	{Name: "block_interval_max_ms", Doc: "longest time between consecutive commits, ms"},
+	{Name: "double_signs", Doc: "conflicting signatures by one validator for the same height/round/step"},
+	{Name: "missed_precommits", PerValidator: true, Doc: "heights whose next block's LastCommit has the validator absent"},
+	{Name: "nil_precommits", PerValidator: true, Doc: "heights whose next block's LastCommit has the validator voting nil"},
+	{Name: "proposals_made", PerValidator: true, Doc: "proposals the validator signed on its proposer turns"},
+	{Name: "proposals_missed", PerValidator: true, Doc: "proposer turns (height, round) without a signed proposal"},
+	{Name: "sign_latency_p50_ms", PerValidator: true, Phased: true, Doc: "median signing latency, ms"},
+	{Name: "sign_latency_p99_ms", PerValidator: true, Phased: true, Doc: "99th percentile signing latency, ms"},
+	{Name: "sign_latency_max_ms", PerValidator: true, Phased: true, Doc: "largest signing latency, ms"},
+}
+
+// LookupMetric returns the metric named name.
+func LookupMetric(name string) (MetricInfo, bool) {
+	for _, m := range Metrics {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return MetricInfo{}, false
+}

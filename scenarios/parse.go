@@ -1,0 +1,169 @@
+// Package scenarios reads valnet scenario files (YAML, schema v1) into a
+// Plan: strictly (unknown keys are errors), reporting every problem at once
+// with file:line:col, and applying every default so that nothing downstream
+// needs to know the YAML.
+package scenarios
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Load reads and parses the scenario file at path.
+func Load(path string) (*Plan, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading scenario: %w", err)
+	}
+	return parse(path, path, data)
+}
+
+// Parse parses a scenario; name is the file name used in messages and as
+// Plan.Source. Every problem in the input is reported together, as Errors.
+func Parse(name string, data []byte) (*Plan, error) {
+	return parse(name, name, data)
+}
+
+// Resolve loads nameOrPath as a file if it is an existing file or ends in
+// .yaml or .yml, and as a builtin scenario otherwise.
+func Resolve(nameOrPath string) (*Plan, error) {
+	if fi, err := os.Stat(nameOrPath); err == nil && !fi.IsDir() {
+		return Load(nameOrPath)
+	}
+	if ext := strings.ToLower(filepath.Ext(nameOrPath)); ext == ".yaml" || ext == ".yml" {
+		return Load(nameOrPath)
+	}
+	if _, ok := BuiltinSource(nameOrPath); ok {
+		return Builtin(nameOrPath)
+	}
+	return nil, fmt.Errorf("%q is neither a scenario file nor a builtin scenario (builtins: %s)", nameOrPath, strings.Join(builtinNames(), ", "))
+}
+
+// parse reads data (named file in messages) into a Plan from source.
+func parse(file, source string, data []byte) (*Plan, error) {
+	root, err := document(file, data)
+	if err != nil {
+		return nil, err
+	}
+	d := newDecoder(file)
+	d.pos[""] = nodePos{Key: d.at(root), Value: d.at(root)}
+	var raw rawScenario
+	d.decode(root, "", reflect.ValueOf(&raw).Elem())
+	plan := d.resolve(&raw)
+	if len(d.errs) > 0 {
+		return nil, d.errs.sorted()
+	}
+	plan.Source = source
+	plan.Text = data
+	return plan, nil
+}
+
+// document returns the single YAML document's top-level mapping.
+func document(file string, data []byte) (*yaml.Node, error) {
+	start := Pos{File: file, Line: 1, Col: 1}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, Errors{{Pos: start, Msg: "the file is empty; a scenario needs at least name and validators (valnet init writes a starter)"}}
+		}
+		return nil, Errors{syntaxError(file, data, err)}
+	}
+	for {
+		var extra yaml.Node
+		err := dec.Decode(&extra)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, Errors{syntaxError(file, data, err)}
+		}
+		if blankDocument(&extra) {
+			continue // a stray trailing "---" holds nothing to lose
+		}
+		return nil, Errors{{Pos: Pos{File: file, Line: extra.Line, Col: extra.Column},
+			Msg: "a scenario file holds one YAML document; remove the '---' and what follows, or split it into two files"}}
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	switch {
+	case isNull(root):
+		return nil, Errors{{Pos: start, Msg: "the document is empty; a scenario needs at least name and validators (valnet init writes a starter)"}}
+	case root.Kind != yaml.MappingNode:
+		return nil, Errors{{Pos: Pos{File: file, Line: root.Line, Col: root.Column},
+			Msg: "a scenario is a mapping of keys (name:, validators:, ...), got " + describe(root)}}
+	}
+	return root, nil
+}
+
+// blankDocument reports whether doc has no content at all.
+func blankDocument(doc *yaml.Node) bool {
+	return len(doc.Content) == 1 && isNull(doc.Content[0]) && doc.Content[0].Value == ""
+}
+
+// yamlLine finds the line in yaml.v3's syntax messages ("yaml: line 3: ...").
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// syntaxError turns a yaml.v3 parse error into an Error. yaml.v3 gives no
+// column, and its line is often where the enclosing block starts rather
+// than the faulty line, so the line reported is found by parsing prefixes
+// (see faultyLine); yaml.v3's own line is kept in the message when it
+// differs. Col stays 0 (unknown), which Error() leaves out.
+func syntaxError(file string, data []byte, err error) Error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	yline := 0
+	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+		yline, _ = strconv.Atoi(m[1])
+		msg = m[2]
+	}
+	line := faultyLine(data)
+	if line == 0 {
+		line = yline
+	} else if yline != 0 && yline != line {
+		msg += fmt.Sprintf(" (yaml.v3 reports line %d)", yline)
+	}
+	return Error{Pos: Pos{File: file, Line: line}, Msg: "YAML syntax error: " + msg}
+}
+
+// maxSearchLines bounds faultyLine's quadratic search; scenarios are short.
+const maxSearchLines = 2000
+
+// faultyLine returns the line that makes data unparseable: one more than the
+// longest run of leading lines that parses. An early construct that is
+// closed later (a flow list over several lines) then does not take the
+// blame for a later mistake. 0 if unknown.
+func faultyLine(data []byte) int {
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	if len(lines) > maxSearchLines {
+		return 0
+	}
+	for k := len(lines) - 1; k >= 0; k-- {
+		if parsesAsYAML(bytes.Join(lines[:k], nil)) {
+			return k + 1
+		}
+	}
+	return 0
+}
+
+// parsesAsYAML reports whether every document in data is valid YAML.
+func parsesAsYAML(data []byte) bool {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var n yaml.Node
+		if err := dec.Decode(&n); err != nil {
+			return errors.Is(err, io.EOF)
+		}
+	}
+}

@@ -1,0 +1,268 @@
+package scenarios
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files (testdata/*.bad.want, the metrics table in docs/scenario.md)")
+
+// TestBadScenarios checks the exact messages for each testdata/*.bad.yaml
+// against its .bad.want file. Run `go test ./scenarios -update` to rewrite
+// them after an intended change, and read the diff.
+func TestBadScenarios(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.bad.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no testdata/*.bad.yaml (err %v)", err)
+	}
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".bad.yaml")
+		wantFile := strings.TrimSuffix(file, ".yaml") + ".want"
+		t.Run(name, func(t *testing.T) {
+			plan, err := Load(file)
+			if err == nil {
+				t.Fatalf("parsed without errors: %+v", plan)
+			}
+			if plan != nil {
+				t.Errorf("a Plan came back with errors")
+			}
+			es, ok := AsErrors(err)
+			if !ok {
+				t.Fatalf("error is not scenarios.Errors: %v", err)
+			}
+			for i := 1; i < len(es); i++ {
+				a, b := es[i-1].Pos, es[i].Pos
+				if a.Line > b.Line || a.Line == b.Line && a.Col > b.Col {
+					t.Errorf("errors not sorted: %v before %v", es[i-1], es[i])
+				}
+			}
+			got := err.Error() + "\n"
+			if *update {
+				if err := os.WriteFile(wantFile, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(wantFile)
+			if err != nil {
+				t.Fatalf("%v (run go test ./scenarios -update to create it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("errors differ from %s\n--- got:\n%s--- want:\n%s", wantFile, got, want)
+			}
+		})
+	}
+	// A .want without its .yaml would be a test that silently stopped running.
+	wants, _ := filepath.Glob("testdata/*.bad.want")
+	for _, w := range wants {
+		if _, err := os.Stat(strings.TrimSuffix(w, ".want") + ".yaml"); err != nil {
+			t.Errorf("%s has no .yaml beside it", w)
+		}
+	}
+}
+
+// goodChecks holds extra checks on the resolved plan of some good files.
+var goodChecks = map[string]func(t *testing.T, p *Plan){
+	"minimal": func(t *testing.T, p *Plan) {
+		want := &Plan{
+			Name:    "minimal",
+			Source:  "testdata/minimal.good.yaml",
+			ChainID: "valnet-minimal",
+			Timeouts: Timeouts{
+				Propose: 3 * time.Second, ProposeDelta: 500 * time.Millisecond,
+				Prevote: time.Second, PrevoteDelta: 500 * time.Millisecond,
+				Precommit: time.Second, PrecommitDelta: 500 * time.Millisecond,
+				Commit: time.Second,
+			},
+			Run:        RunPlan{Backend: "inprocess", Heights: 20, MaxDuration: 10 * time.Minute, Seed: 1},
+			Validators: []ValidatorPlan{{Name: "v1", Power: 10, Signer: SignerPlan{Type: "local"}}},
+		}
+		if !bytes.Contains(p.Text, []byte("name: minimal")) {
+			t.Errorf("plan does not keep the scenario text: %q", p.Text)
+		}
+		want.Text = p.Text
+		if !reflect.DeepEqual(p, want) {
+			t.Errorf("defaults:\n got %+v\nwant %+v", p, want)
+		}
+	},
+	"count": func(t *testing.T, p *Plan) {
+		var names []string
+		for _, v := range p.Validators {
+			names = append(names, fmt.Sprintf("%s/%d", v.Name, v.Power))
+		}
+		want := "v-1/10 v-2/10 v-3/10 solo/10 big-1/25 big-2/25 one/10"
+		if got := strings.Join(names, " "); got != want {
+			t.Errorf("expanded validators: got %s, want %s", got, want)
+		}
+		a, b := p.Validators[0].Signer.Latency, p.Validators[1].Signer.Latency
+		if a == nil || a == b || &a.Phases[0] == &b.Phases[0] {
+			t.Errorf("expanded validators share one latency model")
+		}
+	},
+	"latency": func(t *testing.T, p *Plan) {
+		all := []string{"proposal", "prevote", "precommit"}
+		want := map[string]*LatencyPlan{
+			"short":     {Dist: DistFixed, Value: 200 * time.Millisecond, Phases: all},
+			"zero":      {Dist: DistFixed, Value: 0, Phases: all},
+			"fixed":     {Dist: DistFixed, Value: 1500 * time.Millisecond, Phases: []string{"precommit"}},
+			"uniform":   {Dist: DistUniform, Min: 100 * time.Millisecond, Max: 300 * time.Millisecond, Phases: all},
+			"equal":     {Dist: DistUniform, Min: time.Second, Max: time.Second, Phases: all},
+			"normal":    {Dist: DistNormal, Mean: 200 * time.Millisecond, Stddev: 30 * time.Millisecond, Phases: []string{"prevote", "precommit"}},
+			"lognormal": {Dist: DistLognormal, P50: 200 * time.Millisecond, P99: 800 * time.Millisecond, Phases: all},
+			"none":      nil,
+		}
+		for _, v := range p.Validators {
+			w, ok := want[v.Name]
+			if !ok {
+				t.Errorf("unexpected validator %s", v.Name)
+				continue
+			}
+			if !reflect.DeepEqual(v.Signer.Latency, w) {
+				t.Errorf("%s: latency\n got %+v\nwant %+v", v.Name, v.Signer.Latency, w)
+			}
+		}
+	},
+	"full": func(t *testing.T, p *Plan) {
+		if p.ChainID != "custom-chain" || p.Description != "line one\nline two" {
+			t.Errorf("chain ID %q, description %q", p.ChainID, p.Description)
+		}
+		if p.Timeouts.Propose != 1500*time.Millisecond || p.Timeouts.Commit != 0 || p.Timeouts.PrevoteDelta != 0 || p.Timeouts.Precommit != time.Second {
+			t.Errorf("timeouts %+v", p.Timeouts)
+		}
+		if p.Run != (RunPlan{Backend: "inprocess", Heights: 5, MaxDuration: 90 * time.Second, Seed: -7}) {
+			t.Errorf("run %+v", p.Run)
+		}
+		if len(p.Expect) != 3 {
+			t.Fatalf("expect: %+v", p.Expect)
+		}
+		e := p.Expect[2]
+		if e.Metric != "sign_latency_p99_ms" || e.Validator != "slow" || e.Phase != "precommit" ||
+			e.Min == nil || *e.Min != 0.5 || e.Max == nil || *e.Max != 300 ||
+			e.Pos != (Pos{File: "testdata/full.good.yaml", Line: 33, Col: 5}) {
+			t.Errorf("expect[2] = %+v (min %v max %v)", e, e.Min, e.Max)
+		}
+		if p.Expect[0].Max != nil || p.Expect[1].Min != nil {
+			t.Errorf("unset bounds should stay nil: %+v", p.Expect[:2])
+		}
+	},
+	"long-name": func(t *testing.T, p *Plan) {
+		if len(p.ChainID) != 50 || !strings.HasPrefix(p.ChainID, "valnet-") {
+			t.Errorf("default chain ID %q should be cut to 50 characters", p.ChainID)
+		}
+	},
+}
+
+func TestGoodScenarios(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.good.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no testdata/*.good.yaml (err %v)", err)
+	}
+	seen := make(map[string]bool)
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".good.yaml")
+		seen[name] = true
+		t.Run(name, func(t *testing.T) {
+			p, err := Load(file)
+			if err != nil {
+				t.Fatalf("unexpected errors:\n%v", err)
+			}
+			if p.Source != file {
+				t.Errorf("Source %q, want %q", p.Source, file)
+			}
+			if check := goodChecks[name]; check != nil {
+				check(t, p)
+			}
+		})
+	}
+	for name := range goodChecks {
+		if !seen[name] {
+			t.Errorf("check for testdata/%s.good.yaml, which does not exist", name)
+		}
+	}
+}
+
+func TestErrorFormat(t *testing.T) {
+	for _, c := range []struct {
+		err  Error
+		want string
+	}{
+		{Error{Pos: Pos{"a.yaml", 3, 5}, Key: "run.backend", Msg: "unknown backend \"x\"", Allowed: []string{"inprocess"}},
+			`a.yaml:3:5: run.backend: unknown backend "x" (allowed: inprocess)`},
+		{Error{Pos: Pos{"a.yaml", 1, 1}, Key: "name", Msg: "required"}, "a.yaml:1:1: name: required"},
+		{Error{Pos: Pos{"a.yaml", 1, 1}, Msg: "the file is empty"}, "a.yaml:1:1: the file is empty"},
+		{Error{Pos: Pos{"a.yaml", 7, 0}, Msg: "YAML syntax error: x"}, "a.yaml:7: YAML syntax error: x"},
+	} {
+		if got := c.err.Error(); got != c.want {
+			t.Errorf("got  %s\nwant %s", got, c.want)
+		}
+	}
+}
+
+func TestAsErrors(t *testing.T) {
+	_, err := Parse("x.yaml", []byte("name: x\nbogus: 1\n"))
+	wrapped := fmt.Errorf("loading: %w", err)
+	es, ok := AsErrors(wrapped)
+	if !ok || len(es) != 2 { // bogus, and validators missing
+		t.Fatalf("AsErrors(%v) = %v, %v", wrapped, es, ok)
+	}
+	if es[0].Key != "validators" || es[1].Key != "bogus" || es[1].Pos != (Pos{"x.yaml", 2, 1}) {
+		t.Errorf("got %#v", es)
+	}
+	if es, ok := AsErrors(fmt.Errorf("w: %w", es[0])); !ok || len(es) != 1 {
+		t.Errorf("a single Error should be found too")
+	}
+	if _, ok := AsErrors(errors.New("other")); ok {
+		t.Errorf("AsErrors accepted a foreign error")
+	}
+}
+
+func TestResolve(t *testing.T) {
+	p, err := Resolve("baseline")
+	if err != nil || p.Source != "builtin:baseline" {
+		t.Fatalf("Resolve(baseline) = %+v, %v", p, err)
+	}
+	p, err = Resolve("testdata/minimal.good.yaml")
+	if err != nil || p.Source != "testdata/minimal.good.yaml" {
+		t.Fatalf("Resolve(file) = %+v, %v", p, err)
+	}
+	// A .yaml argument is a file even when missing: say so, not "no builtin".
+	if _, err := Resolve("testdata/missing.yaml"); err == nil || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Resolve(missing.yaml) = %v, want a not-exist error", err)
+	}
+	_, err = Resolve("nonesuch")
+	if err == nil || !strings.Contains(err.Error(), "baseline, quickstart, slow-signer") {
+		t.Errorf("Resolve(nonesuch) = %v, want the builtins listed", err)
+	}
+	// A file without extension is still a file when it exists.
+	dir := t.TempDir()
+	path := filepath.Join(dir, "baseline")
+	if err := os.WriteFile(path, []byte("name: mine\nvalidators: [{name: a}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := Resolve(path); err != nil || p.Name != "mine" {
+		t.Errorf("Resolve(existing file) = %+v, %v", p, err)
+	}
+}
+
+// TestEveryBadFileErrorIsLocated guards the promise that every problem
+// points into the file.
+func TestEveryBadFileErrorIsLocated(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.bad.yaml")
+	for _, file := range files {
+		_, err := Load(file)
+		es, _ := AsErrors(err)
+		for _, e := range es {
+			if e.Pos.File != file || e.Pos.Line < 1 {
+				t.Errorf("%s: unlocated error %#v", file, e)
+			}
+		}
+	}
+}

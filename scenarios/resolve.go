@@ -1,0 +1,193 @@
+package scenarios
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/cometbft/cometbft/config"
+	"github.com/cometbft/cometbft/types"
+)
+
+// Limits and defaults of schema v1 that are not CometBFT's.
+const (
+	maxNameLen     = 48
+	maxValidators  = 200
+	defaultPower   = 10
+	defaultHeights = 20
+	defaultMaxDur  = 10 * time.Minute
+	defaultSeed    = 1
+	defaultBackend = "inprocess"
+	defaultSigner  = "local"
+	chainIDPrefix  = "valnet-"
+)
+
+// Backends and signer types: those that work now, and those that are
+// planned (named so that users get "not available yet", not "unknown").
+var (
+	backends           = []string{"inprocess"}
+	plannedBackends    = []string{"process", "docker"}
+	signerTypes        = []string{"local"}
+	plannedSignerTypes = []string{"keyfile", "pkcs11", "ledger", "simulated"}
+)
+
+// Names go into the default chain ID and are likely to end up in file names
+// and node monikers, so they are kept to a safe lowercase alphabet.
+var (
+	namePattern       = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
+	namePatternAdvice = "use lowercase letters, digits and '-', starting with a letter or digit"
+)
+
+// positiveTimeoutKeys are the timeouts that may not be 0: each is how long
+// a step waits for the proposal or for votes.
+var positiveTimeoutKeys = map[string]bool{"propose": true, "prevote": true, "precommit": true}
+
+// resolve checks a decoded scenario and turns it into a Plan: defaults,
+// count expansion, cross-references. Problems go to d.errs, and the Plan is
+// only meaningful when there are none.
+func (d *decoder) resolve(raw *rawScenario) *Plan {
+	p := &Plan{Name: raw.Name, Description: raw.Description}
+	d.checkName("name", raw.Name, "scenario", "slow-signer")
+	var chain rawChain
+	if raw.Chain != nil {
+		chain = *raw.Chain
+	}
+	p.ChainID = d.resolveChainID(chain.ChainID, raw.Name)
+	p.Timeouts = d.resolveTimeouts(chain.Timeouts)
+	p.Run = d.resolveRun(raw.Run)
+	vals := d.resolveValidators(raw.Validators)
+	p.Validators = vals.plans
+	p.Expect = d.resolveExpect(raw.Expect, vals)
+	return p
+}
+
+// checkName checks a scenario or validator name; false if it is unusable.
+func (d *decoder) checkName(key, name, what, example string) bool {
+	switch {
+	case d.failed(key):
+		return false
+	case !d.written(key):
+		d.fail(d.valuePos(key), key, fmt.Sprintf("required: give the %s a name, e.g. name: %s", what, example))
+	case !namePattern.MatchString(name):
+		d.fail(d.valuePos(key), key, fmt.Sprintf("%q is not a valid %s name: %s", name, what, namePatternAdvice))
+	case len(name) > maxNameLen:
+		d.fail(d.valuePos(key), key, fmt.Sprintf("%s name is %d characters long; the maximum is %d", what, len(name), maxNameLen))
+	default:
+		return true
+	}
+	return false
+}
+
+// resolveChainID defaults to valnet-<name>, cut to CometBFT's limit so that
+// any valid scenario name gives a valid chain ID.
+func (d *decoder) resolveChainID(id *string, name string) string {
+	const key = "chain.chain_id"
+	if id == nil {
+		def := chainIDPrefix + name
+		if len(def) > types.MaxChainIDLen {
+			def = strings.TrimRight(def[:types.MaxChainIDLen], "-")
+		}
+		return def
+	}
+	switch {
+	case *id == "":
+		d.fail(d.valuePos(key), key, "must not be empty; remove the key to use valnet-<name>")
+	case len(*id) > types.MaxChainIDLen:
+		d.fail(d.valuePos(key), key, fmt.Sprintf("chain ID is %d characters long; CometBFT allows at most %d", len(*id), types.MaxChainIDLen))
+	}
+	return *id
+}
+
+// resolveTimeouts applies CometBFT's defaults, refuses zero where consensus
+// could not make progress, and lets CometBFT's own check have the last word.
+func (d *decoder) resolveTimeouts(rt *rawTimeouts) Timeouts {
+	const key = "chain.timeouts"
+	cfg := config.DefaultConsensusConfig()
+	if rt == nil {
+		rt = &rawTimeouts{}
+	}
+	for _, f := range []struct {
+		key string
+		raw *time.Duration
+		cfg *time.Duration
+	}{
+		{"propose", rt.Propose, &cfg.TimeoutPropose},
+		{"propose_delta", rt.ProposeDelta, &cfg.TimeoutProposeDelta},
+		{"prevote", rt.Prevote, &cfg.TimeoutPrevote},
+		{"prevote_delta", rt.PrevoteDelta, &cfg.TimeoutPrevoteDelta},
+		{"precommit", rt.Precommit, &cfg.TimeoutPrecommit},
+		{"precommit_delta", rt.PrecommitDelta, &cfg.TimeoutPrecommitDelta},
+		{"commit", rt.Commit, &cfg.TimeoutCommit},
+	} {
+		if f.raw == nil {
+			continue
+		}
+		if *f.raw == 0 && positiveTimeoutKeys[f.key] {
+			k := key + "." + f.key
+			d.fail(d.valuePos(k), k, fmt.Sprintf("must be greater than 0: with a zero %s timeout validators stop waiting at once and consensus spins through rounds without committing (only commit and the *_delta timeouts may be 0)", f.key))
+			continue
+		}
+		*f.cfg = *f.raw
+	}
+	if err := cfg.ValidateBasic(); err != nil {
+		d.fail(d.valuePos(key), key, "rejected by CometBFT: "+err.Error())
+	}
+	return Timeouts{
+		Propose:        cfg.TimeoutPropose,
+		ProposeDelta:   cfg.TimeoutProposeDelta,
+		Prevote:        cfg.TimeoutPrevote,
+		PrevoteDelta:   cfg.TimeoutPrevoteDelta,
+		Precommit:      cfg.TimeoutPrecommit,
+		PrecommitDelta: cfg.TimeoutPrecommitDelta,
+		Commit:         cfg.TimeoutCommit,
+	}
+}
+
+func (d *decoder) resolveRun(rr *rawRun) RunPlan {
+	run := RunPlan{Backend: defaultBackend, Heights: defaultHeights, MaxDuration: defaultMaxDur, Seed: defaultSeed}
+	if rr == nil {
+		return run
+	}
+	if rr.Backend != nil {
+		run.Backend = *rr.Backend
+		d.checkChoice("run.backend", "backend", run.Backend, backends, plannedBackends)
+	}
+	if rr.Heights != nil {
+		run.Heights = *rr.Heights
+		if run.Heights < 1 {
+			d.fail(d.valuePos("run.heights"), "run.heights", fmt.Sprintf("must be at least 1, got %d", run.Heights))
+		}
+	}
+	if rr.MaxDuration != nil {
+		run.MaxDuration = *rr.MaxDuration
+		if run.MaxDuration == 0 {
+			d.fail(d.valuePos("run.max_duration"), "run.max_duration", "must be greater than 0: it is the hard stop of the run")
+		}
+	}
+	if rr.Seed != nil {
+		run.Seed = *rr.Seed
+	}
+	return run
+}
+
+// checkChoice checks a value from a closed set that will grow: planned
+// values get "not available yet" rather than "unknown".
+func (d *decoder) checkChoice(key, what, got string, available, planned []string) {
+	switch {
+	case contains(available, got):
+	case contains(planned, got):
+		d.fail(d.valuePos(key), key, fmt.Sprintf("%s %q is not available yet", what, got), available...)
+	default:
+		d.fail(d.valuePos(key), key, fmt.Sprintf("unknown %s %q", what, got), available...)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,170 @@
+package scenarios
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/cometbft/cometbft/types"
+)
+
+// validatorSet is the expanded validators, plus what expect entries need to
+// explain a name that is not one of them.
+type validatorSet struct {
+	plans  []ValidatorPlan
+	has    map[string]bool
+	groups map[string]string // written name with count > 1 -> "v-1..v-3"
+}
+
+// names lists the expanded names in declaration order.
+func (vs validatorSet) names() []string {
+	out := make([]string, len(vs.plans))
+	for i, v := range vs.plans {
+		out[i] = v.Name
+	}
+	return out
+}
+
+func (d *decoder) resolveValidators(raws []rawValidator) validatorSet {
+	const key = "validators"
+	vs := validatorSet{has: make(map[string]bool), groups: make(map[string]string)}
+	if !d.written(key) {
+		d.fail(d.valuePos(key), key, "required: list at least one validator, e.g. validators: [{name: v, count: 4}]")
+		return vs
+	}
+	if len(raws) == 0 && !d.failed(key) {
+		d.fail(d.valuePos(key), key, "needs at least one validator")
+		return vs
+	}
+	owner := make(map[string]int) // expanded name -> index of the entry that made it
+	counts := make([]int64, len(raws))
+	for i, rv := range raws {
+		k := fmt.Sprintf("%s[%d]", key, i)
+		nameOK := d.checkName(k+".name", rv.Name, "validator", "v1")
+		counts[i] = 1
+		if rv.Count != nil {
+			switch c := *rv.Count; {
+			case c < 1:
+				d.fail(d.valuePos(k+".count"), k+".count", fmt.Sprintf("must be at least 1, got %d", c))
+			case c > maxValidators:
+				d.fail(d.valuePos(k+".count"), k+".count", fmt.Sprintf("must be at most %d, got %d (valnet runs at most %d validators)", maxValidators, c, maxValidators))
+			default:
+				counts[i] = c
+			}
+		}
+		power := int64(defaultPower)
+		if rv.Power != nil {
+			switch p := *rv.Power; {
+			case p < 1:
+				d.fail(d.valuePos(k+".power"), k+".power", fmt.Sprintf("must be at least 1, got %d", p))
+			case p > types.MaxTotalVotingPower:
+				d.fail(d.valuePos(k+".power"), k+".power", fmt.Sprintf("must be at most %d (CometBFT's maximum total voting power)", types.MaxTotalVotingPower))
+			default:
+				power = p
+			}
+		}
+		signer := d.resolveSigner(k+".signer", rv.Signer)
+		if !nameOK {
+			continue
+		}
+		names := expandNames(rv.Name, counts[i])
+		if counts[i] > 1 {
+			vs.groups[rv.Name] = expansionSpan(rv.Name, counts[i])
+		}
+		var clash []string
+		other := -1
+		for _, n := range names {
+			if j, taken := owner[n]; taken {
+				clash = append(clash, n)
+				if other < 0 {
+					other = j
+				}
+			}
+		}
+		if len(clash) > 0 {
+			d.fail(d.valuePos(k+".name"), k+".name", d.clashMessage(raws, counts, i, other, clash))
+			continue
+		}
+		for _, n := range names {
+			owner[n] = i
+			vs.has[n] = true
+			vs.plans = append(vs.plans, ValidatorPlan{Name: n, Power: power, Signer: signer.clone()})
+		}
+	}
+	if n := len(vs.plans); n > maxValidators {
+		d.fail(d.valuePos(key), key, fmt.Sprintf("%d validators after count expansion; valnet runs at most %d", n, maxValidators))
+	}
+	var total int64
+	for _, v := range vs.plans {
+		// Each power is <= MaxTotalVotingPower (MaxInt64/8), so this sum
+		// cannot overflow before it crosses the limit.
+		if total += v.Power; total > types.MaxTotalVotingPower {
+			d.fail(d.valuePos(key), key, fmt.Sprintf("total voting power exceeds CometBFT's maximum %d", types.MaxTotalVotingPower))
+			break
+		}
+	}
+	return vs
+}
+
+// expandNames applies count: 1 keeps the name, N > 1 gives name-1..name-N.
+func expandNames(name string, count int64) []string {
+	if count == 1 {
+		return []string{name}
+	}
+	out := make([]string, count)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%d", name, i+1)
+	}
+	return out
+}
+
+func expansionSpan(name string, count int64) string {
+	return fmt.Sprintf("%s-1..%s-%d", name, name, count)
+}
+
+// clashMessage explains a duplicate name, saying where each side came from
+// when count expansion is involved.
+func (d *decoder) clashMessage(raws []rawValidator, counts []int64, this, other int, clash []string) string {
+	by := fmt.Sprintf("validators[%d] (line %d)", other, d.valuePos(fmt.Sprintf("validators[%d].name", other)).Line)
+	if counts[other] > 1 {
+		by += fmt.Sprintf(", where %q with count %d expands to %s", raws[other].Name, counts[other], expansionSpan(raws[other].Name, counts[other]))
+	}
+	name, count := raws[this].Name, counts[this]
+	if count == 1 {
+		return fmt.Sprintf("duplicate validator name %q: already used by %s", name, by)
+	}
+	quoted := make([]string, len(clash))
+	for i, c := range clash {
+		quoted[i] = fmt.Sprintf("%q", c)
+	}
+	verb := "is"
+	if len(clash) > 1 {
+		verb = "are"
+	}
+	return fmt.Sprintf("%q with count %d expands to %s, but %s %s already used by %s",
+		name, count, expansionSpan(name, count), strings.Join(quoted, ", "), verb, by)
+}
+
+func (d *decoder) resolveSigner(key string, rs *rawSigner) SignerPlan {
+	sp := SignerPlan{Type: defaultSigner}
+	if rs == nil {
+		return sp
+	}
+	if rs.Type != nil {
+		sp.Type = *rs.Type
+		d.checkChoice(key+".type", "signer type", sp.Type, signerTypes, plannedSignerTypes)
+	}
+	sp.Latency = d.resolveLatency(key+".latency", rs.Latency)
+	return sp
+}
+
+// clone gives each expanded validator its own latency model, so that a
+// change to one validator's plan cannot leak into its siblings.
+func (s SignerPlan) clone() SignerPlan {
+	if s.Latency != nil {
+		l := *s.Latency
+		l.Phases = slices.Clone(l.Phases)
+		s.Latency = &l
+	}
+	return s
+}

@@ -1,0 +1,79 @@
+package signers
+
+import (
+	"time"
+
+	cmtproto "github.com/cometbft/cometbft/api/cometbft/types/v1"
+	"github.com/cometbft/cometbft/crypto"
+)
+
+// SignRecord is one finished signature as seen from outside the signer
+// chain (that is, as the node experiences it).
+type SignRecord struct {
+	Phase    string
+	Height   int64
+	Round    int32
+	BlockID  string // hex hash signed; "" for a nil vote
+	Start    time.Time
+	Latency  time.Duration // whole call, injected delay included
+	Injected time.Duration // part of Latency added by a latency model
+	Err      error
+}
+
+// Observer receives every SignRecord. It is called on the consensus
+// goroutine, so it must be quick.
+type Observer interface {
+	SignDone(SignRecord)
+}
+
+// ObserverFunc adapts a function to an Observer.
+type ObserverFunc func(SignRecord)
+
+func (f ObserverFunc) SignDone(r SignRecord) { f(r) }
+
+// Instrumented times every proposal and vote signature of inner and
+// reports it to an Observer.
+type Instrumented struct {
+	inner Signer
+	obs   Observer
+	now   func() time.Time
+}
+
+var (
+	_ Signer = (*Instrumented)(nil)
+	_ Closer = (*Instrumented)(nil)
+)
+
+// Instrument wraps inner; it should be the outermost decorator so that its
+// latency is the node's view of the signature.
+func Instrument(inner Signer, obs Observer) *Instrumented {
+	return &Instrumented{inner: inner, obs: obs, now: time.Now}
+}
+
+func (s *Instrumented) GetPubKey() (crypto.PubKey, error) { return s.inner.GetPubKey() }
+
+func (s *Instrumented) SignVote(chainID string, vote *cmtproto.Vote, signExtension bool) error {
+	start := s.now()
+	err := s.inner.SignVote(chainID, vote, signExtension)
+	s.report(VotePhase(vote), vote.Height, vote.Round, blockIDHex(vote.BlockID), start, err)
+	return err
+}
+
+func (s *Instrumented) SignProposal(chainID string, proposal *cmtproto.Proposal) error {
+	start := s.now()
+	err := s.inner.SignProposal(chainID, proposal)
+	s.report(PhaseProposal, proposal.Height, proposal.Round, blockIDHex(proposal.BlockID), start, err)
+	return err
+}
+
+func (s *Instrumented) SignBytes(b []byte) ([]byte, error) { return s.inner.SignBytes(b) }
+
+func (s *Instrumented) Close() error { return Close(s.inner) }
+
+func (s *Instrumented) report(phase string, h int64, r int32, blockID string, start time.Time, err error) {
+	rec := SignRecord{Phase: phase, Height: h, Round: r, BlockID: blockID, Start: start, Latency: s.now().Sub(start), Err: err}
+	if ir, ok := s.inner.(InjectedReporter); ok {
+		rec.Injected = ir.TakeInjected()
+	}
+	s.obs.SignDone(rec)
+}

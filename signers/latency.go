@@ -1,0 +1,106 @@
+package signers
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	cmtproto "github.com/cometbft/cometbft/api/cometbft/types/v1"
+	"github.com/cometbft/cometbft/crypto"
+)
+
+// Delayed injects a modelled delay before each signature of the selected
+// phases, then signs with the inner signer. The delay is spent before the
+// inner signer is called, so the double-sign guard inside it still decides
+// on the message as it arrived. CometBFT signs synchronously in the
+// consensus routine, so this stalls the validator exactly as a slow device
+// would.
+type Delayed struct {
+	inner  Signer
+	model  Model
+	phases map[string]bool
+
+	injected atomic.Int64 // ns injected since the last TakeInjected
+	stop     chan struct{}
+	stopOnce sync.Once
+}
+
+var (
+	_ Signer           = (*Delayed)(nil)
+	_ Closer           = (*Delayed)(nil)
+	_ InjectedReporter = (*Delayed)(nil)
+)
+
+// InjectedReporter is an optional ability of a decorator chain: it tells
+// how much artificial delay went into the signature that just finished, so
+// instrumentation can separate injected time from real signing time.
+type InjectedReporter interface {
+	TakeInjected() time.Duration
+}
+
+// WithLatency wraps inner; phases empty means every phase.
+func WithLatency(inner Signer, model Model, phases []string) *Delayed {
+	d := &Delayed{inner: inner, model: model, stop: make(chan struct{})}
+	if len(phases) > 0 {
+		d.phases = make(map[string]bool, len(phases))
+		for _, p := range phases {
+			d.phases[p] = true
+		}
+	}
+	return d
+}
+
+func (d *Delayed) wait(phase string) {
+	if d.phases != nil && !d.phases[phase] {
+		return
+	}
+	delay := d.model.Draw()
+	if delay <= 0 {
+		return
+	}
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	start := time.Now()
+	select {
+	case <-t.C:
+	case <-d.stop:
+	}
+	d.injected.Add(int64(time.Since(start)))
+}
+
+// GetPubKey is not delayed: it is not a signature.
+func (d *Delayed) GetPubKey() (crypto.PubKey, error) { return d.inner.GetPubKey() }
+
+func (d *Delayed) SignVote(chainID string, vote *cmtproto.Vote, signExtension bool) error {
+	d.wait(VotePhase(vote))
+	return d.inner.SignVote(chainID, vote, signExtension)
+}
+
+func (d *Delayed) SignProposal(chainID string, proposal *cmtproto.Proposal) error {
+	d.wait(PhaseProposal)
+	return d.inner.SignProposal(chainID, proposal)
+}
+
+// SignBytes (raw bytes, e.g. for a vote extension or p2p) is not a
+// consensus phase and is not delayed.
+func (d *Delayed) SignBytes(b []byte) ([]byte, error) { return d.inner.SignBytes(b) }
+
+// TakeInjected returns and resets the delay injected since the last call,
+// including any reported by an inner decorator.
+func (d *Delayed) TakeInjected() time.Duration {
+	total := time.Duration(d.injected.Swap(0))
+	if r, ok := d.inner.(InjectedReporter); ok {
+		total += r.TakeInjected()
+	}
+	return total
+}
+
+// Close ends any delay in progress at once (signing then proceeds) and
+// closes the inner signer.
+func (d *Delayed) Close() error {
+	d.stopOnce.Do(func() { close(d.stop) })
+	return Close(d.inner)
+}
+
+// Model returns the delay model, for labels.
+func (d *Delayed) Model() Model { return d.model }

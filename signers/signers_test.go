@@ -1,0 +1,254 @@
+package signers
+
+import (
+	"bytes"
+	"math"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	cmtproto "github.com/cometbft/cometbft/api/cometbft/types/v1"
+	"github.com/cometbft/cometbft/crypto/ed25519"
+	"github.com/cometbft/cometbft/types"
+)
+
+const chainID = "valnet-test"
+
+func testKey() ed25519.PrivKey { return ed25519.GenPrivKeyFromSecret([]byte("signers-test")) }
+
+func openLocal(t *testing.T, dir string) *Local {
+	t.Helper()
+	l, err := OpenLocal(testKey(), filepath.Join(dir, "key.json"), filepath.Join(dir, "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func vote(typ cmtproto.SignedMsgType, h int64, r int32, hash byte) *cmtproto.Vote {
+	v := &cmtproto.Vote{Type: typ, Height: h, Round: r, Timestamp: time.Unix(1700000000, 0).UTC()}
+	if hash != 0 {
+		v.BlockID = cmtproto.BlockID{Hash: bytes.Repeat([]byte{hash}, 32),
+			PartSetHeader: cmtproto.PartSetHeader{Total: 1, Hash: bytes.Repeat([]byte{hash}, 32)}}
+	}
+	return v
+}
+
+func verifyVote(t *testing.T, s Signer, v *cmtproto.Vote) {
+	t.Helper()
+	pub, err := s.GetPubKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pub.VerifySignature(types.VoteSignBytes(chainID, v), v.Signature) {
+		t.Fatalf("signature of %v does not verify", v)
+	}
+}
+
+func TestLocalSignsAndRefusesRegressionsAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	l := openLocal(t, dir)
+	v := vote(types.PrevoteType, 5, 0, 0xAA)
+	if err := l.SignVote(chainID, v, false); err != nil {
+		t.Fatal(err)
+	}
+	verifyVote(t, l, v)
+
+	// A restarted signer reads the persisted high-water mark.
+	l2 := openLocal(t, dir)
+	for _, tc := range []struct {
+		name string
+		v    *cmtproto.Vote
+		ok   bool
+	}{
+		{"same vote again gets the stored signature", vote(types.PrevoteType, 5, 0, 0xAA), true},
+		{"conflicting block at same HRS", vote(types.PrevoteType, 5, 0, 0xBB), false},
+		{"lower height", vote(types.PrevoteType, 4, 0, 0xAA), false},
+		{"next step", vote(types.PrecommitType, 5, 0, 0xAA), true},
+		{"back to prevote", vote(types.PrevoteType, 5, 0, 0xAA), false},
+		{"next round", vote(types.PrevoteType, 5, 1, 0), true},
+	} {
+		err := l2.SignVote(chainID, tc.v, false)
+		if (err == nil) != tc.ok {
+			t.Fatalf("%s: err = %v, want ok=%v", tc.name, err, tc.ok)
+		}
+		if tc.ok {
+			verifyVote(t, l2, tc.v)
+		}
+	}
+}
+
+func TestOpenLocalRefusesAnotherKey(t *testing.T) {
+	dir := t.TempDir()
+	openLocal(t, dir)
+	_, err := OpenLocal(ed25519.GenPrivKeyFromSecret([]byte("other")), filepath.Join(dir, "key.json"), filepath.Join(dir, "state.json"))
+	if err == nil {
+		t.Fatal("opened a home that holds another key")
+	}
+}
+
+func TestModelsAreRepeatableAndShaped(t *testing.T) {
+	const n = 20000
+	tests := []struct {
+		spec     ModelSpec
+		p50, tol time.Duration
+		lo, hi   time.Duration
+	}{
+		{ModelSpec{Dist: "fixed", Value: 200 * time.Millisecond}, 200 * time.Millisecond, 0, 200 * time.Millisecond, 200 * time.Millisecond},
+		{ModelSpec{Dist: "uniform", Min: 100 * time.Millisecond, Max: 300 * time.Millisecond}, 200 * time.Millisecond, 5 * time.Millisecond, 100 * time.Millisecond, 300 * time.Millisecond},
+		{ModelSpec{Dist: "normal", Mean: 200 * time.Millisecond, Stddev: 30 * time.Millisecond}, 200 * time.Millisecond, 3 * time.Millisecond, 0, time.Second},
+		{ModelSpec{Dist: "lognormal", P50: 200 * time.Millisecond, P99: 800 * time.Millisecond}, 200 * time.Millisecond, 8 * time.Millisecond, 0, time.Hour},
+	}
+	for _, tc := range tests {
+		t.Run(tc.spec.Dist, func(t *testing.T) {
+			a, err := NewModel(tc.spec, 1, "v1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := NewModel(tc.spec, 1, "v1")
+			c, _ := NewModel(tc.spec, 2, "v1")
+			draws := make([]time.Duration, n)
+			differs := false
+			for i := range draws {
+				draws[i] = a.Draw()
+				if draws[i] != b.Draw() {
+					t.Fatal("same seed and stream gave different draws")
+				}
+				if draws[i] != c.Draw() {
+					differs = true
+				}
+				if draws[i] < tc.lo || draws[i] > tc.hi {
+					t.Fatalf("draw %v outside [%v, %v]", draws[i], tc.lo, tc.hi)
+				}
+			}
+			if tc.spec.Dist != "fixed" && !differs {
+				t.Fatal("another seed gave the same draws")
+			}
+			slices.Sort(draws)
+			if got := draws[n/2]; absDur(got-tc.p50) > tc.tol {
+				t.Fatalf("p50 = %v, want %v ± %v", got, tc.p50, tc.tol)
+			}
+			if tc.spec.Dist == "lognormal" {
+				p99 := draws[n*99/100]
+				if math.Abs(float64(p99-tc.spec.P99)) > float64(60*time.Millisecond) {
+					t.Fatalf("p99 = %v, want ~%v", p99, tc.spec.P99)
+				}
+			}
+		})
+	}
+}
+
+func TestNewModelRejectsBadSpecs(t *testing.T) {
+	for _, spec := range []ModelSpec{
+		{Dist: "fixed", Value: -1},
+		{Dist: "uniform", Min: 2, Max: 1},
+		{Dist: "normal", Mean: -1},
+		{Dist: "lognormal", P50: 0, P99: 1},
+		{Dist: "lognormal", P50: 2, P99: 1},
+		{Dist: "pareto"},
+	} {
+		if _, err := NewModel(spec, 1, "x"); err == nil {
+			t.Errorf("%+v accepted", spec)
+		}
+	}
+}
+
+func absDur(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}
+
+type recordingObserver struct {
+	mu   sync.Mutex
+	recs []SignRecord
+}
+
+func (o *recordingObserver) SignDone(r SignRecord) {
+	o.mu.Lock()
+	o.recs = append(o.recs, r)
+	o.mu.Unlock()
+}
+
+func TestBuildChainDelaysSelectedPhasesAndReportsInjected(t *testing.T) {
+	obs := &recordingObserver{}
+	dir := t.TempDir()
+	built, err := Build(Spec{Type: "local", Key: testKey(),
+		KeyFile: filepath.Join(dir, "k.json"), StateFile: filepath.Join(dir, "s.json"),
+		Latency: &ModelSpec{Dist: "fixed", Value: 30 * time.Millisecond}, Phases: []string{PhasePrecommit},
+		Seed: 1, Stream: "v", Obs: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if built.Label != "local+latency(fixed 30ms)" {
+		t.Fatalf("label %q", built.Label)
+	}
+	pv, pc := vote(types.PrevoteType, 1, 0, 1), vote(types.PrecommitType, 1, 0, 1)
+	for _, v := range []*cmtproto.Vote{pv, pc} {
+		if err := built.Signer.SignVote(chainID, v, false); err != nil {
+			t.Fatal(err)
+		}
+		verifyVote(t, built.Signer, v)
+	}
+	if len(obs.recs) != 2 {
+		t.Fatalf("%d records", len(obs.recs))
+	}
+	prevote, precommit := obs.recs[0], obs.recs[1]
+	if prevote.Phase != PhasePrevote || prevote.Injected != 0 || prevote.Latency > 20*time.Millisecond {
+		t.Fatalf("prevote was delayed: %+v", prevote)
+	}
+	if precommit.Phase != PhasePrecommit || precommit.Injected < 30*time.Millisecond || precommit.Latency < precommit.Injected {
+		t.Fatalf("precommit not delayed as modelled: %+v", precommit)
+	}
+	if precommit.Height != 1 || precommit.BlockID == "" {
+		t.Fatalf("record lacks its vote: %+v", precommit)
+	}
+}
+
+func TestCloseReleasesAWaitingSignature(t *testing.T) {
+	dir := t.TempDir()
+	built, err := Build(Spec{Type: "local", Key: testKey(),
+		KeyFile: filepath.Join(dir, "k.json"), StateFile: filepath.Join(dir, "s.json"),
+		Latency: &ModelSpec{Dist: "fixed", Value: time.Hour}, Seed: 1, Stream: "v"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- built.Signer.SignVote(chainID, vote(types.PrevoteType, 1, 0, 1), false) }()
+	time.Sleep(20 * time.Millisecond) // let the signature start waiting
+	if err := Close(built.Signer); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not release the waiting signature")
+	}
+}
+
+func TestBuildRejectsUnknownType(t *testing.T) {
+	if _, err := Build(Spec{Type: "hsm"}); err == nil {
+		t.Fatal("unknown signer type accepted")
+	}
+}
+
+func BenchmarkLocalSignVote(b *testing.B) {
+	dir := b.TempDir()
+	l, err := OpenLocal(testKey(), filepath.Join(dir, "key.json"), filepath.Join(dir, "state.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := int64(1)
+	for b.Loop() {
+		if err := l.SignVote(chainID, vote(types.PrevoteType, h, 0, 1), false); err != nil {
+			b.Fatal(err)
+		}
+		h++
+	}
+}
