@@ -45,7 +45,10 @@ type inProcessNode struct {
 	stopErr  error
 }
 
-var _ Node = (*inProcessNode)(nil)
+var (
+	_ Node           = (*inProcessNode)(nil)
+	_ HeightReporter = (*inProcessNode)(nil)
+)
 
 // Start creates and starts the node of spec. Its home must already be
 // written (WriteHome).
@@ -83,10 +86,13 @@ func (InProcess) Start(ctx context.Context, spec Spec) (Node, error) {
 	ipn := &inProcessNode{name: spec.Name, node: n, logFile: logFile, cancel: cancel}
 	tr := &translator{node: spec.Name, names: spec.Names, valSet: valSet}
 	// Subscribe before Start so that no event of the first height is lost.
-	if err := ipn.subscribe(pumpCtx, n.EventBus(), tr, spec.Sink); err != nil {
-		cancel()
-		logFile.Close()
-		return nil, fmt.Errorf("node %s: subscribe: %w", spec.Name, err)
+	// A plain node (no Sink) records nothing.
+	if spec.Sink != nil {
+		if err := ipn.subscribe(pumpCtx, n.EventBus(), tr, spec.Sink); err != nil {
+			cancel()
+			logFile.Close()
+			return nil, fmt.Errorf("node %s: subscribe: %w", spec.Name, err)
+		}
 	}
 	if err := n.Start(); err != nil {
 		cancel()
@@ -101,8 +107,9 @@ func (InProcess) Start(ctx context.Context, spec Spec) (Node, error) {
 	return ipn, nil
 }
 
-func (n *inProcessNode) Name() string { return n.name }
-func (n *inProcessNode) Addrs() Addrs { return n.addrs }
+func (n *inProcessNode) Name() string  { return n.name }
+func (n *inProcessNode) Height() int64 { return n.node.BlockStore().Height() }
+func (n *inProcessNode) Addrs() Addrs  { return n.addrs }
 
 func (n *inProcessNode) Stop(context.Context) error {
 	n.stopOnce.Do(func() {

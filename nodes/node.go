@@ -34,7 +34,9 @@ type Spec struct {
 	// Names maps validator addresses (upper-case hex, as CometBFT prints
 	// them) to validator names, so events can name validators.
 	Names map[string]string
-	Sink  Sink
+	// Sink receives the node's events; nil records nothing (a plain node,
+	// for measuring what recording costs).
+	Sink Sink
 }
 
 // Addrs are a running node's listen addresses.
@@ -50,6 +52,13 @@ type Node interface {
 	// Stop shuts the node down and releases everything it holds; it is safe
 	// to call more than once.
 	Stop(ctx context.Context) error
+}
+
+// HeightReporter is an optional ability of a Node: the height of the last
+// block in its store, read directly (benchmarks compare against plain
+// networks that record no events).
+type HeightReporter interface {
+	Height() int64
 }
 
 // Backend starts nodes.

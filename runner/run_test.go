@@ -217,3 +217,44 @@ func TestKeysAreDeterministic(t *testing.T) {
 		t.Fatal("node keys differ")
 	}
 }
+
+func TestKeepLeavesTheNetworkUpUntilCancelled(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	showLogsOnFailure(t, dir)
+	yaml := strings.Replace(e2eYAML, "heights: 10", "heights: 2", 1)
+	plan := parse(t, strings.Replace(yaml, "min: 10", "min: 2", 1))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var (
+		kept    NetworkInfo
+		summary *results.Summary
+	)
+	out, err := Run(ctx, plan, Options{OutDir: dir, Keep: true, OnKeep: func(o *Outcome, n NetworkInfo) {
+		kept, summary = n, o.Summary
+		// The run is summarised, and the network still answers RPC and
+		// keeps committing.
+		rpc := strings.TrimPrefix(n.Validators[0].RPC, "http://")
+		if c, err := net.DialTimeout("tcp", rpc, 5*time.Second); err != nil {
+			t.Errorf("kept network's RPC %s: %v", rpc, err)
+		} else {
+			c.Close()
+		}
+		cancel()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if summary == nil || !summary.OK || out.Summary != summary {
+		t.Fatalf("OnKeep got summary %+v", summary)
+	}
+	if len(kept.Validators) != 4 {
+		t.Fatalf("OnKeep got %+v", kept)
+	}
+	// After cancel, everything is stopped.
+	for _, v := range kept.Validators {
+		if c, err := net.DialTimeout("tcp", strings.TrimPrefix(v.RPC, "http://"), time.Second); err == nil {
+			c.Close()
+			t.Errorf("%s still listening after the kept network was stopped", v.Name)
+		}
+	}
+}

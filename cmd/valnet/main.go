@@ -6,6 +6,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -33,12 +34,15 @@ func (e *exitError) Error() string {
 func (e *exitError) Unwrap() error { return e.err }
 
 func main() {
-	os.Exit(run(os.Args[1:]))
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(args []string) int {
+// run executes the CLI with args and returns the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
 	root := newRootCmd()
 	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
 	err := root.Execute()
 	if err == nil {
 		return exitOK
@@ -46,12 +50,12 @@ func run(args []string) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintln(os.Stderr, "valnet:", ee.err)
+			fmt.Fprintln(stderr, "valnet:", ee.err)
 		}
 		return ee.code
 	}
 	// Cobra's own errors (unknown flag, wrong args) are bad input.
-	fmt.Fprintln(os.Stderr, "valnet:", err)
+	fmt.Fprintln(stderr, "valnet:", err)
 	return exitBadInput
 }
 

@@ -38,10 +38,12 @@ func newRunCmd() *cobra.Command {
 			if cmd.Flags().Changed("seed") {
 				opts.Seed = &seed
 			}
-			stdout := cmd.OutOrStdout()
+			stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 			if !quiet {
-				opts.Status = os.Stderr
-				opts.Terminal = term.IsTerminal(int(os.Stderr.Fd()))
+				opts.Status = stderr
+				if f, ok := stderr.(*os.File); ok {
+					opts.Terminal = term.IsTerminal(int(f.Fd()))
+				}
 			}
 			opts.Keep = keep
 			opts.OnKeep = func(o *runner.Outcome, n runner.NetworkInfo) {
@@ -54,13 +56,13 @@ func newRunCmd() *cobra.Command {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if !quiet {
-				fmt.Fprintf(os.Stderr, "valnet: running %s (%d validators, backend %s) into %s\n",
+				fmt.Fprintf(stderr, "valnet: running %s (%d validators, backend %s) into %s\n",
 					plan.Name, len(plan.Validators), plan.Run.Backend, outDirFor(out, plan))
 			}
 			outcome, err := runner.Run(ctx, plan, opts)
 			if err != nil {
 				if outcome != nil {
-					fmt.Fprintf(os.Stderr, "valnet: results so far are in %s\n", outcome.OutDir)
+					fmt.Fprintf(stderr, "valnet: results so far are in %s\n", outcome.OutDir)
 				}
 				return &exitError{exitBadInput, err}
 			}

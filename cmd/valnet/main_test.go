@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func write(t *testing.T, name, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// A one-validator network commits a block every few hundred ms at these
+// timeouts: the quickest real run there is.
+const tinyScenario = `
+name: tiny
+chain:
+  timeouts: {propose: 300ms, prevote: 100ms, precommit: 100ms, commit: 100ms}
+run: {heights: 3, max_duration: 2m}
+validators:
+  - name: solo
+expect:
+  - {metric: heights_committed, min: %s}
+`
+
+func TestExitCodes(t *testing.T) {
+	good := write(t, "good.yaml", strings.Replace(tinyScenario, "%s", "3", 1))
+	failing := write(t, "failing.yaml", strings.Replace(tinyScenario, "%s", "1000", 1))
+	bad := write(t, "bad.yaml", "name: Bad Name\nvalidators: []\nrun: {heights: 0, hieghts: 3}\n")
+	tests := []struct {
+		name       string
+		args       []string
+		code       int
+		stdoutHas  []string
+		stderrLike string
+	}{
+		{"validate good", []string{"validate", good}, 0, []string{"ok (tiny: 1 validators"}, ""},
+		{"validate bad reports every error with position", []string{"validate", bad}, 2, nil,
+			`(?s)bad.yaml:1:7: name: .*bad.yaml:2:13: validators: .*bad.yaml:3:16: run.heights: .*bad.yaml:3:19: run.hieghts: unknown key`},
+		{"validate builtin", []string{"validate", "quickstart"}, 0, []string{"quickstart: ok"}, ""},
+		{"validate unknown", []string{"validate", "no-such-scenario"}, 2, nil, "neither a scenario file nor a builtin"},
+		{"run bad input", []string{"run", bad, "--out", filepath.Join(t.TempDir(), "x")}, 2, nil, "run.hieghts"},
+		{"run passing", []string{"run", good, "--out", filepath.Join(t.TempDir(), "r"), "--quiet"}, 0, []string{"RESULT: PASS"}, ""},
+		{"run failing expectation", []string{"run", failing, "--out", filepath.Join(t.TempDir(), "r")}, 1,
+			[]string{"FAIL  heights_committed", "RESULT: FAIL (1 expectation(s) failed)", "solo"}, ""},
+		{"unknown flag", []string{"run", good, "--nope"}, 2, nil, "unknown flag"},
+		{"list", []string{"list"}, 0, []string{"quickstart", "baseline", "slow-signer"}, ""},
+		{"version", []string{"version"}, 0, []string{"valnet ", "CometBFT v1.0"}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, tc.args...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, stdout, stderr)
+			}
+			for _, s := range tc.stdoutHas {
+				if !strings.Contains(stdout, s) {
+					t.Errorf("stdout lacks %q:\n%s", s, stdout)
+				}
+			}
+			if tc.stderrLike != "" && !regexp.MustCompile(tc.stderrLike).MatchString(stderr) {
+				t.Errorf("stderr does not match %q:\n%s", tc.stderrLike, stderr)
+			}
+		})
+	}
+}
+
+func TestQuietPrintsOnlyTheResult(t *testing.T) {
+	good := write(t, "good.yaml", strings.Replace(tinyScenario, "%s", "3", 1))
+	code, stdout, stderr := runCLI(t, "run", good, "--quiet", "--out", filepath.Join(t.TempDir(), "r"))
+	if code != 0 || strings.TrimSpace(stdout) != "RESULT: PASS" || stderr != "" {
+		t.Fatalf("exit %d stdout %q stderr %q", code, stdout, stderr)
+	}
+}
+
+func TestInitWritesAValidStarterAndKeepsExistingFiles(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "s.yaml")
+	if code, _, stderr := runCLI(t, "init", p); code != 0 {
+		t.Fatalf("init: exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, "validate", p); code != 0 {
+		t.Fatalf("starter does not validate: %s", stderr)
+	}
+	if code, _, stderr := runCLI(t, "init", p); code != 2 || !strings.Contains(stderr, "--force") {
+		t.Fatalf("init over an existing file: exit %d: %s", code, stderr)
+	}
+	if code, _, _ := runCLI(t, "init", p, "--force"); code != 0 {
+		t.Fatal("init --force failed")
+	}
+}
+
+func TestReportRebuildsARun(t *testing.T) {
+	good := write(t, "good.yaml", strings.Replace(tinyScenario, "%s", "3", 1))
+	dir := filepath.Join(t.TempDir(), "r")
+	if code, _, stderr := runCLI(t, "run", good, "--quiet", "--out", dir); code != 0 {
+		t.Fatalf("run: %s", stderr)
+	}
+	if err := os.Remove(filepath.Join(dir, "summary.json")); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI(t, "report", dir)
+	if code != 0 || !strings.Contains(stdout, "RESULT: PASS") {
+		t.Fatalf("report: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "summary.json")); err != nil {
+		t.Fatal(err)
+	}
+}
