@@ -35,11 +35,23 @@ const (
 	// recorded in this block: its commit round and which validators'
 	// CommitSig is absent or nil.
 	KindBlock Kind = "block"
+	// KindFault: a scenario fault on Validator (the target) changed State
+	// ("start" or "end"): Action (e.g. signer-delay), Detail (what it does).
+	KindFault Kind = "fault"
 	// KindNodeError: something went wrong inside node Node (Error), e.g. an
 	// event subscription that CometBFT cancelled; events may be missing.
 	KindNodeError Kind = "node_error"
 	// KindRunEnd closes a stream: StopReason and Error.
 	KindRunEnd Kind = "run_end"
+)
+
+// SideSigner marks a sign event seen from the remote signer's side.
+const SideSigner = "signer"
+
+// Fault states.
+const (
+	FaultStart = "start"
+	FaultEnd   = "end"
 )
 
 // Stop reasons, as summary.json reports them.
@@ -64,7 +76,10 @@ type Event struct {
 	Step      string `json:"step,omitempty"`  // propose, prevote, prevote_wait, precommit, precommit_wait, commit, new_height, new_round
 	BlockID   string `json:"block_id,omitempty"`
 
-	// sign
+	// sign. Side is "" for the node's view of a signature (request sent ->
+	// signature back; the only view for a direct signer) and "signer" for
+	// the remote signer's view of the same signature (inside the backend).
+	Side       string  `json:"side,omitempty"`
 	LatencyMS  float64 `json:"latency_ms,omitempty"`
 	InjectedMS float64 `json:"injected_ms,omitempty"`
 	Error      string  `json:"error,omitempty"`
@@ -91,6 +106,11 @@ type Event struct {
 	Heights    int64           `json:"heights,omitempty"`
 	Validators []ValidatorInfo `json:"validators,omitempty"`
 	Expect     []Expectation   `json:"expect,omitempty"`
+
+	// fault
+	Action string `json:"action,omitempty"`
+	State  string `json:"state,omitempty"` // start | end
+	Detail string `json:"detail,omitempty"`
 
 	// run_end
 	StopReason string `json:"stop_reason,omitempty"`

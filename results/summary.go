@@ -3,6 +3,7 @@ package results
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"slices"
 	"sort"
@@ -26,6 +27,8 @@ type Summary struct {
 	Rounds          RoundStats         `json:"rounds"`
 	BlockIntervalMS IntervalStats      `json:"block_interval_ms"`
 	Validators      []ValidatorSummary `json:"validators"`
+
+	Faults []FaultWindow `json:"faults,omitempty"`
 
 	DoubleSigns       int          `json:"double_signs"`
 	DoubleSignDetails []DoubleSign `json:"double_sign_details,omitempty"`
@@ -79,6 +82,12 @@ type ValidatorSummary struct {
 	SignLatencyMS     PhaseLatency `json:"sign_latency_ms"`
 	InjectedLatencyMS LatencyStats `json:"injected_latency_ms"`
 	SignErrors        int          `json:"sign_errors"`
+
+	// With a remote signer: signing latency as the signer saw it (inside
+	// the backend), and the transport's share of each signature (node side
+	// minus signer side, matched signature by signature).
+	SignerLatencyMS     *PhaseLatency `json:"signer_latency_ms,omitempty"`
+	TransportOverheadMS *LatencyStats `json:"transport_overhead_ms,omitempty"`
 }
 
 // ProposalStats: the validator's proposer turns and what it did with them.
@@ -104,6 +113,17 @@ type DoubleSign struct {
 	Round     int32    `json:"round"`
 	Phase     string   `json:"phase"`
 	BlockIDs  []string `json:"block_ids"` // in signing order; "" is a nil vote
+}
+
+// FaultWindow is one scenario fault as it happened: from its start event to
+// its end event (EndMS 0: it never ended during the run), in ms since the
+// run started.
+type FaultWindow struct {
+	Action  string `json:"action"`
+	Target  string `json:"target"`
+	StartMS int64  `json:"start_ms"`
+	EndMS   int64  `json:"end_ms,omitempty"`
+	Detail  string `json:"detail,omitempty"`
 }
 
 // NodeError is a node_error event.
@@ -203,6 +223,7 @@ func Summarize(events []Event) *Summary {
 	c := newChain(events)
 	summarizeChain(s, c)
 	summarizeValidators(s, events, start, c)
+	summarizeFaults(s, events, start)
 
 	if start != nil {
 		for _, exp := range start.Expect {
@@ -213,6 +234,33 @@ func Summarize(events []Event) *Summary {
 	// when its expectations hold, so a stalled chain cannot pass CI.
 	s.OK = len(s.Failed()) == 0 && s.StopReason == StopHeights
 	return s
+}
+
+// summarizeFaults pairs each fault's start and end events.
+func summarizeFaults(s *Summary, events []Event, start *Event) {
+	var t0 time.Time
+	if start != nil {
+		t0 = start.Time
+	}
+	open := map[string]int{} // action/target -> index of the open window
+	for i := range events {
+		ev := &events[i]
+		if ev.Kind != KindFault {
+			continue
+		}
+		key := ev.Action + "/" + ev.Validator
+		ms := max(ev.Time.Sub(t0).Milliseconds(), 0)
+		switch ev.State {
+		case FaultStart:
+			open[key] = len(s.Faults)
+			s.Faults = append(s.Faults, FaultWindow{Action: ev.Action, Target: ev.Validator, StartMS: ms, Detail: ev.Detail})
+		case FaultEnd:
+			if j, ok := open[key]; ok {
+				s.Faults[j].EndMS = ms
+				delete(open, key)
+			}
+		}
+	}
 }
 
 func summarizeRun(s *Summary, events []Event, start, end *Event) {
@@ -275,11 +323,20 @@ type turn struct {
 	phase     string
 }
 
+// sigKey identifies one signature: the same one seen from both ends of a
+// remote-signer hop.
+type sigKey struct {
+	turn
+	blockID string
+}
+
 // valAcc accumulates one validator's counts and samples.
 type valAcc struct {
 	missed, nils, signErrors int
 	latency                  map[string][]float64 // phase -> latency_ms
 	all, injected            []float64
+	signerLatency            map[string][]float64 // remote signer's side, phase -> ms
+	signerAll, overhead      []float64
 	turns, made              map[turn]struct{} // (height, round): proposer turns, signed proposals
 }
 
@@ -288,7 +345,7 @@ func summarizeValidators(s *Summary, events []Event, start *Event, c *chain) {
 	acc := func(name string) *valAcc {
 		a, ok := accs[name]
 		if !ok {
-			a = &valAcc{latency: map[string][]float64{}, turns: map[turn]struct{}{}, made: map[turn]struct{}{}}
+			a = &valAcc{latency: map[string][]float64{}, signerLatency: map[string][]float64{}, turns: map[turn]struct{}{}, made: map[turn]struct{}{}}
 			accs[name] = a
 		}
 		return a
@@ -303,8 +360,10 @@ func summarizeValidators(s *Summary, events []Event, start *Event, c *chain) {
 		return !ok || r <= cr
 	}
 
-	signs := map[turn][]string{} // double-sign groups: distinct block IDs in order
-	var groups []turn            // signs' keys in order of first appearance
+	signerSide := map[sigKey]float64{} // remote signer's latency of each signature
+	var nodeSide []*Event              // successful node-side signatures
+	signs := map[turn][]string{}       // double-sign groups: distinct block IDs in order
+	var groups []turn                  // signs' keys in order of first appearance
 	for i := range events {
 		ev := &events[i]
 		switch ev.Kind {
@@ -317,6 +376,14 @@ func summarizeValidators(s *Summary, events []Event, start *Event, c *chain) {
 				continue
 			}
 			a := acc(ev.Validator)
+			if ev.Side == SideSigner {
+				if ev.Error == "" && slices.Contains(phases, ev.Phase) {
+					a.signerLatency[ev.Phase] = append(a.signerLatency[ev.Phase], ev.LatencyMS)
+					a.signerAll = append(a.signerAll, ev.LatencyMS)
+					signerSide[sigKey{turn{ev.Validator, ev.Height, ev.Round, ev.Phase}, ev.BlockID}] = ev.LatencyMS
+				}
+				continue // the node side of the same signature counts it
+			}
 			if ev.Error != "" {
 				a.signErrors++
 				continue
@@ -331,6 +398,7 @@ func summarizeValidators(s *Summary, events []Event, start *Event, c *chain) {
 			if ev.Phase == PhaseProposal && inWindow(ev.Height, ev.Round) {
 				a.made[turn{height: ev.Height, round: ev.Round}] = struct{}{}
 			}
+			nodeSide = append(nodeSide, ev)
 			k := turn{ev.Validator, ev.Height, ev.Round, ev.Phase}
 			ids, seen := signs[k]
 			if !seen {
@@ -339,6 +407,15 @@ func summarizeValidators(s *Summary, events []Event, start *Event, c *chain) {
 			if !slices.Contains(ids, ev.BlockID) {
 				signs[k] = append(ids, ev.BlockID)
 			}
+		}
+	}
+
+	// Transport overhead: the node's latency minus the signer's, for every
+	// signature seen from both sides.
+	for _, ev := range nodeSide {
+		if sl, ok := signerSide[sigKey{turn{ev.Validator, ev.Height, ev.Round, ev.Phase}, ev.BlockID}]; ok {
+			a := acc(ev.Validator)
+			a.overhead = append(a.overhead, math.Max(0, ev.LatencyMS-sl))
 		}
 	}
 
@@ -406,6 +483,18 @@ func summarizeValidators(s *Summary, events []Event, start *Event, c *chain) {
 			All:       latencyStats(a.all),
 		}
 		v.InjectedLatencyMS = latencyStats(a.injected)
+		if len(a.signerAll) > 0 {
+			v.SignerLatencyMS = &PhaseLatency{
+				Proposal:  latencyStats(a.signerLatency[PhaseProposal]),
+				Prevote:   latencyStats(a.signerLatency[PhasePrevote]),
+				Precommit: latencyStats(a.signerLatency[PhasePrecommit]),
+				All:       latencyStats(a.signerAll),
+			}
+		}
+		if len(a.overhead) > 0 {
+			st := latencyStats(a.overhead)
+			v.TransportOverheadMS = &st
+		}
 	}
 	s.Validators = rows
 }

@@ -73,6 +73,39 @@ func WriteTable(w io.Writer, s *Summary) error {
 		tw.Flush()
 	}
 
+	var remote []ValidatorSummary
+	for _, v := range s.Validators {
+		if v.SignerLatencyMS != nil {
+			remote = append(remote, v)
+		}
+	}
+	if len(remote) > 0 {
+		p("\nRemote signers (ms p50/p99: signer side = inside the backend; transport = node side minus signer side)\n")
+		tw = tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  validator	signer side	transport overhead	signatures matched")
+		for _, v := range remote {
+			overhead, n := "-", 0
+			if o := v.TransportOverheadMS; o != nil {
+				overhead, n = p50p99(*o), o.Count
+			}
+			fmt.Fprintf(tw, "  %s	%s	%s	%d\n", v.Name, p50p99(v.SignerLatencyMS.All), overhead, n)
+		}
+		tw.Flush()
+	}
+
+	if len(s.Faults) > 0 {
+		p("\nFaults (ms since the run started)\n")
+		tw = tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
+		for _, f := range s.Faults {
+			end := "-"
+			if f.EndMS > 0 {
+				end = strconv.FormatInt(f.EndMS, 10)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%d..%s\t%s\n", f.Action, f.Target, f.StartMS, end, f.Detail)
+		}
+		tw.Flush()
+	}
+
 	if len(s.Expectations) > 0 {
 		p("\nExpectations\n")
 		tw = tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)

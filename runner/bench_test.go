@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cometbft/cometbft/crypto"
 	"github.com/valnet/valnet/nodes"
 	"github.com/valnet/valnet/results"
 	"github.com/valnet/valnet/scenarios"
@@ -131,21 +132,32 @@ func benchPlain(b *testing.B, n int) {
 		stop := make(chan struct{})
 		peak := peakMem(stop)
 		start := time.Now()
-		members, gen, err := layoutNetwork(plan, 1, dir)
+		members, err := layoutNetwork(plan, 1, dir)
 		if err != nil {
 			b.Fatal(err)
 		}
 		if err := assignPorts(members); err != nil {
 			b.Fatal(err)
 		}
-		var started []nodes.Node
+		var (
+			built []*signers.Built
+			pubs  []crypto.PubKey
+		)
 		for _, m := range members {
 			s, err := signers.Build(signers.Spec{Type: "local", Key: m.key,
 				KeyFile: m.config.PrivValidatorKeyFile(), StateFile: m.config.PrivValidatorStateFile()})
 			if err != nil {
 				b.Fatal(err)
 			}
-			spec := nodes.Spec{Name: m.plan.Name, Config: m.config, Genesis: gen, NodeKey: m.nodeKey, Signer: s.Signer}
+			built, pubs = append(built, s), append(pubs, s.PubKey)
+		}
+		gen, err := makeGenesis(plan, members, pubs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var started []nodes.Node
+		for i, m := range members {
+			spec := nodes.Spec{Name: m.plan.Name, Config: m.config, Genesis: gen, NodeKey: m.nodeKey, Signer: built[i].Signer}
 			if err := nodes.WriteHome(spec); err != nil {
 				b.Fatal(err)
 			}
@@ -172,6 +184,9 @@ func benchPlain(b *testing.B, n int) {
 		blocks := height()
 		for _, nd := range started {
 			_ = nd.Stop(context.Background())
+		}
+		for _, s := range built {
+			s.Close()
 		}
 		wall := time.Since(start)
 		close(stop)

@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,31 +28,49 @@ type member struct {
 	ports   []int
 }
 
-// layoutNetwork derives every validator's keys, home and ports, and the
-// genesis document they share.
-func layoutNetwork(p *scenarios.Plan, seed int64, outDir string) ([]*member, *types.GenesisDoc, error) {
+// layoutNetwork derives every validator's keys, home and config.
+func layoutNetwork(p *scenarios.Plan, seed int64, outDir string) ([]*member, error) {
 	members := make([]*member, 0, len(p.Validators))
+	for _, v := range p.Validators {
+		key, err := validatorKey(seed, v.Name, v.Signer.KeyType)
+		if err != nil {
+			return nil, fmt.Errorf("validator %s: %w", v.Name, err)
+		}
+		m := &member{plan: v, key: key, nodeKey: nodeKey(seed, v.Name)}
+		m.config = nodes.NewConfig(filepath.Join(outDir, NodesDir, v.Name))
+		applyTimeouts(m.config, p.Timeouts)
+		members = append(members, m)
+	}
+	return members, nil
+}
+
+// makeGenesis builds the genesis every validator shares from the public
+// keys their signers really hold (a user's key file may hold its own key),
+// and allows every key type in use.
+func makeGenesis(p *scenarios.Plan, members []*member, pubs []crypto.PubKey) (*types.GenesisDoc, error) {
 	gen := &types.GenesisDoc{
 		GenesisTime:     time.Now().UTC().Round(time.Millisecond),
 		ChainID:         p.ChainID,
 		InitialHeight:   1,
 		ConsensusParams: types.DefaultConsensusParams(),
 	}
-	for _, v := range p.Validators {
-		m := &member{plan: v, key: validatorKey(seed, v.Name), nodeKey: nodeKey(seed, v.Name)}
-		pub := m.key.PubKey()
+	var keyTypes []string
+	for i, m := range members {
+		pub := pubs[i]
 		m.address = strings.ToUpper(hex.EncodeToString(pub.Address()))
 		gen.Validators = append(gen.Validators, types.GenesisValidator{
-			Address: pub.Address(), PubKey: pub, Power: v.Power, Name: v.Name,
+			Address: pub.Address(), PubKey: pub, Power: m.plan.Power, Name: m.plan.Name,
 		})
-		m.config = nodes.NewConfig(filepath.Join(outDir, NodesDir, v.Name))
-		applyTimeouts(m.config, p.Timeouts)
-		members = append(members, m)
+		if !slices.Contains(keyTypes, pub.Type()) {
+			keyTypes = append(keyTypes, pub.Type())
+		}
 	}
+	slices.Sort(keyTypes)
+	gen.ConsensusParams.Validator.PubKeyTypes = keyTypes
 	if err := gen.ValidateAndComplete(); err != nil {
-		return nil, nil, fmt.Errorf("genesis: %w", err)
+		return nil, fmt.Errorf("genesis: %w", err)
 	}
-	return members, gen, nil
+	return gen, nil
 }
 
 func applyTimeouts(c *cfg.Config, t scenarios.Timeouts) {

@@ -16,12 +16,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cometbft/cometbft/crypto"
 	"github.com/cometbft/cometbft/types"
 
 	"github.com/valnet/valnet/nodes"
 	"github.com/valnet/valnet/results"
 	"github.com/valnet/valnet/scenarios"
-	"github.com/valnet/valnet/signers"
 )
 
 // Options tune a run; the zero value runs quietly into the default dir.
@@ -123,7 +123,8 @@ type run struct {
 	writer *results.Writer
 
 	members []*member
-	signers []signers.Signer
+	signers []*validatorSigner
+	sockDir string // unix sockets of remote signers; removed at the end
 	nodes   []nodes.Node
 	network NetworkInfo
 	start   time.Time
@@ -132,18 +133,25 @@ type run struct {
 
 func (r *run) execute(ctx context.Context) error {
 	r.start = time.Now()
-	members, gen, err := layoutNetwork(r.plan, r.seed, r.opts.OutDir)
+	members, err := layoutNetwork(r.plan, r.seed, r.opts.OutDir)
 	if err != nil {
 		return err
 	}
 	r.members = members
-	names := map[string]string{}
-	for _, m := range members {
-		names[m.address] = m.plan.Name
-	}
-	infos, err := r.buildSigners()
+	// Signers first: a wrong passphrase or a missing profile must stop the
+	// run before any node starts, and the genesis needs their keys.
+	infos, pubs, err := r.openSigners()
 	if err != nil {
 		return err
+	}
+	gen, err := makeGenesis(r.plan, members, pubs)
+	if err != nil {
+		return err
+	}
+	names := map[string]string{}
+	for i, m := range members {
+		names[m.address] = m.plan.Name
+		infos[i].Address = m.address
 	}
 	r.rec.Emit(results.Event{Time: r.start, Kind: results.KindRunStart, Scenario: r.plan.Name,
 		Backend: r.opts.Backend.Name(), ChainID: r.plan.ChainID, Seed: r.seed,
@@ -154,46 +162,41 @@ func (r *run) execute(ctx context.Context) error {
 	if r.network, err = r.writeNetwork(); err != nil {
 		return err
 	}
-	r.reason = r.wait(ctx)
+	r.reason = r.wait(ctx, newTimeline(r), time.Now())
 	return nil
 }
 
-// buildSigners opens every validator's signer chain: backend, latency
-// model, instrumentation that reports each signature as a sign event.
-func (r *run) buildSigners() ([]results.ValidatorInfo, error) {
-	infos := make([]results.ValidatorInfo, 0, len(r.members))
+// openSigners opens every validator's signer chain and returns the labels
+// and public keys.
+func (r *run) openSigners() ([]results.ValidatorInfo, []crypto.PubKey, error) {
+	var sockDir string
 	for _, m := range r.members {
-		name := m.plan.Name
-		spec := signers.Spec{
-			Type:      m.plan.Signer.Type,
-			Key:       m.key,
-			KeyFile:   m.config.PrivValidatorKeyFile(),
-			StateFile: m.config.PrivValidatorStateFile(),
-			Seed:      r.seed,
-			Stream:    name,
-			Obs: signers.ObserverFunc(func(s signers.SignRecord) {
-				e := results.Event{Time: s.Start.Add(s.Latency), Kind: results.KindSign, Node: name,
-					Validator: name, Height: s.Height, Round: s.Round, Phase: s.Phase, BlockID: s.BlockID,
-					LatencyMS: ms(s.Latency), InjectedMS: ms(s.Injected)}
-				if s.Err != nil {
-					e.Error = s.Err.Error()
-				}
-				r.rec.Emit(e)
-			}),
+		if m.plan.Signer.Via == scenarios.ViaUnix && sockDir == "" {
+			// Unix socket paths are limited to ~108 bytes: keep them short,
+			// outside the (possibly deep) run directory.
+			dir, err := os.MkdirTemp("", "valnet-sock-")
+			if err != nil {
+				return nil, nil, err
+			}
+			sockDir, r.sockDir = dir, dir
 		}
-		if l := m.plan.Signer.Latency; l != nil {
-			spec.Latency = &signers.ModelSpec{Dist: l.Dist, Value: l.Value, Min: l.Min, Max: l.Max,
-				Mean: l.Mean, Stddev: l.Stddev, P50: l.P50, P99: l.P99}
-			spec.Phases = l.Phases
-		}
-		built, err := signers.Build(spec)
-		if err != nil {
-			return nil, fmt.Errorf("validator %s: %w", name, err)
-		}
-		r.signers = append(r.signers, built.Signer)
-		infos = append(infos, results.ValidatorInfo{Name: name, Address: m.address, Power: m.plan.Power, Signer: built.Label})
 	}
-	return infos, nil
+	infos := make([]results.ValidatorInfo, 0, len(r.members))
+	pubs := make([]crypto.PubKey, 0, len(r.members))
+	for _, m := range r.members {
+		vs, err := r.openSigner(m, sockDir)
+		if err != nil {
+			return nil, nil, err
+		}
+		r.signers = append(r.signers, vs)
+		label := vs.built.Label
+		if via := m.plan.Signer.Via; via == scenarios.ViaTCP || via == scenarios.ViaUnix {
+			label += " via " + via
+		}
+		infos = append(infos, results.ValidatorInfo{Name: m.plan.Name, Power: m.plan.Power, Signer: label})
+		pubs = append(pubs, vs.built.PubKey)
+	}
+	return infos, pubs, nil
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -219,7 +222,7 @@ func (r *run) startNodes(ctx context.Context, gen *types.GenesisDoc, names map[s
 func (r *run) startAll(ctx context.Context, gen *types.GenesisDoc, names map[string]string) error {
 	for i, m := range r.members {
 		spec := nodes.Spec{Name: m.plan.Name, Config: m.config, Genesis: gen, NodeKey: m.nodeKey,
-			Signer: r.signers[i], Names: names, Sink: r.rec}
+			Signer: r.signers[i].node, Names: names, Sink: r.rec}
 		if err := nodes.WriteHome(spec); err != nil {
 			return err
 		}
@@ -260,7 +263,7 @@ const pollEvery = 100 * time.Millisecond
 // the block after run.heights: that block's LastCommit carries the commit
 // signatures of the target height, so every height up to the target has
 // its missed and nil precommits accounted for.
-func (r *run) wait(ctx context.Context) string {
+func (r *run) wait(ctx context.Context, faults *timeline, netStart time.Time) string {
 	status := &statusLine{w: r.opts.Status, terminal: r.opts.Terminal, target: r.plan.Run.Heights, plainEvery: 5 * time.Second}
 	defer status.done()
 	deadline := time.NewTimer(time.Until(r.start.Add(r.plan.Run.MaxDuration)))
@@ -275,6 +278,7 @@ func (r *run) wait(ctx context.Context) string {
 			return results.StopMaxDuration
 		case now := <-tick.C:
 			p := r.rec.tracker.Snapshot()
+			faults.step(now, p.Height, netStart)
 			status.update(p, now)
 			if p.Height > r.plan.Run.Heights {
 				return results.StopHeights
@@ -288,9 +292,24 @@ func (r *run) wait(ctx context.Context) string {
 func (r *run) shutdown() []error {
 	r.rec.seal()
 	for _, s := range r.signers {
-		_ = signers.Close(s)
+		s.release()
 	}
-	return r.stopNodes()
+	errs := r.stopNodes()
+	r.closeSigners()
+	return errs
+}
+
+// closeSigners stops every signer (both ends of remote hops) and removes
+// the socket directory.
+func (r *run) closeSigners() {
+	for _, s := range r.signers {
+		s.close()
+	}
+	r.signers = nil
+	if r.sockDir != "" {
+		_ = os.RemoveAll(r.sockDir)
+		r.sockDir = ""
+	}
 }
 
 // stopNodes stops every started node at once.

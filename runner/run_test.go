@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cometbft/cometbft/crypto"
 	"github.com/valnet/valnet/results"
 	"github.com/valnet/valnet/scenarios"
 )
@@ -206,11 +207,18 @@ func TestRunMaxDurationEndsTheRun(t *testing.T) {
 }
 
 func TestKeysAreDeterministic(t *testing.T) {
-	a, b, c := validatorKey(1, "v1"), validatorKey(1, "v1"), validatorKey(2, "v1")
+	key := func(seed int64, name string) crypto.PrivKey {
+		k, err := validatorKey(seed, name, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	a, b, c := key(1, "v1"), key(1, "v1"), key(2, "v1")
 	if a.PubKey().Address().String() != b.PubKey().Address().String() {
 		t.Fatal("same seed and name gave different keys")
 	}
-	if a.PubKey().Address().String() == c.PubKey().Address().String() || a.PubKey().Address().String() == validatorKey(1, "v2").PubKey().Address().String() {
+	if a.PubKey().Address().String() == c.PubKey().Address().String() || a.PubKey().Address().String() == key(1, "v2").PubKey().Address().String() {
 		t.Fatal("different seed or name gave the same key")
 	}
 	if nodeKey(1, "v1").ID() != nodeKey(1, "v1").ID() {

@@ -16,6 +16,11 @@ type Plan struct {
 	Run         RunPlan
 	Validators  []ValidatorPlan // expanded, in declaration order
 	Expect      []Expectation
+	// Profiles defined by the scenario's top-level `profiles:` key, by
+	// name. Built-in profiles are not copied here; SignerPlan.Profile names
+	// either.
+	Profiles map[string]ProfilePlan
+	Faults   []FaultPlan // in declaration order
 }
 
 // Timeouts are CometBFT's [consensus] timeouts, defaults already applied.
@@ -46,8 +51,96 @@ type ValidatorPlan struct {
 
 // SignerPlan is the signing backend of one validator.
 type SignerPlan struct {
-	Type    string       // "local"
-	Latency *LatencyPlan // nil: no injected latency
+	Type     string       // local | keyfile | simulated
+	KeyType  string       // ed25519 | secp256k1 (default ed25519)
+	Via      string       // direct | tcp | unix (default direct)
+	Latency  *LatencyPlan // nil: no injected latency
+	CPUScale float64      // multiplies software signing cost; default 1
+	Keyfile  *KeyfilePlan // set for type keyfile only
+	Profile  string       // simulated: a built-in or scenario profile name
+}
+
+// Signer types, key types and transports.
+const (
+	SignerLocal     = "local"
+	SignerKeyfile   = "keyfile"
+	SignerSimulated = "simulated"
+
+	KeyEd25519   = "ed25519"
+	KeySecp256k1 = "secp256k1"
+
+	ViaDirect = "direct"
+	ViaTCP    = "tcp"
+	ViaUnix   = "unix"
+)
+
+// KeyfilePlan is an encrypted key file kept as gnokey keeps it.
+type KeyfilePlan struct {
+	Path           string // "": <validator home>/config/priv_validator_key.armor
+	Decrypt        string // every-sign | once (default every-sign)
+	BcryptCost     int    // default 12
+	PassphraseEnv  string // exactly one of PassphraseEnv, PassphraseFile
+	PassphraseFile string // resolved relative to the scenario file's directory
+}
+
+// Keyfile decrypt modes.
+const (
+	DecryptEverySign = "every-sign"
+	DecryptOnce      = "once"
+)
+
+// ProfilePlan is a user-defined device profile (top-level `profiles:`):
+// exactly one of Latency (a distribution) or ByPayload (a table of signing
+// time by payload size, interpolated linearly) is set.
+type ProfilePlan struct {
+	Name        string
+	Description string
+	Source      string // where the numbers come from; free text
+	Latency     *LatencyPlan
+	ByPayload   []PayloadPoint // sorted by Bytes, at least 2 points
+}
+
+// PayloadPoint is one row of a payload-size table.
+type PayloadPoint struct {
+	Bytes   int
+	Latency time.Duration
+}
+
+// Fault actions.
+const (
+	FaultSignerDelay   = "signer-delay"
+	FaultSignerDrop    = "signer-drop"
+	FaultSignerError   = "signer-error"
+	FaultSignerOutage  = "signer-outage"
+	FaultSignerRestart = "signer-restart"
+)
+
+// FaultPlan is one `faults:` entry.
+type FaultPlan struct {
+	Action string
+	Target string  // an expanded validator name
+	At     FaultAt // when it starts
+	// Duration by action (docs/scenario.md): signer-delay: the window, 0 =
+	// until the end of the run; signer-drop, signer-error: the window, 0 =
+	// only at At.Height (and At.Round if HasRound), never 0 when At is a
+	// time; signer-outage: > 0; signer-restart: downtime between stop and
+	// start, default 0.
+	Duration time.Duration
+	Latency  *LatencyPlan // signer-delay: the extra delay (its Phases equal the fault's); nil otherwise
+	// Phases: signer-delay, signer-drop, signer-error: phases affected,
+	// in consensus order, never empty after resolution (default: all);
+	// nil for signer-outage and signer-restart. Empty = all.
+	Phases []string
+	Pos    Pos
+}
+
+// FaultAt is when a fault starts: at a height (optionally a round), or a
+// time after the network started. Exactly one of Height > 0 or Time > 0.
+type FaultAt struct {
+	Height   int64
+	Round    int32
+	HasRound bool
+	Time     time.Duration
 }
 
 // Latency distributions.

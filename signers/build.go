@@ -1,51 +1,82 @@
 package signers
 
 import (
+	"errors"
 	"fmt"
+	"os"
 
 	"github.com/cometbft/cometbft/crypto"
+
+	"github.com/valnet/valnet/signers/profiles"
+)
+
+// Backend types.
+const (
+	TypeLocal     = "local"
+	TypeKeyfile   = "keyfile"
+	TypeSimulated = "simulated"
 )
 
 // Spec says which signer chain to build for one validator.
 type Spec struct {
-	Type      string // "local"
+	Type string // local | keyfile | simulated
+	// Key is the validator's key (derived from the run seed). local and
+	// simulated sign with it; keyfile encrypts it into a new key file, or
+	// signs with the key already in an existing file.
 	Key       crypto.PrivKey
-	KeyFile   string     // local: where the key lives (priv_validator_key.json)
-	StateFile string     // local: the persisted last-sign state (priv_validator_state.json)
-	Latency   *ModelSpec // nil: no injected delay
-	Phases    []string   // phases the delay applies to; empty: all
-	Seed      int64      // run seed, for latency draws
-	Stream    string     // usually the validator name, to separate draws
-	Obs       Observer   // receives every signature; nil: none
+	KeyFile   string // local: CometBFT's priv_validator_key.json (written if absent)
+	StateFile string // the double-sign guard's high-water mark
+	Keyfile   *KeyfileSpec
+	Profile   *profiles.Profile // simulated
+	CPUScale  float64           // 0 or 1: no scaling
+	Latency   *ModelSpec        // nil: no injected delay
+	Phases    []string          // phases the delay applies to; empty: all
+	Seed      int64             // run seed, for latency and device draws
+	Stream    string            // usually the validator name, to separate draws
+	Obs       Observer          // receives every signature; nil: none
 }
 
-// Built is a ready signer chain and a label saying what it is.
+// KeyfileSpec is an encrypted key file.
+type KeyfileSpec struct {
+	Path       string
+	Mode       string // every-sign | once
+	Cost       int    // bcrypt cost when the file is created
+	Passphrase []byte
+}
+
+// Built is a ready signer chain:
+//
+//	Instrumented → Delayed → Faults → (restartable) Guarded → backend
+//
+// The guard is innermost-but-one so that every path, whatever the backend,
+// keeps the persisted high-water mark; faults and delays sit outside it so
+// that a fault never changes what was persisted.
 type Built struct {
-	Signer Signer
-	Label  string // e.g. "local", "local+latency(fixed 200ms)"
+	Signer Signer // the outermost decorator: hand this to the node or the remote server
+	Faults *Faults
+	Label  string // e.g. "keyfile(every-sign)+latency(fixed 200ms)"
+	PubKey crypto.PubKey
+
+	spec Spec
+	slot *swappable
 }
 
-// Build opens the backend of spec.Type and wraps it, innermost first, with
-// the latency model and the instrumentation.
-func Build(spec Spec) (Built, error) {
-	var (
-		s     Signer
-		label string
-	)
-	switch spec.Type {
-	case "local", "":
-		local, err := OpenLocal(spec.Key, spec.KeyFile, spec.StateFile)
-		if err != nil {
-			return Built{}, err
-		}
-		s, label = local, "local"
-	default:
-		return Built{}, fmt.Errorf("signer type %q is not available (allowed: local)", spec.Type)
+// Build opens the backend of spec and wraps it.
+func Build(spec Spec) (*Built, error) {
+	b := &Built{spec: spec}
+	guard, label, err := b.open()
+	if err != nil {
+		return nil, err
 	}
+	b.PubKey, _ = guard.GetPubKey()
+	b.slot = &swappable{inner: guard, pub: b.PubKey}
+	b.Faults = WithFaults(b.slot)
+	var s Signer = b.Faults
 	if spec.Latency != nil {
 		model, err := NewModel(*spec.Latency, spec.Seed, spec.Stream)
 		if err != nil {
-			return Built{}, err
+			guard.Close()
+			return nil, err
 		}
 		s = WithLatency(s, model, spec.Phases)
 		label += "+latency(" + model.String() + ")"
@@ -53,5 +84,93 @@ func Build(spec Spec) (Built, error) {
 	if spec.Obs != nil {
 		s = Instrument(s, spec.Obs)
 	}
-	return Built{Signer: s, Label: label}, nil
+	b.Signer, b.Label = s, label
+	return b, nil
 }
+
+// open opens the backend, scaled for the host's CPU, behind a new guard.
+func (b *Built) open() (*Guarded, string, error) {
+	ks, label, err := openBackend(b.spec)
+	if err != nil {
+		return nil, "", err
+	}
+	if s := b.spec.CPUScale; s != 0 && s != 1 {
+		if ks, err = NewCPUScaled(ks, s); err != nil {
+			closeKeySigner(ks)
+			return nil, "", err
+		}
+		label += fmt.Sprintf("+cpu_scale(%g)", s)
+	}
+	g, err := OpenGuard(ks, b.spec.StateFile)
+	if err != nil {
+		closeKeySigner(ks)
+		return nil, "", err
+	}
+	return g, label, nil
+}
+
+func closeKeySigner(ks KeySigner) {
+	if c, ok := ks.(Closer); ok {
+		_ = c.Close()
+	}
+}
+
+func openBackend(spec Spec) (KeySigner, string, error) {
+	switch spec.Type {
+	case TypeLocal, "":
+		if err := ensureKeyFile(spec.Key, spec.KeyFile); err != nil {
+			return nil, "", err
+		}
+		return PrivKeySigner{Key: spec.Key}, "local", nil
+	case TypeKeyfile:
+		kf := spec.Keyfile
+		if kf == nil {
+			return nil, "", errors.New("keyfile signer without a key file spec")
+		}
+		if _, err := os.Stat(kf.Path); errors.Is(err, os.ErrNotExist) {
+			if err := WriteKeyFile(kf.Path, spec.Key, kf.Passphrase, kf.Cost); err != nil {
+				return nil, "", err
+			}
+		}
+		k, err := OpenKeyFile(kf.Path, kf.Passphrase, kf.Mode)
+		if err != nil {
+			return nil, "", err
+		}
+		return k, "keyfile(" + kf.Mode + ")", nil
+	case TypeSimulated:
+		if spec.Profile == nil {
+			return nil, "", errors.New("simulated signer without a profile")
+		}
+		s, err := NewSimulated(PrivKeySigner{Key: spec.Key}, *spec.Profile, spec.Seed, spec.Stream)
+		if err != nil {
+			return nil, "", err
+		}
+		return s, s.Label(), nil
+	default:
+		return nil, "", fmt.Errorf("signer type %q is not available (allowed: local, keyfile, simulated)", spec.Type)
+	}
+}
+
+// Restart stops the signer and starts it again from its persisted state, as
+// a killed and restarted signer process would: the guard is closed (its
+// lock released) and a new guard reads the high-water mark back from the
+// state file. Signatures asked for in between fail.
+func (b *Built) Restart(down func()) error {
+	if prev := b.slot.swap(nil); prev != nil {
+		if err := Close(prev); err != nil {
+			return err
+		}
+	}
+	if down != nil {
+		down()
+	}
+	g, _, err := b.open()
+	if err != nil {
+		return fmt.Errorf("signer restart: %w", err)
+	}
+	b.slot.swap(g)
+	return nil
+}
+
+// Close closes the whole chain.
+func (b *Built) Close() error { return Close(b.Signer) }

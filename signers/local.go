@@ -12,45 +12,39 @@ import (
 	"github.com/cometbft/cometbft/privval"
 )
 
-// Local is the software signer: CometBFT's own FilePV, with its key file and
-// its persisted last-sign state (height/round/step, sign bytes, signature).
-// FilePV refuses to sign a regression or conflicting data at the same
-// height/round/step, and saves the state atomically before a signature is
-// returned, so a local validator never double signs, even across restarts.
-type Local struct {
-	*privval.FilePV
-}
-
-var _ Signer = (*Local)(nil)
-
-// OpenLocal loads the FilePV at keyFile/stateFile, or creates both from key
-// when the key file does not exist yet. When it exists, its key must be key:
-// a home prepared for another seed or validator is refused, not overwritten.
-func OpenLocal(key crypto.PrivKey, keyFile, stateFile string) (*Local, error) {
-	for _, dir := range []string{filepath.Dir(keyFile), filepath.Dir(stateFile)} {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, fmt.Errorf("local signer: %w", err)
-		}
+// ensureKeyFile writes key as CometBFT's priv_validator_key.json when the
+// file does not exist, so the validator's home works with a stock cometbft
+// binary too; when it exists, it must hold key: a home prepared for
+// another seed or validator is refused, not overwritten.
+func ensureKeyFile(key crypto.PrivKey, keyFile string) error {
+	if keyFile == "" {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(keyFile), 0o700); err != nil {
+		return fmt.Errorf("local signer: %w", err)
 	}
 	if _, err := os.Stat(keyFile); errors.Is(err, os.ErrNotExist) {
-		pv := privval.NewFilePV(key, keyFile, stateFile)
-		pv.Save()
-		return &Local{FilePV: pv}, nil
+		return saveKey(privval.NewFilePV(key, keyFile, ""))
 	}
-	// privval.LoadFilePV exits the process on a bad file; check both files
-	// first so a damaged home is an error, not an exit.
 	var stored privval.FilePVKey
 	if err := readJSON(keyFile, &stored); err != nil {
-		return nil, fmt.Errorf("local signer: key file: %w", err)
+		return fmt.Errorf("local signer: key file: %w", err)
 	}
 	if stored.PrivKey == nil || !bytes.Equal(stored.PrivKey.Bytes(), key.Bytes()) {
-		return nil, fmt.Errorf("local signer: %s holds a different key than this scenario and seed give; use a fresh --out directory", keyFile)
+		return fmt.Errorf("local signer: %s holds a different key than this scenario and seed give; use a fresh --out directory", keyFile)
 	}
-	var state privval.FilePVLastSignState
-	if err := readJSON(stateFile, &state); err != nil {
-		return nil, fmt.Errorf("local signer: state file: %w", err)
-	}
-	return &Local{FilePV: privval.LoadFilePV(keyFile, stateFile)}, nil
+	return nil
+}
+
+// saveKey turns FilePV's panic on a failed write into an error.
+func saveKey(pv *privval.FilePV) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("local signer: write key file: %v", r)
+		}
+	}()
+	pv.Key.Save()
+	return nil
 }
 
 func readJSON(path string, v any) error {

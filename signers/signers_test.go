@@ -5,6 +5,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,13 +19,15 @@ const chainID = "valnet-test"
 
 func testKey() ed25519.PrivKey { return ed25519.GenPrivKeyFromSecret([]byte("signers-test")) }
 
-func openLocal(t *testing.T, dir string) *Local {
+func openLocal(t *testing.T, dir string) *Built {
 	t.Helper()
-	l, err := OpenLocal(testKey(), filepath.Join(dir, "key.json"), filepath.Join(dir, "state.json"))
+	b, err := Build(Spec{Type: TypeLocal, Key: testKey(),
+		KeyFile: filepath.Join(dir, "key.json"), StateFile: filepath.Join(dir, "state.json")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return l
+	t.Cleanup(func() { b.Close() })
+	return b
 }
 
 func vote(typ cmtproto.SignedMsgType, h int64, r int32, hash byte) *cmtproto.Vote {
@@ -51,13 +54,20 @@ func TestLocalSignsAndRefusesRegressionsAcrossRestart(t *testing.T) {
 	dir := t.TempDir()
 	l := openLocal(t, dir)
 	v := vote(types.PrevoteType, 5, 0, 0xAA)
-	if err := l.SignVote(chainID, v, false); err != nil {
+	if err := l.Signer.SignVote(chainID, v, false); err != nil {
 		t.Fatal(err)
 	}
-	verifyVote(t, l, v)
+	verifyVote(t, l.Signer, v)
+	if _, err := Build(Spec{Type: TypeLocal, Key: testKey(), KeyFile: filepath.Join(dir, "key.json"),
+		StateFile: filepath.Join(dir, "state.json")}); err == nil {
+		t.Fatal("a second signer opened a state file in use")
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
 
 	// A restarted signer reads the persisted high-water mark.
-	l2 := openLocal(t, dir)
+	l2 := openLocal(t, dir).Signer
 	for _, tc := range []struct {
 		name string
 		v    *cmtproto.Vote
@@ -80,10 +90,11 @@ func TestLocalSignsAndRefusesRegressionsAcrossRestart(t *testing.T) {
 	}
 }
 
-func TestOpenLocalRefusesAnotherKey(t *testing.T) {
+func TestLocalRefusesAHomeWithAnotherKey(t *testing.T) {
 	dir := t.TempDir()
-	openLocal(t, dir)
-	_, err := OpenLocal(ed25519.GenPrivKeyFromSecret([]byte("other")), filepath.Join(dir, "key.json"), filepath.Join(dir, "state.json"))
+	openLocal(t, dir).Close()
+	_, err := Build(Spec{Type: TypeLocal, Key: ed25519.GenPrivKeyFromSecret([]byte("other")),
+		KeyFile: filepath.Join(dir, "key.json"), StateFile: filepath.Join(dir, "state2.json")})
 	if err == nil {
 		t.Fatal("opened a home that holds another key")
 	}
@@ -224,8 +235,9 @@ func TestCloseReleasesAWaitingSignature(t *testing.T) {
 	}
 	select {
 	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
+		// The released signature fails: the signer is gone.
+		if err == nil || !strings.Contains(err.Error(), "closed") {
+			t.Fatalf("released signature: err = %v", err)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close did not release the waiting signature")
@@ -240,13 +252,14 @@ func TestBuildRejectsUnknownType(t *testing.T) {
 
 func BenchmarkLocalSignVote(b *testing.B) {
 	dir := b.TempDir()
-	l, err := OpenLocal(testKey(), filepath.Join(dir, "key.json"), filepath.Join(dir, "state.json"))
+	l, err := Build(Spec{Type: TypeLocal, Key: testKey(), KeyFile: filepath.Join(dir, "key.json"), StateFile: filepath.Join(dir, "state.json")})
 	if err != nil {
 		b.Fatal(err)
 	}
+	defer l.Close()
 	h := int64(1)
 	for b.Loop() {
-		if err := l.SignVote(chainID, vote(types.PrevoteType, h, 0, 1), false); err != nil {
+		if err := l.Signer.SignVote(chainID, vote(types.PrevoteType, h, 0, 1), false); err != nil {
 			b.Fatal(err)
 		}
 		h++

@@ -1,0 +1,172 @@
+package runner
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/cometbft/cometbft/crypto"
+	cmtlog "github.com/cometbft/cometbft/libs/log"
+
+	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/scenarios"
+	"github.com/valnet/valnet/signers"
+	"github.com/valnet/valnet/signers/profiles"
+)
+
+// validatorSigner is everything the runner holds for one validator's
+// signer: the built chain (backend, guard, faults, latency), and for a
+// remote signer the two ends of the hop.
+type validatorSigner struct {
+	built  *signers.Built
+	node   signers.Signer // what the node signs with
+	client *signers.RemoteClient
+	server *signers.RemoteServer
+	log    *os.File
+}
+
+// openSigner builds m's signer chain. With via tcp or unix the chain runs
+// behind CometBFT's remote-signer protocol: the node side listens (as a
+// node with priv_validator_laddr), the signer side dials in, and both ends
+// time every signature.
+func (r *run) openSigner(m *member, sockDir string) (*validatorSigner, error) {
+	name := m.plan.Name
+	sp := m.plan.Signer
+	obs := func(side string) signers.Observer {
+		return signers.ObserverFunc(func(s signers.SignRecord) {
+			e := results.Event{Time: s.Start.Add(s.Latency), Kind: results.KindSign, Node: name, Side: side,
+				Validator: name, Height: s.Height, Round: s.Round, Phase: s.Phase, BlockID: s.BlockID,
+				LatencyMS: ms(s.Latency), InjectedMS: ms(s.Injected)}
+			if s.Err != nil {
+				e.Error = s.Err.Error()
+			}
+			r.rec.Emit(e)
+		})
+	}
+	remote := sp.Via == scenarios.ViaTCP || sp.Via == scenarios.ViaUnix
+	spec := signers.Spec{
+		Type:      sp.Type,
+		Key:       m.key,
+		KeyFile:   m.config.PrivValidatorKeyFile(),
+		StateFile: m.config.PrivValidatorStateFile(),
+		CPUScale:  sp.CPUScale,
+		Seed:      r.seed,
+		Stream:    name,
+	}
+	if remote {
+		spec.Obs = obs(results.SideSigner)
+	} else {
+		spec.Obs = obs("")
+	}
+	if l := sp.Latency; l != nil {
+		spec.Latency = modelSpec(l)
+		spec.Phases = l.Phases
+	}
+	if kf := sp.Keyfile; kf != nil {
+		pass, err := signers.ReadPassphrase(kf.PassphraseEnv, kf.PassphraseFile)
+		if err != nil {
+			return nil, fmt.Errorf("validator %s: %w", name, err)
+		}
+		path := kf.Path
+		if path == "" {
+			path = filepath.Join(m.config.RootDir, "config", "priv_validator_key.armor")
+		}
+		spec.Keyfile = &signers.KeyfileSpec{Path: path, Mode: kf.Decrypt, Cost: kf.BcryptCost, Passphrase: pass}
+	}
+	if sp.Type == scenarios.SignerSimulated {
+		p, err := r.profile(sp.Profile)
+		if err != nil {
+			return nil, fmt.Errorf("validator %s: %w", name, err)
+		}
+		spec.Profile = &p
+	}
+	built, err := signers.Build(spec)
+	if err != nil {
+		return nil, fmt.Errorf("validator %s: %w", name, err)
+	}
+	vs := &validatorSigner{built: built, node: built.Signer}
+	if !remote {
+		return vs, nil
+	}
+	if err := r.openRemote(vs, m, sockDir, obs("")); err != nil {
+		vs.close()
+		return nil, fmt.Errorf("validator %s: %w", name, err)
+	}
+	return vs, nil
+}
+
+// openRemote puts the signer behind the remote-signer hop and waits until
+// the signer has connected, as a node would before it starts.
+func (r *run) openRemote(vs *validatorSigner, m *member, sockDir string, nodeObs signers.Observer) error {
+	name := m.plan.Name
+	logFile, err := os.OpenFile(filepath.Join(m.config.RootDir, "signer.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	vs.log = logFile
+	logger := cmtlog.NewTMLogger(cmtlog.NewSyncWriter(logFile))
+	network, addr := signers.NetTCP, "127.0.0.1:0"
+	if m.plan.Signer.Via == scenarios.ViaUnix {
+		network, addr = signers.NetUnix, filepath.Join(sockDir, name+".sock")
+	}
+	identity := signerIdentity(r.seed, name)
+	vs.client, err = signers.ListenRemote(signers.ClientConfig{Network: network, Address: addr, ChainID: r.plan.ChainID,
+		NodeKey: nodeSignerKey(r.seed, name), AllowedSigners: []crypto.PubKey{identity.PubKey()}, Logger: logger.With("side", "node")})
+	if err != nil {
+		return err
+	}
+	vs.server, err = signers.ServeRemote(signers.ServerConfig{Network: network, Address: vs.client.Addr(), ChainID: r.plan.ChainID,
+		IdentityKey: identity, Signer: vs.built.Signer, RedialForever: true, Logger: logger.With("side", "signer")})
+	if err != nil {
+		return err
+	}
+	if err := vs.client.WaitForSigner(30 * time.Second); err != nil {
+		return fmt.Errorf("remote signer did not connect: %w", err)
+	}
+	vs.node = signers.Instrument(vs.client, nodeObs)
+	return nil
+}
+
+// release ends any signature waiting in a model, so no node is held up
+// by its signer while it stops.
+func (vs *validatorSigner) release() { _ = vs.built.Close() }
+
+// close stops both ends of the hop and the signer.
+func (vs *validatorSigner) close() {
+	if vs.server != nil {
+		_ = vs.server.Stop()
+	}
+	if vs.client != nil {
+		_ = vs.client.Close()
+	}
+	_ = vs.built.Close()
+	if vs.log != nil {
+		_ = vs.log.Close()
+	}
+}
+
+func modelSpec(l *scenarios.LatencyPlan) *signers.ModelSpec {
+	return &signers.ModelSpec{Dist: l.Dist, Value: l.Value, Min: l.Min, Max: l.Max,
+		Mean: l.Mean, Stddev: l.Stddev, P50: l.P50, P99: l.P99}
+}
+
+// profile finds a device profile: the scenario's own first, then the
+// built-in catalog.
+func (r *run) profile(name string) (profiles.Profile, error) {
+	if p, ok := r.plan.Profiles[name]; ok {
+		out := profiles.Profile{Name: p.Name, Description: p.Description + " (user-defined model)", Source: p.Source}
+		if p.Latency != nil {
+			l := p.Latency
+			out.Dist = &profiles.Dist{Kind: l.Dist, Value: l.Value, Min: l.Min, Max: l.Max, Mean: l.Mean, Stddev: l.Stddev, P50: l.P50, P99: l.P99}
+		}
+		for _, pt := range p.ByPayload {
+			out.ByPayload = append(out.ByPayload, profiles.Point{Bytes: pt.Bytes, Latency: pt.Latency})
+		}
+		return out, out.Validate()
+	}
+	if p, ok := profiles.Builtin(name); ok {
+		return p, nil
+	}
+	return profiles.Profile{}, fmt.Errorf("unknown device profile %q", name)
+}

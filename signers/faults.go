@@ -1,0 +1,206 @@
+package signers
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	cmtproto "github.com/cometbft/cometbft/api/cometbft/types/v1"
+	"github.com/cometbft/cometbft/crypto"
+)
+
+// Faults injects signer faults that a scenario timeline switches on and
+// off: extra delays, dropped signatures and signer errors. It sits outside
+// the double-sign guard, so a fault never changes what the guard has
+// persisted: a dropped or failed signature was never made.
+type Faults struct {
+	inner Signer
+	stop  chan struct{}
+	once  sync.Once
+
+	mu       sync.Mutex
+	delays   map[string]delayRule
+	failures map[string]FailRule
+	injected time.Duration
+}
+
+var (
+	_ Signer           = (*Faults)(nil)
+	_ Closer           = (*Faults)(nil)
+	_ InjectedReporter = (*Faults)(nil)
+)
+
+type delayRule struct {
+	model  Model
+	phases map[string]bool // nil: all
+}
+
+// FailMode says how a failing signature fails.
+type FailMode string
+
+const (
+	// FailDrop: the signer produces no signature (as a signer that
+	// silently skips a request); the node sends no vote.
+	FailDrop FailMode = "drop"
+	// FailError: the signer backend reports an error (a device or HSM
+	// failure).
+	FailError FailMode = "error"
+)
+
+// FailRule makes matching signatures fail.
+type FailRule struct {
+	Mode   FailMode
+	Phases []string // empty: all
+	// Height, when > 0, limits the rule to that height (and Round, when
+	// HasRound); otherwise the rule holds while it is set.
+	Height   int64
+	Round    int32
+	HasRound bool
+}
+
+// ErrFault is the error of a signature that a fault prevented.
+type ErrFault struct {
+	Mode FailMode
+	Rule string
+}
+
+func (e *ErrFault) Error() string {
+	if e.Mode == FailDrop {
+		return fmt.Sprintf("signature dropped by fault %s", e.Rule)
+	}
+	return fmt.Sprintf("signer error injected by fault %s", e.Rule)
+}
+
+// WithFaults wraps inner with no fault active.
+func WithFaults(inner Signer) *Faults {
+	return &Faults{inner: inner, stop: make(chan struct{}),
+		delays: map[string]delayRule{}, failures: map[string]FailRule{}}
+}
+
+// SetDelay adds a delay drawn from model to signatures of phases (empty:
+// all) until ClearDelay(id).
+func (f *Faults) SetDelay(id string, model Model, phases []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.delays[id] = delayRule{model: model, phases: phaseSet(phases)}
+}
+
+// ClearDelay ends delay id.
+func (f *Faults) ClearDelay(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.delays, id)
+}
+
+// SetFailure makes matching signatures fail until ClearFailure(id).
+func (f *Faults) SetFailure(id string, r FailRule) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failures[id] = r
+}
+
+// ClearFailure ends failure id.
+func (f *Faults) ClearFailure(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.failures, id)
+}
+
+func phaseSet(phases []string) map[string]bool {
+	if len(phases) == 0 {
+		return nil
+	}
+	m := make(map[string]bool, len(phases))
+	for _, p := range phases {
+		m[p] = true
+	}
+	return m
+}
+
+// before applies the active faults to one signature: it returns an error
+// when the signature must fail, after waiting out any delay.
+func (f *Faults) before(phase string, h int64, r int32) error {
+	f.mu.Lock()
+	var delay time.Duration
+	for _, d := range f.delays {
+		if d.phases == nil || d.phases[phase] {
+			delay += d.model.Draw()
+		}
+	}
+	var fail error
+	for id, rule := range f.failures {
+		if rule.matches(phase, h, r) {
+			fail = &ErrFault{Mode: rule.Mode, Rule: id}
+			break
+		}
+	}
+	f.mu.Unlock()
+	if fail != nil {
+		return fail
+	}
+	if delay > 0 {
+		start := time.Now()
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-f.stop:
+			t.Stop()
+		}
+		f.mu.Lock()
+		f.injected += time.Since(start)
+		f.mu.Unlock()
+	}
+	return nil
+}
+
+func (r FailRule) matches(phase string, h int64, round int32) bool {
+	if len(r.Phases) > 0 {
+		found := false
+		for _, p := range r.Phases {
+			found = found || p == phase
+		}
+		if !found {
+			return false
+		}
+	}
+	if r.Height > 0 && h != r.Height {
+		return false
+	}
+	return !r.HasRound || round == r.Round
+}
+
+func (f *Faults) GetPubKey() (crypto.PubKey, error) { return f.inner.GetPubKey() }
+
+func (f *Faults) SignVote(chainID string, vote *cmtproto.Vote, ext bool) error {
+	if err := f.before(VotePhase(vote), vote.Height, vote.Round); err != nil {
+		return err
+	}
+	return f.inner.SignVote(chainID, vote, ext)
+}
+
+func (f *Faults) SignProposal(chainID string, p *cmtproto.Proposal) error {
+	if err := f.before(PhaseProposal, p.Height, p.Round); err != nil {
+		return err
+	}
+	return f.inner.SignProposal(chainID, p)
+}
+
+func (f *Faults) SignBytes(b []byte) ([]byte, error) { return f.inner.SignBytes(b) }
+
+// TakeInjected reports fault delays (and the inner chain's modelled time).
+func (f *Faults) TakeInjected() time.Duration {
+	f.mu.Lock()
+	d := f.injected
+	f.injected = 0
+	f.mu.Unlock()
+	if r, ok := f.inner.(InjectedReporter); ok {
+		d += r.TakeInjected()
+	}
+	return d
+}
+
+// Close releases any delay in progress and closes the inner signer.
+func (f *Faults) Close() error {
+	f.once.Do(func() { close(f.stop) })
+	return Close(f.inner)
+}

@@ -1,0 +1,259 @@
+package signers
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	cmtproto "github.com/cometbft/cometbft/api/cometbft/types/v1"
+	"github.com/cometbft/cometbft/crypto"
+	"github.com/cometbft/cometbft/crypto/ed25519"
+	cmtlog "github.com/cometbft/cometbft/libs/log"
+	"github.com/cometbft/cometbft/libs/service"
+	p2pconn "github.com/cometbft/cometbft/p2p/conn"
+	"github.com/cometbft/cometbft/privval"
+)
+
+// The remote-signer hop: CometBFT's own privval protocol between a node
+// (which listens, like a node with priv_validator_laddr set) and a signer
+// (which dials, like tmkms or gnokms). TCP runs over SecretConnection;
+// unix sockets are plain, as in CometBFT.
+
+// Transports of the remote hop.
+const (
+	NetTCP  = "tcp"
+	NetUnix = "unix"
+)
+
+// ClientConfig configures the node side of the hop.
+type ClientConfig struct {
+	Network string // tcp | unix
+	Address string // host:port for tcp, a socket path for unix
+	ChainID string
+	// NodeKey is the node's SecretConnection identity (tcp only).
+	NodeKey ed25519.PrivKey
+	// AllowedSigners are the SecretConnection identities the node accepts
+	// (tcp only); a signer with another key is disconnected at once.
+	// Empty: any signer (what a stock CometBFT node does).
+	AllowedSigners []crypto.PubKey
+	Logger         cmtlog.Logger
+}
+
+// RemoteClient is the node side: a Signer whose every call goes over the
+// wire to a remote signer. It retries a broken connection as CometBFT's
+// node does (50 tries, 100 ms apart).
+type RemoteClient struct {
+	endpoint *privval.SignerListenerEndpoint
+	client   *privval.RetrySignerClient
+	addr     string
+	cleanup  func()
+}
+
+var (
+	_ Signer = (*RemoteClient)(nil)
+	_ Closer = (*RemoteClient)(nil)
+)
+
+// Retry policy of CometBFT's node for its remote signer (node/setup.go).
+const (
+	remoteRetries    = 50
+	remoteRetryPause = 100 * time.Millisecond
+)
+
+// ListenRemote starts listening for a remote signer. It returns at once;
+// the first call that needs the signer waits for it to connect.
+func ListenRemote(cfg ClientConfig) (*RemoteClient, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = cmtlog.NewNopLogger()
+	}
+	ln, err := net.Listen(cfg.Network, cfg.Address)
+	if err != nil {
+		return nil, fmt.Errorf("remote signer listener on %s://%s: %w", cfg.Network, cfg.Address, err)
+	}
+	var (
+		listener net.Listener
+		cleanup  = func() {}
+	)
+	switch cfg.Network {
+	case NetTCP:
+		if cfg.NodeKey == nil {
+			ln.Close()
+			return nil, errors.New("remote signer listener: tcp needs a node key")
+		}
+		listener = &authListener{TCPListener: privval.NewTCPListener(ln, cfg.NodeKey), allowed: cfg.AllowedSigners, logger: cfg.Logger}
+	case NetUnix:
+		listener = privval.NewUnixListener(ln)
+		cleanup = func() { _ = os.Remove(cfg.Address) }
+	default:
+		ln.Close()
+		return nil, fmt.Errorf("remote signer: unknown network %q (allowed: tcp, unix)", cfg.Network)
+	}
+	endpoint := privval.NewSignerListenerEndpoint(cfg.Logger.With("module", "privval"), listener)
+	sc, err := privval.NewSignerClient(endpoint, cfg.ChainID)
+	if err != nil {
+		ln.Close()
+		cleanup()
+		return nil, err
+	}
+	return &RemoteClient{endpoint: endpoint, client: privval.NewRetrySignerClient(sc, remoteRetries, remoteRetryPause),
+		addr: ln.Addr().String(), cleanup: cleanup}, nil
+}
+
+// Addr is the address the node listens on (with the port the kernel chose
+// for a ":0" address).
+func (c *RemoteClient) Addr() string { return c.addr }
+
+// WaitForSigner blocks until a signer is connected or maxWait passes.
+func (c *RemoteClient) WaitForSigner(maxWait time.Duration) error {
+	return c.client.WaitForConnection(maxWait)
+}
+
+func (c *RemoteClient) GetPubKey() (crypto.PubKey, error) { return c.client.GetPubKey() }
+
+func (c *RemoteClient) SignVote(chainID string, vote *cmtproto.Vote, ext bool) error {
+	return c.client.SignVote(chainID, vote, ext)
+}
+
+func (c *RemoteClient) SignProposal(chainID string, p *cmtproto.Proposal) error {
+	return c.client.SignProposal(chainID, p)
+}
+
+func (c *RemoteClient) SignBytes(b []byte) ([]byte, error) { return c.client.SignBytes(b) }
+
+// Close stops listening and drops the connection.
+func (c *RemoteClient) Close() error {
+	err := c.endpoint.Stop()
+	c.cleanup()
+	if errors.Is(err, service.ErrAlreadyStopped) {
+		return nil
+	}
+	return err
+}
+
+// authListener accepts only signers whose SecretConnection identity is
+// allowed: anybody who can reach the port could otherwise offer signatures
+// and learn what the validator is about to sign.
+type authListener struct {
+	*privval.TCPListener
+	allowed []crypto.PubKey
+	logger  cmtlog.Logger
+}
+
+func (l *authListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.TCPListener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		sc, ok := c.(*p2pconn.SecretConnection)
+		if !ok || len(l.allowed) == 0 || l.isAllowed(sc.RemotePubKey()) {
+			return c, nil
+		}
+		l.logger.Error("remote signer refused: unexpected identity", "key", fmt.Sprintf("%X", sc.RemotePubKey().Bytes()))
+		c.Close()
+	}
+}
+
+func (l *authListener) isAllowed(k crypto.PubKey) bool {
+	for _, a := range l.allowed {
+		if a.Type() == k.Type() && bytes.Equal(a.Bytes(), k.Bytes()) {
+			return true
+		}
+	}
+	return false
+}
+
+// ServerConfig configures the signer side of the hop.
+type ServerConfig struct {
+	Network string // tcp | unix
+	Address string // where the node listens
+	ChainID string
+	// IdentityKey is the signer's SecretConnection identity (tcp only).
+	IdentityKey ed25519.PrivKey
+	Signer      Signer // the guarded backend chain that really signs
+	// RedialForever keeps dialing until the node is up and again after it
+	// restarts (tmkms behaviour); otherwise CometBFT's default retries.
+	RedialForever bool
+	Logger        cmtlog.Logger
+}
+
+// RemoteServer is the signer side: it dials the node and answers its
+// requests with Signer.
+type RemoteServer struct {
+	mu      sync.Mutex
+	cfg     ServerConfig
+	dialer  *privval.SignerDialerEndpoint
+	server  *privval.SignerServer
+	running bool
+}
+
+// ServeRemote dials the node and serves signatures until Stop.
+func ServeRemote(cfg ServerConfig) (*RemoteServer, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = cmtlog.NewNopLogger()
+	}
+	s := &RemoteServer{cfg: cfg}
+	if err := s.Start(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Start (re)starts serving: used to bring a stopped signer back.
+func (s *RemoteServer) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running {
+		return nil
+	}
+	cfg := s.cfg
+	var dial privval.SocketDialer
+	switch cfg.Network {
+	case NetTCP:
+		dial = privval.DialTCPFn(cfg.Address, 5*time.Second, cfg.IdentityKey)
+	case NetUnix:
+		dial = privval.DialUnixFn(cfg.Address)
+	default:
+		return fmt.Errorf("remote signer: unknown network %q (allowed: tcp, unix)", cfg.Network)
+	}
+	opts := []privval.SignerServiceEndpointOption{privval.SignerDialerEndpointRetryWaitInterval(100 * time.Millisecond)}
+	if cfg.RedialForever {
+		// About a year of 100 ms retries: "until the node is up".
+		opts = append(opts, privval.SignerDialerEndpointConnRetries(1<<31-1))
+	} else {
+		opts = append(opts, privval.SignerDialerEndpointConnRetries(600))
+	}
+	s.dialer = privval.NewSignerDialerEndpoint(cfg.Logger.With("module", "privval"), dial, opts...)
+	s.server = privval.NewSignerServer(s.dialer, cfg.ChainID, cfg.Signer)
+	if err := s.server.Start(); err != nil {
+		return fmt.Errorf("remote signer: %w", err)
+	}
+	s.running = true
+	return nil
+}
+
+// Stop closes the connection and stops answering; Start brings it back.
+func (s *RemoteServer) Stop() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.running {
+		return nil
+	}
+	s.running = false
+	err := s.server.Stop()
+	_ = s.dialer.Close()
+	if errors.Is(err, service.ErrAlreadyStopped) {
+		return nil
+	}
+	return err
+}
+
+// FormatAddr turns a transport and address into CometBFT's laddr form.
+func FormatAddr(network, address string) string {
+	return network + "://" + strings.TrimPrefix(address, network+"://")
+}

@@ -1,0 +1,125 @@
+package signers
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cometbft/cometbft/crypto/ed25519"
+	"github.com/cometbft/cometbft/types"
+)
+
+// remotePair starts a node-side client and a signer-side server for net.
+func remotePair(t *testing.T, network string, allowed ...ed25519.PrivKey) (*RemoteClient, *RemoteServer, *Guarded) {
+	t.Helper()
+	addr := "127.0.0.1:0"
+	if network == NetUnix {
+		addr = filepath.Join(t.TempDir(), "signer.sock")
+	}
+	identity := ed25519.GenPrivKeyFromSecret([]byte("signer-identity"))
+	cfg := ClientConfig{Network: network, Address: addr, ChainID: chainID,
+		NodeKey: ed25519.GenPrivKeyFromSecret([]byte("node"))}
+	for _, k := range allowed {
+		cfg.AllowedSigners = append(cfg.AllowedSigners, k.PubKey())
+	}
+	client, err := ListenRemote(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	g := openGuard(t, PrivKeySigner{Key: testKey()}, filepath.Join(t.TempDir(), "state.json"))
+	srv, err := ServeRemote(ServerConfig{Network: network, Address: client.Addr(), ChainID: chainID,
+		IdentityKey: identity, Signer: g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Stop() })
+	return client, srv, g
+}
+
+func TestRemoteSignerEndToEnd(t *testing.T) {
+	for _, network := range []string{NetTCP, NetUnix} {
+		t.Run(network, func(t *testing.T) {
+			client, srv, _ := remotePair(t, network, ed25519.GenPrivKeyFromSecret([]byte("signer-identity")))
+			if err := client.WaitForSigner(10 * time.Second); err != nil {
+				t.Fatal(err)
+			}
+			pub, err := client.GetPubKey()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pub.Address().String() != testKey().PubKey().Address().String() {
+				t.Fatal("remote public key is not the backend's")
+			}
+			v := vote(types.PrevoteType, 3, 0, 0xAA)
+			if err := client.SignVote(chainID, v, false); err != nil {
+				t.Fatal(err)
+			}
+			verifyVote(t, client, v)
+			// The guard on the signer side refuses conflicting data, and
+			// the refusal reaches the node as an error (not a retry loop).
+			if err := client.SignVote(chainID, vote(types.PrevoteType, 3, 0, 0xBB), false); err == nil {
+				t.Fatal("conflicting vote signed over the wire")
+			}
+			// A restarted signer process: the node reconnects, the
+			// high-water mark holds.
+			if err := srv.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			if err := srv.Start(); err != nil {
+				t.Fatal(err)
+			}
+			p := vote(types.PrecommitType, 3, 0, 0xAA)
+			if err := client.SignVote(chainID, p, false); err != nil {
+				t.Fatal(fmt.Errorf("after signer restart: %w", err))
+			}
+			verifyVote(t, client, p)
+		})
+	}
+}
+
+func TestRemoteRefusesAnUnexpectedSignerIdentity(t *testing.T) {
+	client, _, _ := remotePair(t, NetTCP, ed25519.GenPrivKeyFromSecret([]byte("someone-else")))
+	if err := client.WaitForSigner(2 * time.Second); err == nil {
+		t.Fatal("node accepted a signer whose identity it does not expect")
+	}
+}
+
+func BenchmarkRemoteTransport(b *testing.B) {
+	for _, network := range []string{NetTCP, NetUnix} {
+		b.Run(network, func(b *testing.B) {
+			addr := "127.0.0.1:0"
+			if network == NetUnix {
+				addr = filepath.Join(b.TempDir(), "s.sock")
+			}
+			client, err := ListenRemote(ClientConfig{Network: network, Address: addr, ChainID: chainID,
+				NodeKey: ed25519.GenPrivKeyFromSecret([]byte("node"))})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer client.Close()
+			g, err := OpenGuard(PrivKeySigner{Key: testKey()}, filepath.Join(b.TempDir(), "state.json"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer g.Close()
+			srv, err := ServeRemote(ServerConfig{Network: network, Address: client.Addr(), ChainID: chainID,
+				IdentityKey: ed25519.GenPrivKeyFromSecret([]byte("id")), Signer: g})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer srv.Stop()
+			if err := client.WaitForSigner(10 * time.Second); err != nil {
+				b.Fatal(err)
+			}
+			h := int64(1)
+			for b.Loop() {
+				if err := client.SignVote(chainID, vote(types.PrevoteType, h, 0, 1), false); err != nil {
+					b.Fatal(err)
+				}
+				h++
+			}
+		})
+	}
+}

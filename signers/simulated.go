@@ -1,0 +1,159 @@
+package signers
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cometbft/cometbft/crypto"
+
+	"github.com/valnet/valnet/signers/profiles"
+)
+
+// Simulated signs with inner (a real key) but takes the time the modelled
+// device takes. The signature is real and verifies; only its timing is a
+// model, and Label says so.
+//
+// Each Sign plans a device time (a draw from the profile's distribution,
+// or the profile's table at len(msg) with its jitter), signs with inner,
+// then waits the remainder, so the whole call takes about the device time.
+// If inner alone takes longer, no wait is added: a model never makes a
+// signature faster than the real one.
+//
+// Signs are serialised: a device does one signature at a time, so a
+// second request queues behind the first as it would on the device.
+type Simulated struct {
+	inner   KeySigner
+	profile profiles.Profile
+	model   Model       // Dist profiles
+	rng     *lockedRand // ByPayload jitter
+
+	mu       sync.Mutex   // one signature at a time, as on the device
+	injected atomic.Int64 // ns of modelled time since the last TakeInjected
+	stop     chan struct{}
+	stopOnce sync.Once
+}
+
+var (
+	_ KeySigner        = (*Simulated)(nil)
+	_ InjectedReporter = (*Simulated)(nil)
+	_ Closer           = (*Simulated)(nil)
+)
+
+// NewSimulated wraps inner in the timing of profile p. Draws (distribution
+// or jitter) come from a generator seeded by (seed, stream), so a run with
+// the same seed repeats its device times; the stream is kept apart from
+// the one a latency model of the same validator would use, so the two are
+// not correlated.
+func NewSimulated(inner KeySigner, p profiles.Profile, seed int64, stream string) (*Simulated, error) {
+	if inner == nil {
+		return nil, errors.New("simulated signer needs a key to sign with")
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Simulated{inner: inner, profile: p, stop: make(chan struct{})}
+	stream = stream + "/simulated:" + p.Name
+	if p.Dist != nil {
+		m, err := NewModel(ModelSpec{
+			Dist:  p.Dist.Kind,
+			Value: p.Dist.Value, Min: p.Dist.Min, Max: p.Dist.Max,
+			Mean: p.Dist.Mean, Stddev: p.Dist.Stddev,
+			P50: p.Dist.P50, P99: p.Dist.P99,
+		}, seed, stream)
+		if err != nil {
+			return nil, err
+		}
+		s.model = m
+	} else {
+		s.rng = newRand(seed, stream)
+	}
+	return s, nil
+}
+
+func (s *Simulated) PubKey() crypto.PubKey { return s.inner.PubKey() }
+
+// Label says the timing is a model, e.g. "simulated(model:yubihsm2)".
+func (s *Simulated) Label() string { return "simulated(" + s.profile.Label() + ")" }
+
+// Profile returns the device model, for reports.
+func (s *Simulated) Profile() profiles.Profile { return s.profile }
+
+// plan returns the device time of one signature of n bytes. kind is not
+// used by any built-in profile (the published per-phase differences are
+// within their spread) but is kept so a model could price phases apart.
+func (s *Simulated) plan(_ string, n int) time.Duration {
+	if s.model != nil {
+		return s.model.Draw()
+	}
+	d := s.profile.At(n)
+	if j := s.profile.Jitter; j > 0 {
+		// uniform in [1-j, 1+j): a table gives averages, not every run.
+		d = time.Duration(float64(d) * (1 + j*(2*s.rng.float64()-1)))
+	}
+	return d
+}
+
+// Sign signs msg with inner and returns after about the device time. A
+// failed real signature is returned at once: the model has no figures for
+// how long a device takes to fail. After Close no time is added.
+func (s *Simulated) Sign(kind string, msg []byte) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	device := s.plan(kind, len(msg))
+	start := time.Now()
+	sig, err := s.inner.Sign(kind, msg)
+	var innerInjected time.Duration
+	if r, ok := s.inner.(InjectedReporter); ok {
+		innerInjected = r.TakeInjected() // drained here so it is not counted twice
+	}
+	if err != nil {
+		s.injected.Add(int64(innerInjected))
+		return nil, err
+	}
+	s.waitUntil(start.Add(device))
+	// The whole device time counts as modelled (injected): the real
+	// signature inside it stands in for the device's own work, and its
+	// cost is hidden by the wait. Latency minus Injected is then the host
+	// work outside the device (double-sign guard, state fsync). If inner
+	// took longer than the device, only the device time (or inner's own
+	// injected time, if larger) counts.
+	spent := time.Since(start)
+	inj := max(min(spent, device), innerInjected)
+	s.injected.Add(int64(inj))
+	return sig, nil
+}
+
+// waitUntil waits until deadline, or until Close.
+func (s *Simulated) waitUntil(deadline time.Time) {
+	d := time.Until(deadline)
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-s.stop:
+	}
+}
+
+// TakeInjected returns and resets the modelled time of the signatures
+// since the last call. For a simulated signer that is the whole device
+// time of each signature, not only the wait added after the real one: the
+// device time is the model.
+func (s *Simulated) TakeInjected() time.Duration {
+	return time.Duration(s.injected.Swap(0))
+}
+
+// Close releases any Sign waiting in its modelled time at once (it then
+// returns its real signature), makes later Signs return without waiting,
+// and closes inner if it can be closed.
+func (s *Simulated) Close() error {
+	s.stopOnce.Do(func() { close(s.stop) })
+	if c, ok := s.inner.(Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
