@@ -72,6 +72,14 @@ Exit codes: 0 ran and every expectation held, 1 an expectation failed,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCmd(), newValidateCmd(), newListCmd(), newInitCmd(), newReportCmd(), newVersionCmd())
+	for _, c := range commands {
+		root.AddCommand(c())
+	}
 	return root
+}
+
+// commands are valnet's subcommands; a command in its own file may add
+// itself from an init function.
+var commands = []func() *cobra.Command{
+	newRunCmd, newValidateCmd, newListCmd, newInitCmd, newReportCmd, newVersionCmd,
 }
