@@ -18,6 +18,7 @@ import (
 // yaml.v3 stops at the first unknown key and reports no columns.
 type decoder struct {
 	file string
+	dir  string // relative paths in the scenario are joined to it; "": kept as written
 	errs Errors
 	pos  map[string]nodePos // every key path written in the file
 	bad  map[string]bool    // key paths that already have an error
@@ -137,6 +138,8 @@ func (d *decoder) decode(n *yaml.Node, key string, v reflect.Value) {
 		d.mapping(n, key, v)
 	case v.Kind() == reflect.Slice:
 		d.sequence(n, key, v)
+	case v.Kind() == reflect.Map && v.Type().Key().Kind() == reflect.String:
+		d.dict(n, key, v)
 	case v.Kind() == reflect.String:
 		if d.scalar(n, key, "a string") {
 			v.SetString(n.Value)
@@ -154,6 +157,15 @@ func (d *decoder) decode(n *yaml.Node, key string, v reflect.Value) {
 	}
 }
 
+// unknownKeyHints replace the "did you mean" guess for keys that are
+// refused on purpose, by the raw type they were written in.
+var unknownKeyHints = map[reflect.Type]map[string]string{
+	reflect.TypeFor[rawSigner](): {
+		"passphrase": "passphrases never go in a scenario; use passphrase_env or passphrase_file",
+		"password":   "passphrases never go in a scenario; use passphrase_env or passphrase_file",
+	},
+}
+
 // mapping fills struct v from mapping n, key by key.
 func (d *decoder) mapping(n *yaml.Node, key string, v reflect.Value) {
 	if isNull(n) {
@@ -168,6 +180,51 @@ func (d *decoder) mapping(n *yaml.Node, key string, v reflect.Value) {
 	for i, f := range fields {
 		allowed[i] = f.Key
 	}
+	d.entries(n, key, func(kn, vn *yaml.Node, name, child string) {
+		idx := -1
+		for _, f := range fields {
+			if f.Key == name {
+				idx = f.Index
+			}
+		}
+		if idx < 0 {
+			msg := "unknown key"
+			if hint := unknownKeyHints[v.Type()][name]; hint != "" {
+				msg += ": " + hint
+			} else if s := suggest(name, allowed); s != "" {
+				msg += fmt.Sprintf("; did you mean %q?", s)
+			}
+			d.fail(d.at(kn), child, msg, allowed...)
+			return
+		}
+		d.pos[child] = nodePos{Key: d.at(kn), Value: d.at(vn)}
+		d.decode(vn, child, v.Field(idx))
+	})
+}
+
+// dict fills map v (string keys chosen by the user, such as profile names)
+// from mapping n; entries are keyed "key.name".
+func (d *decoder) dict(n *yaml.Node, key string, v reflect.Value) {
+	if isNull(n) {
+		return
+	}
+	if n.Kind != yaml.MappingNode {
+		d.fail(d.at(n), key, "expected a mapping (name: value lines), got "+describe(n))
+		return
+	}
+	m := reflect.MakeMap(v.Type())
+	d.entries(n, key, func(kn, vn *yaml.Node, name, child string) {
+		d.pos[child] = nodePos{Key: d.at(kn), Value: d.at(vn)}
+		elem := reflect.New(v.Type().Elem()).Elem()
+		d.decode(vn, child, elem)
+		m.SetMapIndex(reflect.ValueOf(name), elem)
+	})
+	v.Set(m)
+}
+
+// entries calls fn for each key of mapping n that is a plain, unrepeated
+// name, reporting the others.
+func (d *decoder) entries(n *yaml.Node, key string, fn func(kn, vn *yaml.Node, name, child string)) {
 	firstLine := make(map[string]int)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		kn, vn := n.Content[i], n.Content[i+1]
@@ -189,22 +246,7 @@ func (d *decoder) mapping(n *yaml.Node, key string, v reflect.Value) {
 			continue
 		}
 		firstLine[name] = kn.Line
-		idx := -1
-		for _, f := range fields {
-			if f.Key == name {
-				idx = f.Index
-			}
-		}
-		if idx < 0 {
-			msg := "unknown key"
-			if s := suggest(name, allowed); s != "" {
-				msg += fmt.Sprintf("; did you mean %q?", s)
-			}
-			d.fail(d.at(kn), child, msg, allowed...)
-			continue
-		}
-		d.pos[child] = nodePos{Key: d.at(kn), Value: d.at(vn)}
-		d.decode(vn, child, v.Field(idx))
+		fn(kn, vn, name, child)
 	}
 }
 

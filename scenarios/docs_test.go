@@ -8,9 +8,11 @@ import (
 )
 
 const (
-	docsPath     = "../docs/scenario.md"
-	metricsStart = "<!-- metrics:start -->\n"
-	metricsEnd   = "<!-- metrics:end -->"
+	docsPath      = "../docs/scenario.md"
+	metricsStart  = "<!-- metrics:start -->\n"
+	metricsEnd    = "<!-- metrics:end -->"
+	profilesStart = "<!-- profiles:start -->\n"
+	profilesEnd   = "<!-- profiles:end -->"
 )
 
 // metricsTable renders Metrics as the table in docs/scenario.md.
@@ -30,20 +32,46 @@ func metricsTable() string {
 	return b.String()
 }
 
-// TestDocsMetricsTable keeps the metrics table in docs/scenario.md equal to
-// Metrics; -update rewrites it between the markers.
-func TestDocsMetricsTable(t *testing.T) {
+// profilesList renders the built-in profile names as the wrapped list in
+// docs/scenario.md.
+func profilesList() string {
+	var b strings.Builder
+	line := 0
+	for i, name := range builtinProfiles {
+		word := "`" + name + "`"
+		if i < len(builtinProfiles)-1 {
+			word += ","
+		}
+		if line > 0 && line+1+len(word) > 76 {
+			b.WriteString("\n")
+			line = 0
+		}
+		if line > 0 {
+			b.WriteString(" ")
+			line++
+		}
+		b.WriteString(word)
+		line += len(word)
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// generatedSection checks (and with -update rewrites) the text between two
+// markers of docs/scenario.md; it returns the document.
+func generatedSection(t *testing.T, what, start, end, body string) string {
+	t.Helper()
 	data, err := os.ReadFile(docsPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	doc := string(data)
-	before, rest, ok1 := strings.Cut(doc, metricsStart)
-	_, after, ok2 := strings.Cut(rest, metricsEnd)
+	before, rest, ok1 := strings.Cut(doc, start)
+	_, after, ok2 := strings.Cut(rest, end)
 	if !ok1 || !ok2 {
-		t.Fatalf("%s lacks the %q ... %q markers", docsPath, strings.TrimSpace(metricsStart), metricsEnd)
+		t.Fatalf("%s lacks the %q ... %q markers", docsPath, strings.TrimSpace(start), end)
 	}
-	want := before + metricsStart + metricsTable() + metricsEnd + after
+	want := before + start + body + end + after
 	if *update && want != doc {
 		if err := os.WriteFile(docsPath, []byte(want), 0o644); err != nil {
 			t.Fatal(err)
@@ -51,13 +79,26 @@ func TestDocsMetricsTable(t *testing.T) {
 		doc = want
 	}
 	if doc != want {
-		t.Errorf("%s: metrics table is out of date; run go test ./scenarios -update", docsPath)
+		t.Errorf("%s: %s is out of date; run go test ./scenarios -update", docsPath, what)
 	}
+	return doc
+}
+
+// TestDocsMetricsTable keeps the metrics table in docs/scenario.md equal to
+// Metrics; -update rewrites it between the markers.
+func TestDocsMetricsTable(t *testing.T) {
+	doc := generatedSection(t, "metrics table", metricsStart, metricsEnd, metricsTable())
 	for _, m := range Metrics {
 		if !strings.Contains(doc, "`"+m.Name+"`") {
 			t.Errorf("%s does not mention metric %s", docsPath, m.Name)
 		}
 	}
+}
+
+// TestDocsProfilesList keeps the list of built-in profiles in
+// docs/scenario.md equal to builtinProfiles.
+func TestDocsProfilesList(t *testing.T) {
+	generatedSection(t, "built-in profile list", profilesStart, profilesEnd, profilesList())
 }
 
 // TestDocsMentionEveryKey checks the reference names every key and value
@@ -82,6 +123,14 @@ func TestDocsMentionEveryKey(t *testing.T) {
 	for _, v := range values {
 		if !strings.Contains(doc, v) {
 			t.Errorf("%s does not mention %q", docsPath, v)
+		}
+	}
+	// Short, common words: look for them as code.
+	for _, list := range [][]string{keyTypes, vias, decryptModes, faultActionNames(), builtinProfiles} {
+		for _, v := range list {
+			if !strings.Contains(doc, "`"+v+"`") {
+				t.Errorf("%s does not mention `%s`", docsPath, v)
+			}
 		}
 	}
 }

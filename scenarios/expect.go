@@ -82,18 +82,28 @@ func (d *decoder) checkMetric(key, name string) (MetricInfo, bool) {
 // checkExpectValidator checks that a validator-scoped expectation names one
 // validator of the expanded set.
 func (d *decoder) checkExpectValidator(key, name string, info MetricInfo, known bool, vals validatorSet) {
-	switch {
-	case known && !info.PerValidator:
+	if known && !info.PerValidator {
 		d.fail(d.keyPos(key), key, fmt.Sprintf("metric %s is a chain metric; it takes no validator (remove this key)", info.Name))
-	case vals.has[name]:
-	case vals.groups[name] != "":
-		d.fail(d.valuePos(key), key, fmt.Sprintf("%s expands to %s; name one of them", name, vals.groups[name]))
-	default:
-		names := vals.names()
-		if len(names) > maxListedValidators {
-			d.fail(d.valuePos(key), key, fmt.Sprintf("no validator named %q (names are %s..%s)", name, names[0], names[len(names)-1]))
-			return
-		}
-		d.fail(d.valuePos(key), key, fmt.Sprintf("no validator named %q", name), names...)
+		return
 	}
+	d.checkValidatorRef(key, name, vals)
+}
+
+// checkValidatorRef looks up a reference to one expanded validator,
+// explaining a name that is not one of them.
+func (d *decoder) checkValidatorRef(key, name string, vals validatorSet) (ValidatorPlan, bool) {
+	if v, ok := vals.lookup(name); ok {
+		return v, true
+	}
+	if span := vals.groups[name]; span != "" {
+		d.fail(d.valuePos(key), key, fmt.Sprintf("%s expands to %s; name one of them", name, span))
+		return ValidatorPlan{}, false
+	}
+	names := vals.names()
+	if len(names) > maxListedValidators {
+		d.fail(d.valuePos(key), key, fmt.Sprintf("no validator named %q (names are %s..%s)", name, names[0], names[len(names)-1]))
+		return ValidatorPlan{}, false
+	}
+	d.fail(d.valuePos(key), key, fmt.Sprintf("no validator named %q", name), names...)
+	return ValidatorPlan{}, false
 }

@@ -60,6 +60,14 @@ func schemaLevel(t *testing.T, root map[string]any, level string) map[string]any
 	node := root
 	if level != "" {
 		for _, seg := range strings.Split(level, ".") {
+			if seg == "*" { // a user-chosen name: the map's values
+				child, ok := objectOf(root, node)["additionalProperties"].(map[string]any)
+				if !ok {
+					t.Fatalf("schema level %q: the map has no additionalProperties schema", level)
+				}
+				node = child
+				continue
+			}
 			name, isList := strings.CutSuffix(seg, "[]")
 			props, _ := objectOf(root, node)["properties"].(map[string]any)
 			child, ok := props[name].(map[string]any)
@@ -177,6 +185,13 @@ func TestJSONSchemaEnums(t *testing.T) {
 	}{
 		{"run.backend", strs(prop("run", "backend")["enum"]), backends},
 		{"signer.type", strs(prop("validators[].signer", "type")["enum"]), signerTypes},
+		{"signer.key_type", strs(prop("validators[].signer", "key_type")["enum"]), keyTypes},
+		{"signer.via", strs(prop("validators[].signer", "via")["enum"]), vias},
+		{"signer.decrypt", strs(prop("validators[].signer", "decrypt")["enum"]), decryptModes},
+		{"signer.profile (built-in)", strs(ref(root, prop("validators[].signer", "profile")["anyOf"].([]any)[0].(map[string]any))["enum"]), builtinProfiles},
+		{"profile names (not built-in)", strs(ref(root, schemaLevel(t, root, "")["properties"].(map[string]any)["profiles"].(map[string]any)["propertyNames"].(map[string]any)["not"].(map[string]any))["enum"]), builtinProfiles},
+		{"faults.action", strs(prop("faults[]", "action")["enum"]), faultActionNames()},
+		{"faults.phases", strs(ref(root, prop("faults[]", "phases")["items"].(map[string]any))["enum"]), AllPhases},
 		{"latency.dist", strs(prop("validators[].signer.latency", "dist")["enum"]), dists},
 		{"latency.phases", strs(ref(root, prop("validators[].signer.latency", "phases")["items"].(map[string]any))["enum"]), AllPhases},
 		{"expect.phase", strs(prop("expect[]", "phase")["enum"]), AllPhases},
@@ -210,5 +225,44 @@ func TestDistKeysMatchLatencyKeys(t *testing.T) {
 	}
 	if got, want := sortedCopy(fromDists), sortedCopy(params); !reflect.DeepEqual(got, want) {
 		t.Errorf("distKeys cover %v, params are %v", got, want)
+	}
+}
+
+// TestJSONSchemaFaultRules ties the schema's per-action rules on faults to
+// the faultActions table; each rule names itself in a $comment.
+func TestJSONSchemaFaultRules(t *testing.T) {
+	root := loadSchema(t)
+	fault := schemaLevel(t, root, "faults[]")
+	want := map[string]func(faultAction) bool{
+		"latency":           func(a faultAction) bool { return a.Latency },
+		"no phases":         func(a faultAction) bool { return !a.Phases },
+		"duration required": func(a faultAction) bool { return a.Duration == durRequired },
+		"no round":          func(a faultAction) bool { return !a.Round },
+	}
+	seen := map[string]bool{}
+	for _, r := range fault["allOf"].([]any) {
+		r := r.(map[string]any)
+		name, _ := r["$comment"].(string)
+		has, ok := want[name]
+		if !ok {
+			t.Errorf("fault rule with $comment %q is not checked here", name)
+			continue
+		}
+		seen[name] = true
+		got := strs(r["if"].(map[string]any)["properties"].(map[string]any)["action"].(map[string]any)["enum"])
+		var exp []string
+		for _, a := range faultActions {
+			if has(a) {
+				exp = append(exp, a.Name)
+			}
+		}
+		if !reflect.DeepEqual(got, exp) {
+			t.Errorf("fault rule %q: schema applies it to %v, faultActions to %v", name, got, exp)
+		}
+	}
+	for name := range want {
+		if !seen[name] {
+			t.Errorf("schema.json has no fault rule %q", name)
+		}
 	}
 }

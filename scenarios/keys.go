@@ -31,8 +31,10 @@ func yamlFields(t reflect.Type) []yamlField {
 }
 
 // keyLevels maps every mapping level of a scenario to its accepted keys.
-// Levels are named like error keys with list indexes dropped: "" (the
-// document), "chain.timeouts", "validators[]", "validators[].signer.latency".
+// Levels are named like error keys with list indexes dropped and names
+// chosen by the user (keys of a map, such as profile names) written "*":
+// "" (the document), "chain.timeouts", "validators[]",
+// "validators[].signer.latency", "profiles.*.by_payload[]".
 // This is what the JSON Schema and the docs are checked against.
 func keyLevels() map[string][]string {
 	levels := make(map[string][]string)
@@ -44,6 +46,10 @@ func keyLevels() map[string][]string {
 			child := joinKey(path, f.Key)
 			if ft.Kind() == reflect.Pointer {
 				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Map {
+				ft = ft.Elem()
+				child += ".*"
 			}
 			if ft.Kind() == reflect.Slice {
 				ft = ft.Elem()

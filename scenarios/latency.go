@@ -48,7 +48,7 @@ func (d *decoder) resolveLatency(key string, rl *rawLatency) *LatencyPlan {
 	if rl == nil {
 		return nil
 	}
-	lp := &LatencyPlan{Dist: rl.Dist, Phases: d.resolvePhases(key+".phases", rl.Phases)}
+	lp := &LatencyPlan{Dist: rl.Dist, Phases: d.resolvePhases(key+".phases", rl.Phases, "delay")}
 	if rl.shorthand {
 		lp.Value = *rl.Value // decode dropped the latency if the duration was bad
 		return lp
@@ -118,12 +118,13 @@ func (d *decoder) anyFailed(parent string, keys []string) bool {
 }
 
 // resolvePhases defaults to every phase and returns them in consensus order.
-func (d *decoder) resolvePhases(key string, phases []string) []string {
+// verb says what the phases are for, in messages ("delay").
+func (d *decoder) resolvePhases(key string, phases []string, verb string) []string {
 	if !d.written(key) || d.failed(key) {
 		return append([]string(nil), AllPhases...)
 	}
 	if len(phases) == 0 {
-		d.fail(d.valuePos(key), key, "must list at least one phase; remove the key to delay every phase", AllPhases...)
+		d.fail(d.valuePos(key), key, "must list at least one phase; remove the key to "+verb+" every phase", AllPhases...)
 		return nil
 	}
 	seen := make(map[string]bool)

@@ -25,13 +25,15 @@ func Load(path string) (*Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading scenario: %w", err)
 	}
-	return parse(path, path, data)
+	return parse(path, path, filepath.Dir(path), data)
 }
 
 // Parse parses a scenario; name is the file name used in messages and as
 // Plan.Source. Every problem in the input is reported together, as Errors.
+// With no file to resolve them against, relative paths in the scenario
+// (signer.path, signer.passphrase_file) are kept as written.
 func Parse(name string, data []byte) (*Plan, error) {
-	return parse(name, name, data)
+	return parse(name, name, "", data)
 }
 
 // Resolve loads nameOrPath as a file if it is an existing file or ends in
@@ -50,12 +52,14 @@ func Resolve(nameOrPath string) (*Plan, error) {
 }
 
 // parse reads data (named file in messages) into a Plan from source.
-func parse(file, source string, data []byte) (*Plan, error) {
+// Relative paths in the scenario are joined to dir, unless dir is "".
+func parse(file, source, dir string, data []byte) (*Plan, error) {
 	root, err := document(file, data)
 	if err != nil {
 		return nil, err
 	}
 	d := newDecoder(file)
+	d.dir = dir
 	d.pos[""] = nodePos{Key: d.at(root), Value: d.at(root)}
 	var raw rawScenario
 	d.decode(root, "", reflect.ValueOf(&raw).Elem())

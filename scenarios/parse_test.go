@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -83,7 +84,7 @@ var goodChecks = map[string]func(t *testing.T, p *Plan){
 				Commit: time.Second,
 			},
 			Run:        RunPlan{Backend: "inprocess", Heights: 20, MaxDuration: 10 * time.Minute, Seed: 1},
-			Validators: []ValidatorPlan{{Name: "v1", Power: 10, Signer: SignerPlan{Type: "local"}}},
+			Validators: []ValidatorPlan{{Name: "v1", Power: 10, Signer: SignerPlan{Type: "local", KeyType: "ed25519", Via: "direct", CPUScale: 1}}},
 		}
 		if !bytes.Contains(p.Text, []byte("name: minimal")) {
 			t.Errorf("plan does not keep the scenario text: %q", p.Text)
@@ -153,11 +154,118 @@ var goodChecks = map[string]func(t *testing.T, p *Plan){
 			t.Errorf("unset bounds should stay nil: %+v", p.Expect[:2])
 		}
 	},
+	"keyfile": func(t *testing.T, p *Plan) {
+		want := map[string]SignerPlan{
+			"env": {Type: SignerKeyfile, KeyType: KeyEd25519, Via: ViaDirect, CPUScale: 1,
+				Keyfile: &KeyfilePlan{Decrypt: DecryptEverySign, BcryptCost: 12, PassphraseEnv: "VALNET_PASSPHRASE"}},
+			"file": {Type: SignerKeyfile, KeyType: KeySecp256k1, Via: ViaUnix, CPUScale: 2.5,
+				Latency: &LatencyPlan{Dist: DistFixed, Value: 50 * time.Millisecond, Phases: AllPhases},
+				Keyfile: &KeyfilePlan{Path: filepath.Join("testdata", "keys", "file.armor"), Decrypt: DecryptOnce, BcryptCost: 10,
+					PassphraseFile: filepath.Join("testdata", "secrets", "pass.txt")}},
+			"abs-1": {Type: SignerKeyfile, KeyType: KeyEd25519, Via: ViaTCP, CPUScale: 1,
+				Keyfile: &KeyfilePlan{Decrypt: DecryptEverySign, BcryptCost: 12, PassphraseFile: "/run/secrets/valnet"}},
+		}
+		want["abs-2"] = want["abs-1"]
+		checkSigners(t, p, want)
+		if p.Validators[2].Signer.Keyfile == p.Validators[3].Signer.Keyfile {
+			t.Errorf("expanded validators share one KeyfilePlan")
+		}
+	},
+	"signers": func(t *testing.T, p *Plan) {
+		checkSigners(t, p, map[string]SignerPlan{
+			"plain": {Type: SignerLocal, KeyType: KeyEd25519, Via: ViaDirect, CPUScale: 1},
+			"secp":  {Type: SignerLocal, KeyType: KeySecp256k1, Via: ViaDirect, CPUScale: 1},
+			"tcp":   {Type: SignerLocal, KeyType: KeyEd25519, Via: ViaTCP, CPUScale: 10},
+			"unix":  {Type: SignerLocal, KeyType: KeyEd25519, Via: ViaUnix, CPUScale: 0.5},
+		})
+	},
+	"simulated": func(t *testing.T, p *Plan) {
+		checkSigners(t, p, map[string]SignerPlan{
+			"hsm":      {Type: SignerSimulated, KeyType: KeyEd25519, Via: ViaDirect, CPUScale: 1, Profile: "yubihsm2"},
+			"custom-1": {Type: SignerSimulated, KeyType: KeySecp256k1, Via: ViaTCP, CPUScale: 1, Profile: "my-hsm"},
+			"custom-2": {Type: SignerSimulated, KeyType: KeySecp256k1, Via: ViaTCP, CPUScale: 1, Profile: "my-hsm"},
+			"table": {Type: SignerSimulated, KeyType: KeyEd25519, Via: ViaDirect, CPUScale: 10, Profile: "my-table",
+				Latency: &LatencyPlan{Dist: DistFixed, Value: 10 * time.Millisecond, Phases: AllPhases}},
+		})
+		want := map[string]ProfilePlan{
+			"my-table": {Name: "my-table", Description: "a table by payload size", Source: "lab measurement 2026-10",
+				ByPayload: []PayloadPoint{{32, 105 * time.Millisecond}, {1024, 353 * time.Millisecond}, {4096, time.Second}}},
+			"my-hsm": {Name: "my-hsm", Latency: &LatencyPlan{Dist: DistLognormal, P50: 120 * time.Millisecond, P99: 300 * time.Millisecond, Phases: AllPhases}},
+			"unused": {Name: "unused", Latency: &LatencyPlan{Dist: DistFixed, Value: 20 * time.Millisecond, Phases: AllPhases}},
+		}
+		if !reflect.DeepEqual(p.Profiles, want) {
+			t.Errorf("profiles:\n got %+v\nwant %+v", p.Profiles, want)
+		}
+		table := p.Profiles["my-table"].ByPayload
+		if !slices.IsSortedFunc(table, func(a, b PayloadPoint) int { return a.Bytes - b.Bytes }) {
+			t.Errorf("by_payload table not sorted: %+v", table)
+		}
+	},
+	"faults": func(t *testing.T, p *Plan) {
+		all := AllPhases
+		file := "testdata/faults.good.yaml"
+		want := []FaultPlan{
+			{Action: FaultSignerDelay, Target: "v-1", At: FaultAt{Height: 10}, Duration: 20 * time.Second,
+				Latency: &LatencyPlan{Dist: DistFixed, Value: 2 * time.Second, Phases: []string{"precommit"}},
+				Phases:  []string{"precommit"}, Pos: Pos{file, 14, 5}},
+			{Action: FaultSignerDelay, Target: "v-2", At: FaultAt{Time: 30 * time.Second},
+				Latency: &LatencyPlan{Dist: DistUniform, Min: time.Second, Max: 3 * time.Second, Phases: all},
+				Phases:  all, Pos: Pos{file, 15, 5}},
+			{Action: FaultSignerDrop, Target: "v-2", At: FaultAt{Height: 5, Round: 0, HasRound: true}, Phases: []string{"prevote", "precommit"}, Pos: Pos{file, 19, 5}},
+			{Action: FaultSignerDrop, Target: "v-1", At: FaultAt{Time: time.Minute}, Duration: 10 * time.Second, Phases: all, Pos: Pos{file, 20, 5}},
+			{Action: FaultSignerError, Target: "v-1", At: FaultAt{Height: 7}, Phases: all, Pos: Pos{file, 21, 5}},
+			{Action: FaultSignerError, Target: "sock", At: FaultAt{Time: 30 * time.Second}, Duration: 10 * time.Second, Phases: all, Pos: Pos{file, 22, 5}},
+			{Action: FaultSignerOutage, Target: "remote", At: FaultAt{Height: 12}, Duration: 15 * time.Second, Pos: Pos{file, 23, 5}},
+			{Action: FaultSignerRestart, Target: "sock", At: FaultAt{Height: 8}, Pos: Pos{file, 24, 5}},
+			{Action: FaultSignerRestart, Target: "remote", At: FaultAt{Time: 2 * time.Minute}, Duration: 5 * time.Second, Pos: Pos{file, 25, 5}},
+		}
+		if len(p.Faults) != len(want) {
+			t.Fatalf("got %d faults, want %d: %+v", len(p.Faults), len(want), p.Faults)
+		}
+		for i := range want {
+			if !reflect.DeepEqual(p.Faults[i], want[i]) {
+				t.Errorf("faults[%d]:\n got %+v\nwant %+v", i, p.Faults[i], want[i])
+			}
+		}
+		if &p.Faults[0].Phases[0] == &p.Faults[0].Latency.Phases[0] {
+			t.Errorf("a fault and its latency share one phases slice")
+		}
+	},
 	"long-name": func(t *testing.T, p *Plan) {
 		if len(p.ChainID) != 50 || !strings.HasPrefix(p.ChainID, "valnet-") {
 			t.Errorf("default chain ID %q should be cut to 50 characters", p.ChainID)
 		}
 	},
+}
+
+// checkSigners compares each validator's signer with want, by name.
+func checkSigners(t *testing.T, p *Plan, want map[string]SignerPlan) {
+	t.Helper()
+	if len(p.Validators) != len(want) {
+		t.Errorf("got %d validators, want %d", len(p.Validators), len(want))
+	}
+	for _, v := range p.Validators {
+		w, ok := want[v.Name]
+		if !ok {
+			t.Errorf("unexpected validator %s", v.Name)
+			continue
+		}
+		if !reflect.DeepEqual(v.Signer, w) {
+			t.Errorf("%s: signer\n got %s\nwant %s", v.Name, fmtSigner(v.Signer), fmtSigner(w))
+		}
+	}
+}
+
+// fmtSigner shows a signer with its pointers followed.
+func fmtSigner(s SignerPlan) string {
+	out := fmt.Sprintf("%+v", s)
+	if s.Latency != nil {
+		out += fmt.Sprintf(" latency=%+v", *s.Latency)
+	}
+	if s.Keyfile != nil {
+		out += fmt.Sprintf(" keyfile=%+v", *s.Keyfile)
+	}
+	return out
 }
 
 func TestGoodScenarios(t *testing.T) {

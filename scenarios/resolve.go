@@ -19,17 +19,17 @@ const (
 	defaultMaxDur  = 10 * time.Minute
 	defaultSeed    = 1
 	defaultBackend = "inprocess"
-	defaultSigner  = "local"
 	chainIDPrefix  = "valnet-"
 )
 
 // Backends and signer types: those that work now, and those that are
 // planned (named so that users get "not available yet", not "unknown").
+// The other closed sets of signer values are in signer.go.
 var (
 	backends           = []string{"inprocess"}
 	plannedBackends    = []string{"process", "docker"}
-	signerTypes        = []string{"local"}
-	plannedSignerTypes = []string{"keyfile", "pkcs11", "ledger", "simulated"}
+	signerTypes        = []string{SignerLocal, SignerKeyfile, SignerSimulated}
+	plannedSignerTypes = []string{"pkcs11", "ledger"}
 )
 
 // Names go into the default chain ID and are likely to end up in file names
@@ -56,8 +56,11 @@ func (d *decoder) resolve(raw *rawScenario) *Plan {
 	p.ChainID = d.resolveChainID(chain.ChainID, raw.Name)
 	p.Timeouts = d.resolveTimeouts(chain.Timeouts)
 	p.Run = d.resolveRun(raw.Run)
-	vals := d.resolveValidators(raw.Validators)
+	profiles := d.resolveProfiles(raw.Profiles)
+	p.Profiles = profiles.plans
+	vals := d.resolveValidators(raw.Validators, profiles)
 	p.Validators = vals.plans
+	p.Faults = d.resolveFaults(raw.Faults, vals, p.Run)
 	p.Expect = d.resolveExpect(raw.Expect, vals)
 	return p
 }
@@ -171,16 +174,19 @@ func (d *decoder) resolveRun(rr *rawRun) RunPlan {
 	return run
 }
 
-// checkChoice checks a value from a closed set that will grow: planned
-// values get "not available yet" rather than "unknown".
-func (d *decoder) checkChoice(key, what, got string, available, planned []string) {
+// checkChoice checks a value from a closed set that may grow: planned
+// values get "not available yet" rather than "unknown". It reports
+// whether got is available.
+func (d *decoder) checkChoice(key, what, got string, available, planned []string) bool {
 	switch {
 	case contains(available, got):
+		return true
 	case contains(planned, got):
 		d.fail(d.valuePos(key), key, fmt.Sprintf("%s %q is not available yet", what, got), available...)
 	default:
 		d.fail(d.valuePos(key), key, fmt.Sprintf("unknown %s %q", what, got), available...)
 	}
+	return false
 }
 
 func contains(list []string, s string) bool {

@@ -11,12 +11,14 @@ import "time"
 
 // rawScenario is the whole document.
 type rawScenario struct {
-	Name        string         `yaml:"name"`        // required; [a-z0-9-]+, starts with a letter or digit, max 48 chars
-	Description string         `yaml:"description"` // default ""; free text, the first line is the summary
-	Chain       *rawChain      `yaml:"chain"`       // default: all chain defaults
-	Run         *rawRun        `yaml:"run"`         // default: all run defaults
-	Validators  []rawValidator `yaml:"validators"`  // required; 1..200 validators after count expansion
-	Expect      []rawExpect    `yaml:"expect"`      // default: no expectations
+	Name        string                `yaml:"name"`        // required; [a-z0-9-]+, starts with a letter or digit, max 48 chars
+	Description string                `yaml:"description"` // default ""; free text, the first line is the summary
+	Chain       *rawChain             `yaml:"chain"`       // default: all chain defaults
+	Run         *rawRun               `yaml:"run"`         // default: all run defaults
+	Profiles    map[string]rawProfile `yaml:"profiles"`    // default: none; device profiles for simulated signers, by name
+	Validators  []rawValidator        `yaml:"validators"`  // required; 1..200 validators after count expansion
+	Faults      []rawFault            `yaml:"faults"`      // default: no faults
+	Expect      []rawExpect           `yaml:"expect"`      // default: no expectations
 }
 
 // rawChain is the chain's genesis and consensus configuration.
@@ -54,10 +56,24 @@ type rawValidator struct {
 	Signer *rawSigner `yaml:"signer"` // default {type: local}
 }
 
-// rawSigner picks a validator's signing backend.
+// rawSigner picks a validator's signing backend. Keys that belong to one
+// signer type only are listed in signerTypeKeys (signer.go).
 type rawSigner struct {
-	Type    *string     `yaml:"type"`    // default "local" (the only one available)
-	Latency *rawLatency `yaml:"latency"` // default: no injected latency
+	Type     *string     `yaml:"type"`      // default "local"; local|keyfile|simulated (pkcs11, ledger: not available yet)
+	KeyType  *string     `yaml:"key_type"`  // default "ed25519"; ed25519|secp256k1
+	Via      *string     `yaml:"via"`       // default "direct"; direct|tcp|unix (tcp, unix: behind CometBFT's remote-signer protocol)
+	Latency  *rawLatency `yaml:"latency"`   // default: no injected latency
+	CPUScale *float64    `yaml:"cpu_scale"` // default 1; > 0; multiplies the cost of software signing
+
+	// keyfile only
+	Path           *string `yaml:"path"`            // default "" (the validator's home); relative to the scenario file's directory
+	Decrypt        *string `yaml:"decrypt"`         // default "every-sign"; every-sign|once
+	BcryptCost     *int64  `yaml:"bcrypt_cost"`     // default 12; 4..31
+	PassphraseEnv  *string `yaml:"passphrase_env"`  // exactly one of passphrase_env and passphrase_file; an environment variable's name
+	PassphraseFile *string `yaml:"passphrase_file"` // relative to the scenario file's directory
+
+	// simulated only
+	Profile *string `yaml:"profile"` // required; a built-in profile or a key of the top-level profiles
 }
 
 // rawLatency is an injected signing delay. It is written either as a bare
@@ -75,6 +91,39 @@ type rawLatency struct {
 	Phases []string       `yaml:"phases"` // default all: proposal, prevote, precommit; no duplicates
 
 	shorthand bool // written as a bare duration
+}
+
+// rawProfile is one entry of the top-level profiles mapping: a device's
+// signing time, either as a distribution or as a table by payload size.
+type rawProfile struct {
+	Description string             `yaml:"description"` // default ""; free text
+	Source      string             `yaml:"source"`      // default ""; where the numbers come from, free text
+	Latency     *rawLatency        `yaml:"latency"`     // exactly one of latency and by_payload; no phases
+	ByPayload   *[]rawPayloadPoint `yaml:"by_payload"`  // >= 2 rows, bytes strictly increasing
+}
+
+// rawPayloadPoint is one row of a profile's by_payload table.
+type rawPayloadPoint struct {
+	Bytes   *int64         `yaml:"bytes"`   // required; >= 1
+	Latency *time.Duration `yaml:"latency"` // required; >= 0
+}
+
+// rawFault is one faults entry. Which keys each action takes, requires or
+// refuses is in faultActions (faults.go).
+type rawFault struct {
+	Action   string         `yaml:"action"`   // required; a name from faultActions
+	Target   string         `yaml:"target"`   // required; an expanded validator name
+	At       *rawFaultAt    `yaml:"at"`       // required; exactly one of height and time
+	Duration *time.Duration `yaml:"duration"` // meaning depends on the action (docs/scenario.md)
+	Latency  *rawLatency    `yaml:"latency"`  // signer-delay only, required; no phases (they go on the fault)
+	Phases   []string       `yaml:"phases"`   // default all; signer-delay, signer-drop, signer-error only
+}
+
+// rawFaultAt is when a fault starts.
+type rawFaultAt struct {
+	Height *int64         `yaml:"height"` // >= 1
+	Round  *int64         `yaml:"round"`  // >= 0; only with height, only for signer-drop and signer-error
+	Time   *time.Duration `yaml:"time"`   // > 0; time since the network started
 }
 
 // rawExpect is one expect entry: a bound on a metric of the run.

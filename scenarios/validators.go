@@ -2,7 +2,7 @@ package scenarios
 
 import (
 	"fmt"
-	"slices"
+	"path/filepath"
 	"strings"
 
 	"github.com/cometbft/cometbft/types"
@@ -12,8 +12,17 @@ import (
 // explain a name that is not one of them.
 type validatorSet struct {
 	plans  []ValidatorPlan
-	has    map[string]bool
+	index  map[string]int    // expanded name -> its index in plans
 	groups map[string]string // written name with count > 1 -> "v-1..v-3"
+}
+
+// lookup finds an expanded validator by name.
+func (vs validatorSet) lookup(name string) (ValidatorPlan, bool) {
+	i, ok := vs.index[name]
+	if !ok {
+		return ValidatorPlan{}, false
+	}
+	return vs.plans[i], true
 }
 
 // names lists the expanded names in declaration order.
@@ -25,9 +34,9 @@ func (vs validatorSet) names() []string {
 	return out
 }
 
-func (d *decoder) resolveValidators(raws []rawValidator) validatorSet {
+func (d *decoder) resolveValidators(raws []rawValidator, profiles profileSet) validatorSet {
 	const key = "validators"
-	vs := validatorSet{has: make(map[string]bool), groups: make(map[string]string)}
+	vs := validatorSet{index: make(map[string]int), groups: make(map[string]string)}
 	if !d.written(key) {
 		d.fail(d.valuePos(key), key, "required: list at least one validator, e.g. validators: [{name: v, count: 4}]")
 		return vs
@@ -36,7 +45,8 @@ func (d *decoder) resolveValidators(raws []rawValidator) validatorSet {
 		d.fail(d.valuePos(key), key, "needs at least one validator")
 		return vs
 	}
-	owner := make(map[string]int) // expanded name -> index of the entry that made it
+	owner := make(map[string]int)    // expanded name -> index of the entry that made it
+	keyfiles := make(map[string]int) // key file path -> index of the entry that uses it
 	counts := make([]int64, len(raws))
 	for i, rv := range raws {
 		k := fmt.Sprintf("%s[%d]", key, i)
@@ -63,7 +73,8 @@ func (d *decoder) resolveValidators(raws []rawValidator) validatorSet {
 				power = p
 			}
 		}
-		signer := d.resolveSigner(k+".signer", rv.Signer)
+		signer := d.resolveSigner(k+".signer", rv.Signer, profiles)
+		d.checkKeyfileShared(k, i, counts[i], signer, keyfiles)
 		if !nameOK {
 			continue
 		}
@@ -87,7 +98,7 @@ func (d *decoder) resolveValidators(raws []rawValidator) validatorSet {
 		}
 		for _, n := range names {
 			owner[n] = i
-			vs.has[n] = true
+			vs.index[n] = len(vs.plans)
 			vs.plans = append(vs.plans, ValidatorPlan{Name: n, Power: power, Signer: signer.clone()})
 		}
 	}
@@ -145,26 +156,22 @@ func (d *decoder) clashMessage(raws []rawValidator, counts []int64, this, other 
 		name, count, expansionSpan(name, count), strings.Join(quoted, ", "), verb, by)
 }
 
-func (d *decoder) resolveSigner(key string, rs *rawSigner) SignerPlan {
-	sp := SignerPlan{Type: defaultSigner}
-	if rs == nil {
-		return sp
+// checkKeyfileShared refuses a key file used by two validators: both would
+// sign with one key, which CometBFT refuses in a validator set (and which
+// would make every vote of one a double sign of the other).
+func (d *decoder) checkKeyfileShared(k string, entry int, count int64, signer SignerPlan, keyfiles map[string]int) {
+	if signer.Keyfile == nil || signer.Keyfile.Path == "" || d.failed(k+".signer.path") {
+		return
 	}
-	if rs.Type != nil {
-		sp.Type = *rs.Type
-		d.checkChoice(key+".type", "signer type", sp.Type, signerTypes, plannedSignerTypes)
+	key := k + ".signer.path"
+	path := filepath.Clean(signer.Keyfile.Path)
+	if count > 1 {
+		d.fail(d.valuePos(key), key, fmt.Sprintf("with count %d, every expanded validator would sign with this one key file; remove path (each key then lives in its validator's home) or write one entry per validator", count))
+		return
 	}
-	sp.Latency = d.resolveLatency(key+".latency", rs.Latency)
-	return sp
-}
-
-// clone gives each expanded validator its own latency model, so that a
-// change to one validator's plan cannot leak into its siblings.
-func (s SignerPlan) clone() SignerPlan {
-	if s.Latency != nil {
-		l := *s.Latency
-		l.Phases = slices.Clone(l.Phases)
-		s.Latency = &l
+	if j, taken := keyfiles[path]; taken {
+		d.fail(d.valuePos(key), key, fmt.Sprintf("key file %q is already used by validators[%d] (line %d); each validator needs its own key", signer.Keyfile.Path, j, d.valuePos(fmt.Sprintf("validators[%d]", j)).Line))
+		return
 	}
-	return s
+	keyfiles[path] = entry
 }
