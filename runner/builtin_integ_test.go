@@ -15,6 +15,7 @@ import (
 // TestIntegBuiltinScenarios runs every built-in scenario at full size and
 // requires its own expectations to hold and no double signing.
 func TestIntegBuiltinScenarios(t *testing.T) {
+	t.Setenv("VALNET_PASSPHRASE", "integ-passphrase") // gnokms-gnokey's key file
 	for _, b := range scenarios.Builtins() {
 		t.Run(b.Name, func(t *testing.T) {
 			plan, err := scenarios.Builtin(b.Name)
