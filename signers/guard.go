@@ -119,18 +119,22 @@ func (g *Guarded) SignBytes(b []byte) ([]byte, error) {
 	return g.key.ks.Sign(KindBytes, b)
 }
 
-// Close releases the lock and closes the backend.
+// Close closes the backend, then releases the lock. The backend is closed
+// first and without the guard's lock: a signature in progress holds that
+// lock while it waits in the backend (a device model may take a minute),
+// and closing the backend is what ends the wait.
 func (g *Guarded) Close() error {
+	var err error
+	if c, ok := g.key.ks.(Closer); ok {
+		err = c.Close()
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.lock != nil {
 		unlockFile(g.lock)
 		g.lock = nil
 	}
-	if c, ok := g.key.ks.(Closer); ok {
-		return c.Close()
-	}
-	return nil
+	return err
 }
 
 // TakeInjected passes on modelled time of the backend (a device model).

@@ -177,3 +177,38 @@ func TestGuardWithholdsTheSignatureWhenStateCannotBeSaved(t *testing.T) {
 		t.Fatal("a retry got a signature whose high-water mark was never saved")
 	}
 }
+
+// blockingSigner waits in Sign until closed, like a slow device.
+type blockingSigner struct {
+	KeySigner
+	entered chan struct{}
+	closed  chan struct{}
+}
+
+func (b *blockingSigner) Sign(kind string, msg []byte) ([]byte, error) {
+	close(b.entered)
+	<-b.closed
+	return b.KeySigner.Sign(kind, msg)
+}
+
+func (b *blockingSigner) Close() error { close(b.closed); return nil }
+
+func TestGuardCloseEndsASignatureWaitingInTheBackend(t *testing.T) {
+	bs := &blockingSigner{KeySigner: PrivKeySigner{Key: testKey()}, entered: make(chan struct{}), closed: make(chan struct{})}
+	g, err := OpenGuard(bs, filepath.Join(t.TempDir(), "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- g.SignVote(chainID, vote(types.PrevoteType, 1, 0, 0xAA), false) }()
+	<-bs.entered
+	closed := make(chan error, 1)
+	go func() { closed <- g.Close() }()
+	for _, ch := range []chan error{closed, done} {
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Close deadlocked with a signature waiting in the backend")
+		}
+	}
+}

@@ -59,7 +59,9 @@ func TestExitCodes(t *testing.T) {
 		{"run failing expectation", []string{"run", failing, "--out", filepath.Join(t.TempDir(), "r")}, 1,
 			[]string{"FAIL  heights_committed", "RESULT: FAIL (1 expectation(s) failed)", "solo"}, ""},
 		{"unknown flag", []string{"run", good, "--nope"}, 2, nil, "unknown flag"},
-		{"list", []string{"list"}, 0, []string{"quickstart", "baseline", "slow-signer"}, ""},
+		{"list", []string{"list"}, 0, []string{"quickstart", "baseline", "slow-signer", "signer-restart"}, ""},
+		{"profiles", []string{"profiles"}, 0, []string{"yubihsm2", "ledger-nano-s-plus", "MODEL"}, ""},
+		{"profiles verbose", []string{"profiles", "-v"}, 0, []string{"source:      seeds/000"}, ""},
 		{"version", []string{"version"}, 0, []string{"valnet ", "CometBFT v1.0"}, ""},
 	}
 	for _, tc := range tests {
