@@ -18,10 +18,55 @@ type recorder struct {
 	mu     sync.Mutex
 	blocks map[int64]bool
 	sealed bool
+
+	// Signers report through a queue: encoding and writing an event must
+	// not sit inside a signature (it would be counted as transport time,
+	// and it would stall the consensus routine that waits for it).
+	queue   chan results.Event
+	drained chan struct{}
+	stop    chan struct{}
+	once    sync.Once
 }
 
+// queueSize bounds the signer event queue; a full queue falls back to a
+// direct write rather than drop a signature's record.
+const queueSize = 4096
+
 func newRecorder(w *results.Writer) *recorder {
-	return &recorder{w: w, tracker: results.NewTracker(), blocks: map[int64]bool{}}
+	r := &recorder{w: w, tracker: results.NewTracker(), blocks: map[int64]bool{},
+		queue: make(chan results.Event, queueSize), drained: make(chan struct{}), stop: make(chan struct{})}
+	go r.drain()
+	return r
+}
+
+// EmitAsync records e from a signer's goroutine without blocking it.
+func (r *recorder) EmitAsync(e results.Event) {
+	select {
+	case <-r.stop:
+		r.Emit(e) // dropped if sealed, as any late event
+	case r.queue <- e:
+	default:
+		r.Emit(e)
+	}
+}
+
+func (r *recorder) drain() {
+	defer close(r.drained)
+	for {
+		select {
+		case e := <-r.queue:
+			r.Emit(e)
+		case <-r.stop:
+			for {
+				select {
+				case e := <-r.queue:
+					r.Emit(e)
+				default:
+					return
+				}
+			}
+		}
+	}
 }
 
 func (r *recorder) Emit(e results.Event) {
@@ -44,8 +89,11 @@ func (r *recorder) Emit(e results.Event) {
 	r.tracker.Observe(e)
 }
 
-// seal stops accepting events from nodes and signers.
+// seal writes what signers queued, then stops accepting events from nodes
+// and signers.
 func (r *recorder) seal() {
+	r.once.Do(func() { close(r.stop) })
+	<-r.drained
 	r.mu.Lock()
 	r.sealed = true
 	r.mu.Unlock()

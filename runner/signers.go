@@ -41,7 +41,7 @@ func (r *run) openSigner(m *member, sockDir string) (*validatorSigner, error) {
 			if s.Err != nil {
 				e.Error = s.Err.Error()
 			}
-			r.rec.Emit(e)
+			r.rec.EmitAsync(e)
 		})
 	}
 	remote := sp.Via == scenarios.ViaTCP || sp.Via == scenarios.ViaUnix

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	cmtproto "github.com/cometbft/cometbft/api/cometbft/types/v1"
@@ -25,6 +26,7 @@ var transports = []string{signers.NetTCP, signers.NetUnix}
 type backend struct {
 	name string
 	note string
+	slow bool // measured alone, not interleaved
 	open func(env *backendEnv, stateFile string) (opened, error)
 }
 
@@ -38,7 +40,7 @@ type opened struct {
 
 var backends = []backend{
 	{name: "local", note: "in-memory ed25519", open: openLocal},
-	{name: "keyfile-every-sign", note: "bcrypt + decrypt per signature, as gnokms+gnokey",
+	{name: "keyfile-every-sign", note: "bcrypt + decrypt per signature, as gnokms+gnokey", slow: true,
 		open: openKeyfile(signers.ModeEverySign)},
 	{name: "keyfile-once", note: "decrypted once at open", open: openKeyfile(signers.ModeOnce)},
 	{name: "remote-tcp", note: "local behind privval over tcp + SecretConnection, timed at the node",
@@ -145,48 +147,120 @@ func openRemote(network string) func(*backendEnv, string) (opened, error) {
 	}
 }
 
-// runBackend signs one precommit per height through b. Every signature is
-// at a new height, so the guard writes and fsyncs its state file every
-// time, as it does in consensus.
-func runBackend(ctx context.Context, env *backendEnv, b backend) (Row, error) {
-	note := b.note
-	if env.tmpfs {
-		note = joinNote(note, "state dir is on tmpfs: fsync is free here")
-	}
-	fail := func(err error) (Row, error) {
-		if ctx.Err() != nil {
-			return Row{}, ctx.Err()
+// runBackends signs one precommit per height through each of bs. Every
+// signature is at a new height, so the guard writes and fsyncs its state
+// file every time, as it does in consensus. The fast chains are measured
+// interleaved (see measureInterleaved) so that local, keyfile-once and the
+// remote rows are comparable; a slow one is measured alone, since it
+// would only stretch the others' run. Rows come back in bs's order.
+func runBackends(ctx context.Context, env *backendEnv, bs []backend) ([]Row, error) {
+	rows := make([]Row, len(bs))
+	var fast []int
+	for i, b := range bs {
+		if !b.slow {
+			fast = append(fast, i)
 		}
-		return failedRow(GroupBackend, b.name, OpSignVote, err), nil
 	}
-	stateFile := filepath.Join(env.dir, b.name, "priv_validator_state.json")
-	o, err := b.open(env, stateFile)
-	if err != nil {
-		return fail(fmt.Errorf("open: %w", err))
+	if len(fast) > 0 {
+		names := make([]string, len(fast))
+		group := make([]backend, len(fast))
+		for j, i := range fast {
+			names[j], group[j] = bs[i].name, bs[i]
+		}
+		progress(env.opts, strings.Join(names, ", "), OpSignVote+" (interleaved)")
+		got, err := runChains(ctx, env, group)
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range fast {
+			rows[i] = got[j]
+		}
 	}
-	defer o.close()
+	for i, b := range bs {
+		if b.slow {
+			progress(env.opts, b.name, OpSignVote)
+			got, err := runChains(ctx, env, []backend{b})
+			if err != nil {
+				return nil, err
+			}
+			rows[i] = got[0]
+		}
+	}
+	return rows, nil
+}
 
-	// Votes are built before timing; only SignVote is timed.
-	votes := make([]*cmtproto.Vote, env.opts.Warmup+env.opts.Iterations)
-	addr := o.pub.Address()
-	for i := range votes {
-		votes[i] = benchVote(benchHeight+int64(i), addr)
+// chain is one opened backend being measured.
+type chain struct {
+	b         backend
+	o         opened
+	stateFile string
+	votes     []*cmtproto.Vote
+	last      int
+	row       Row // set when the chain failed before measuring
+}
+
+// runChains opens bs, measures them together and checks what they signed.
+// Only a cancelled ctx is an error; a chain that fails gets a FAILED row.
+func runChains(ctx context.Context, env *backendEnv, bs []backend) ([]Row, error) {
+	chains := make([]*chain, len(bs))
+	var live []*chain
+	for i, b := range bs {
+		c := &chain{b: b, stateFile: filepath.Join(env.dir, b.name, "priv_validator_state.json"), last: -1}
+		chains[i] = c
+		o, err := b.open(env, c.stateFile)
+		if err != nil {
+			c.row = failedRow(GroupBackend, b.name, OpSignVote, fmt.Errorf("open: %w", err))
+			continue
+		}
+		defer o.close()
+		c.o = o
+		// Votes are built before timing; only SignVote is timed.
+		c.votes = make([]*cmtproto.Vote, env.opts.Warmup+env.opts.Iterations)
+		addr := o.pub.Address()
+		for h := range c.votes {
+			c.votes[h] = benchVote(benchHeight+int64(h), addr)
+		}
+		live = append(live, c)
 	}
-	last := -1
-	s, err := measure(ctx, env.opts, func(seq int) error {
-		last = seq
-		return o.s.SignVote(benchChainID, votes[seq], false)
-	})
+	ops := make([]op, len(live))
+	for i, c := range live {
+		ops[i] = func(seq int) error {
+			c.last = seq
+			return c.o.s.SignVote(benchChainID, c.votes[seq], false)
+		}
+	}
+	got, err := measureInterleaved(ctx, env.opts, ops)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
-	if err := checkSigned(o.pub, votes[0], votes[last]); err != nil {
-		return fail(err)
+	for i, c := range live {
+		s := got[i]
+		if err := s.err; err != nil {
+			c.row = failedRow(GroupBackend, c.b.name, OpSignVote, err)
+			continue
+		}
+		if err := checkSigned(c.o.pub, c.votes[0], c.votes[c.last]); err != nil {
+			c.row = failedRow(GroupBackend, c.b.name, OpSignVote, err)
+			continue
+		}
+		if err := checkPersisted(c.stateFile, c.votes[c.last].Height); err != nil {
+			c.row = failedRow(GroupBackend, c.b.name, OpSignVote, err)
+			continue
+		}
+		note := c.b.note
+		if len(live) > 1 {
+			note = joinNote(note, "interleaved with the other fast backends")
+		}
+		if env.tmpfs {
+			note = joinNote(note, "state dir is on tmpfs: fsync is free here")
+		}
+		c.row = s.row(GroupBackend, c.b.name, OpSignVote, note)
 	}
-	if err := checkPersisted(stateFile, votes[last].Height); err != nil {
-		return fail(err)
+	rows := make([]Row, len(chains))
+	for i, c := range chains {
+		rows[i] = c.row
 	}
-	return s.row(GroupBackend, b.name, OpSignVote, note), nil
+	return rows, nil
 }
 
 // checkSigned verifies the first and last signatures the chain returned.

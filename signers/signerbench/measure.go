@@ -11,50 +11,85 @@ import (
 // samples are the timed ops of one row.
 type samples struct {
 	d      []time.Duration
-	capped bool // stopped by Duration before Iterations
+	capped bool  // stopped by Duration before Iterations
+	err    error // the op failed; d is then meaningless
 }
+
+// op is one operation to time; seq never repeats within a row, warm-up
+// included (a backend signs height seq+1, so the guard persists every
+// signature).
+type op func(seq int) error
 
 // measure warms op up, then times it Iterations times or until Duration is
 // spent. time.Now carries Go's monotonic clock reading and time.Since uses
-// it, so wall-clock steps do not bend the samples. op gets a sequence
-// number that never repeats within a row, warm-up included (a backend
-// signs height seq+1 so the guard persists every signature). An op error
-// stops the row.
-func measure(ctx context.Context, o Options, op func(seq int) error) (samples, error) {
-	seq := 0
+// it, so wall-clock steps do not bend the samples. Only a cancelled ctx is
+// returned as an error; a failing op is in samples.err.
+func measure(ctx context.Context, o Options, f op) (samples, error) {
+	s, err := measureInterleaved(ctx, o, []op{f})
+	if err != nil {
+		return samples{}, err
+	}
+	return s[0], s[0].err
+}
+
+// measureInterleaved times several ops round-robin, one of each per
+// iteration, starting each iteration with the next op. Rows whose
+// difference matters (remote minus direct) then see the same disk, cache
+// and scheduler weather, which sequential rows would not: fsync time drifts
+// by more than the transport costs. A failing op leaves the rotation; the
+// others go on. The time cap is Duration per op.
+func measureInterleaved(ctx context.Context, o Options, ops []op) ([]samples, error) {
+	k := len(ops)
+	out := make([]samples, k)
+	seq := make([]int, k)
+	run := func(i int) (time.Duration, bool) {
+		if out[i].err != nil {
+			return 0, false
+		}
+		t0 := time.Now()
+		err := ops[i](seq[i])
+		d := time.Since(t0)
+		seq[i]++
+		if err != nil {
+			out[i].err = fmt.Errorf("op %d: %w", seq[i], err)
+			return 0, false
+		}
+		return d, true
+	}
 	warmStart := time.Now()
 	for w := 0; w < o.Warmup; w++ {
 		if err := ctx.Err(); err != nil {
-			return samples{}, err
+			return nil, err
 		}
-		if err := op(seq); err != nil {
-			return samples{}, fmt.Errorf("warm-up: %w", err)
+		for i := range ops {
+			run(i)
 		}
-		seq++
-		if o.Duration > 0 && time.Since(warmStart) >= o.Duration/10 {
+		if o.Duration > 0 && time.Since(warmStart) >= time.Duration(k)*o.Duration/10 {
 			break
 		}
 	}
-	s := samples{d: make([]time.Duration, 0, o.Iterations)}
+	for i := range out {
+		out[i].d = make([]time.Duration, 0, o.Iterations)
+	}
 	start := time.Now()
-	for len(s.d) < o.Iterations {
+	for it := 0; it < o.Iterations; it++ {
 		if err := ctx.Err(); err != nil {
-			return samples{}, err
+			return nil, err
 		}
-		if o.Duration > 0 && len(s.d) >= minSamples && time.Since(start) >= o.Duration {
-			s.capped = true
+		if o.Duration > 0 && it >= minSamples && time.Since(start) >= time.Duration(k)*o.Duration {
+			for i := range out {
+				out[i].capped = true
+			}
 			break
 		}
-		t0 := time.Now()
-		err := op(seq)
-		d := time.Since(t0)
-		if err != nil {
-			return samples{}, fmt.Errorf("op %d: %w", len(s.d)+1, err)
+		for j := range ops {
+			i := (it + j) % k
+			if d, ok := run(i); ok {
+				out[i].d = append(out[i].d, d)
+			}
 		}
-		s.d = append(s.d, d)
-		seq++
 	}
-	return s, nil
+	return out, nil
 }
 
 // row turns samples into a table row.

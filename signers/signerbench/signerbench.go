@@ -214,18 +214,20 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 	}
 	defer os.RemoveAll(dir)
 	env := &backendEnv{opts: opts, dir: dir, tmpfs: isTmpfs(dir)}
-	direct := map[string]Row{}
+	var bs []backend
 	for _, b := range backends {
-		if !sel[b.name] {
-			continue
+		if sel[b.name] {
+			bs = append(bs, b)
 		}
-		progress(opts, b.name, OpSignVote)
-		row, err := runBackend(ctx, env, b)
-		if err != nil {
-			return rep, err
-		}
-		rep.Rows = append(rep.Rows, row)
-		direct[b.name] = row
+	}
+	rows, err := runBackends(ctx, env, bs)
+	if err != nil {
+		return rep, err
+	}
+	rep.Rows = append(rep.Rows, rows...)
+	direct := map[string]Row{}
+	for _, r := range rows {
+		direct[r.Name] = r
 	}
 	for _, t := range transports {
 		if name := "overhead-" + t; sel[name] {
