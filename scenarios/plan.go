@@ -51,14 +51,52 @@ type ValidatorPlan struct {
 
 // SignerPlan is the signing backend of one validator.
 type SignerPlan struct {
-	Type     string       // local | keyfile | simulated
+	Type     string       // local | keyfile | simulated | pkcs11 | ledger
 	KeyType  string       // ed25519 | secp256k1 (default ed25519)
 	Via      string       // direct | tcp | unix (default direct)
 	Latency  *LatencyPlan // nil: no injected latency
 	CPUScale float64      // multiplies software signing cost; default 1
 	Keyfile  *KeyfilePlan // set for type keyfile only
 	Profile  string       // simulated: a built-in or scenario profile name
+	PKCS11   *PKCS11Plan  // set for type pkcs11 only
+	Ledger   *LedgerPlan  // set for type ledger only
 }
+
+// PKCS11Plan is a key in a PKCS#11 token (an HSM, or SoftHSM2).
+type PKCS11Plan struct {
+	Module    string // path of the PKCS#11 library; default for provision softhsm: the SoftHSM2 module found on the host
+	Token     string // token label; exactly one of Token or Slot (HasSlot)
+	Slot      uint
+	HasSlot   bool
+	Key       string // key label (CKA_LABEL)
+	PinEnv    string // exactly one of PinEnv, PinFile (not needed with provision softhsm)
+	PinFile   string
+	Provision string // "" or "softhsm": the run creates a throwaway token and key in the run dir
+}
+
+// LedgerPlan is a Ledger device running the Tendermint validator app.
+type LedgerPlan struct {
+	Device       string        // hid | emulator (default emulator)
+	Serial       string        // hid: pick the device by serial; "" = the first one
+	ChunkSize    int           // APDU payload bytes per packet; default 250
+	ConfirmDelay time.Duration // emulator: wait before the first signature is confirmed; default 0
+	// Emulator timing; zero values take the profile defaults
+	// (ledger-nano-s-plus: 51ms host stall, 3ms wire per exchange, 525ms on-device).
+	HostStall  time.Duration
+	Wire       time.Duration
+	DeviceSign time.Duration
+}
+
+// Signer types of the hardware issue.
+const (
+	SignerPKCS11 = "pkcs11"
+	SignerLedger = "ledger"
+
+	LedgerHID      = "hid"
+	LedgerEmulator = "emulator"
+
+	ProvisionSoftHSM = "softhsm"
+)
 
 // Signer types, key types and transports.
 const (
