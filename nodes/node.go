@@ -61,6 +61,22 @@ type HeightReporter interface {
 	Height() int64
 }
 
+// Controller is the optional ability to stop and start a node again on a
+// fault timeline, as an operator would. Each method returns once the
+// change has happened (or ctx ends).
+type Controller interface {
+	// Kill ends the node at once, without a clean shutdown (SIGKILL for a
+	// process). Its home keeps whatever was written.
+	Kill(ctx context.Context) error
+	// Pause freezes the node: no progress, no answers (SIGSTOP).
+	Pause(ctx context.Context) error
+	// Resume undoes Pause (SIGCONT).
+	Resume(ctx context.Context) error
+	// Restart starts a stopped or killed node again from its own home
+	// (WAL, block store, signer state); it catches up from its peers.
+	Restart(ctx context.Context) error
+}
+
 // Backend starts nodes.
 type Backend interface {
 	Name() string
