@@ -21,6 +21,70 @@ type Plan struct {
 	// either.
 	Profiles map[string]ProfilePlan
 	Faults   []FaultPlan // in declaration order
+	Network  NetworkPlan
+}
+
+// NetworkPlan is the `network:` key: links between validators, in user
+// space (no kernel netem).
+type NetworkPlan struct {
+	// Default applies to every directed link without an override.
+	Default LinkPlan
+	// Links are directed overrides, expanded (a symmetric entry gives two),
+	// zone latencies first, then explicit `links:` entries in order (later
+	// ones win).
+	Links []LinkOverride
+	// Zones maps validator name -> canonical region (network.Regions).
+	Zones map[string]string
+	// Topology says whom each node dials.
+	Topology TopologyPlan
+}
+
+// LinkPlan shapes one direction of a link. Zero value: a plain link.
+type LinkPlan struct {
+	Latency   *LatencyPlan  // one-way; nil = 0 (phases unused)
+	Jitter    time.Duration // extra normal jitter (stddev) on top of Latency
+	Bandwidth float64       // bytes per second; 0 = unlimited
+}
+
+// IsZero reports a plain link.
+func (l LinkPlan) IsZero() bool { return l.Latency == nil && l.Jitter == 0 && l.Bandwidth == 0 }
+
+// LinkOverride is a directed link setting.
+type LinkOverride struct {
+	From, To string
+	Link     LinkPlan
+	Zone     bool // from the zone matrix rather than `links:`
+}
+
+// Topologies.
+const (
+	TopologyMesh     = "mesh"
+	TopologyRing     = "ring"
+	TopologyRandom   = "random"
+	TopologyExplicit = "explicit"
+)
+
+// TopologyPlan: mesh (default), ring K, random K (seeded), or explicit
+// peers per validator.
+type TopologyPlan struct {
+	Kind  string
+	K     int
+	Peers map[string][]string // explicit: validator -> validators it dials
+}
+
+// NeedsFabric reports whether any link is shaped or any network fault is
+// planned, i.e. whether connections must go through the user-space proxies.
+func (p *Plan) NeedsFabric() bool {
+	if !p.Network.Default.IsZero() || len(p.Network.Links) > 0 {
+		return true
+	}
+	for _, f := range p.Faults {
+		switch f.Action {
+		case FaultNetworkLatency, FaultPartition, FaultIsolate, FaultHeal:
+			return true
+		}
+	}
+	return false
 }
 
 // Timeouts are CometBFT's [consensus] timeouts, defaults already applied.
@@ -36,7 +100,14 @@ type Timeouts struct {
 
 // RunPlan says how and for how long the network runs.
 type RunPlan struct {
-	Backend     string        // "inprocess"
+	Backend string // inprocess | process
+	// HaltAfter: a stretch with no commit longer than this is a halt in
+	// summary.json; 0 = 3 × the run's median block interval.
+	HaltAfter time.Duration
+	// Binary: run this CometBFT-compatible binary for every validator
+	// (process backend) instead of `valnet node`; ValidatorPlan.Binary
+	// overrides per validator.
+	Binary      string
 	Heights     int64         // stop once this height is committed
 	MaxDuration time.Duration // hard stop
 	Seed        int64         // keys and random models
@@ -47,6 +118,7 @@ type ValidatorPlan struct {
 	Name   string
 	Power  int64
 	Signer SignerPlan
+	Binary string // process backend: the node binary ("" = run.binary or valnet node)
 }
 
 // SignerPlan is the signing backend of one validator.
@@ -151,6 +223,18 @@ const (
 	FaultSignerError   = "signer-error"
 	FaultSignerOutage  = "signer-outage"
 	FaultSignerRestart = "signer-restart"
+
+	FaultNetworkLatency = "network-latency"
+	FaultPartition      = "partition"
+	FaultIsolate        = "isolate"
+	FaultHeal           = "heal"
+
+	FaultNodeStop    = "node-stop"
+	FaultNodeStart   = "node-start"
+	FaultNodeKill    = "node-kill"
+	FaultNodePause   = "node-pause"
+	FaultNodeResume  = "node-resume"
+	FaultNodeRestart = "node-restart"
 )
 
 // FaultPlan is one `faults:` entry.
