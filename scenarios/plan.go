@@ -29,12 +29,12 @@ type Plan struct {
 type NetworkPlan struct {
 	// Default applies to every directed link without an override.
 	Default LinkPlan
-	// Links are directed overrides, expanded (a symmetric entry gives two),
-	// zone latencies first, then explicit `links:` entries in order (later
-	// ones win).
-	Links []LinkOverride
-	// Zones maps validator name -> canonical region (network.Regions).
+	// Zones maps validator name -> canonical region (network.Regions); the
+	// built-in matrix gives the latency between two zones, over Default.
 	Zones map[string]string
+	// Links are directed overrides of `links:`, expanded (a symmetric
+	// entry gives two), in order: later ones win, and they win over zones.
+	Links []LinkOverride
 	// Topology says whom each node dials.
 	Topology TopologyPlan
 }
@@ -53,7 +53,6 @@ func (l LinkPlan) IsZero() bool { return l.Latency == nil && l.Jitter == 0 && l.
 type LinkOverride struct {
 	From, To string
 	Link     LinkPlan
-	Zone     bool // from the zone matrix rather than `links:`
 }
 
 // Topologies.
@@ -75,7 +74,7 @@ type TopologyPlan struct {
 // NeedsFabric reports whether any link is shaped or any network fault is
 // planned, i.e. whether connections must go through the user-space proxies.
 func (p *Plan) NeedsFabric() bool {
-	if !p.Network.Default.IsZero() || len(p.Network.Links) > 0 {
+	if !p.Network.Default.IsZero() || len(p.Network.Links) > 0 || len(p.Network.Zones) > 0 {
 		return true
 	}
 	for _, f := range p.Faults {
