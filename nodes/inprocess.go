@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cometbft/cometbft/abci/example/kvstore"
@@ -35,19 +36,33 @@ const eventBuffer = 10_000
 
 type inProcessNode struct {
 	name    string
+	spec    Spec
+	valSet  *types.ValidatorSet
 	addrs   Addrs
-	node    *node.Node
 	logFile *os.File
-	cancel  context.CancelFunc
-	pumps   sync.WaitGroup
+	logger  cmtlog.Logger
 
-	stopOnce sync.Once
-	stopErr  error
+	// mu serialises Stop and the Controller methods; cur is the running
+	// incarnation (nil once killed), last the newest one (for Height).
+	mu      sync.Mutex
+	cur     *inProcessRun
+	last    atomic.Pointer[node.Node]
+	stopped bool
+	stopErr error
+}
+
+// inProcessRun is one incarnation of a node: Restart builds a new one from
+// the same home.
+type inProcessRun struct {
+	node   *node.Node
+	cancel context.CancelFunc
+	pumps  sync.WaitGroup
 }
 
 var (
 	_ Node           = (*inProcessNode)(nil)
 	_ HeightReporter = (*inProcessNode)(nil)
+	_ Controller     = (*inProcessNode)(nil)
 )
 
 // Start creates and starts the node of spec. Its home must already be
@@ -67,39 +82,13 @@ func (InProcess) Start(ctx context.Context, spec Spec) (Node, error) {
 		logFile.Close()
 		return nil, fmt.Errorf("node %s: genesis validators: %w", spec.Name, err)
 	}
-	gen := spec.Genesis
-	genesisProvider := func() (node.ChecksummedGenesisDoc, error) {
-		// The checksum only matters for a --genesis_hash check, not used here.
-		return node.ChecksummedGenesisDoc{GenesisDoc: gen, Sha256Checksum: make([]byte, 32)}, nil
-	}
-	n, err := node.NewNode(ctx, spec.Config, spec.Signer, spec.NodeKey,
-		proxy.NewLocalClientCreator(kvstore.NewInMemoryApplication()),
-		genesisProvider,
-		guardedDBProvider,
-		node.DefaultMetricsProvider(spec.Config.Instrumentation),
-		logger)
+	ipn := &inProcessNode{name: spec.Name, spec: spec, valSet: valSet, logFile: logFile, logger: logger}
+	r, err := ipn.launch(ctx)
 	if err != nil {
 		logFile.Close()
-		return nil, fmt.Errorf("node %s: %w", spec.Name, err)
+		return nil, err
 	}
-	pumpCtx, cancel := context.WithCancel(context.Background())
-	ipn := &inProcessNode{name: spec.Name, node: n, logFile: logFile, cancel: cancel}
-	tr := &translator{node: spec.Name, names: spec.Names, valSet: valSet}
-	// Subscribe before Start so that no event of the first height is lost.
-	// A plain node (no Sink) records nothing.
-	if spec.Sink != nil {
-		if err := ipn.subscribe(pumpCtx, n.EventBus(), tr, spec.Sink); err != nil {
-			cancel()
-			logFile.Close()
-			return nil, fmt.Errorf("node %s: subscribe: %w", spec.Name, err)
-		}
-	}
-	if err := n.Start(); err != nil {
-		cancel()
-		ipn.pumps.Wait()
-		logFile.Close()
-		return nil, fmt.Errorf("node %s: start: %w", spec.Name, err)
-	}
+	ipn.cur = r
 	ipn.addrs = Addrs{
 		RPC: "http://" + strings.TrimPrefix(spec.Config.RPC.ListenAddress, "tcp://"),
 		P2P: NodeID(spec.NodeKey) + "@" + strings.TrimPrefix(spec.Config.P2P.ListenAddress, "tcp://"),
@@ -107,26 +96,82 @@ func (InProcess) Start(ctx context.Context, spec Spec) (Node, error) {
 	return ipn, nil
 }
 
+// launch builds a node from the home and spec and starts it. The
+// application is an in-memory kvstore: a restarted node's handshake
+// replays the block store into the fresh app.
+func (n *inProcessNode) launch(ctx context.Context) (*inProcessRun, error) {
+	spec := n.spec
+	gen := spec.Genesis
+	genesisProvider := func() (node.ChecksummedGenesisDoc, error) {
+		// The checksum only matters for a --genesis_hash check, not used here.
+		return node.ChecksummedGenesisDoc{GenesisDoc: gen, Sha256Checksum: make([]byte, 32)}, nil
+	}
+	nd, err := node.NewNode(ctx, spec.Config, spec.Signer, spec.NodeKey,
+		proxy.NewLocalClientCreator(kvstore.NewInMemoryApplication()),
+		genesisProvider,
+		guardedDBProvider,
+		node.DefaultMetricsProvider(spec.Config.Instrumentation),
+		n.logger)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", spec.Name, err)
+	}
+	pumpCtx, cancel := context.WithCancel(context.Background())
+	r := &inProcessRun{node: nd, cancel: cancel}
+	tr := &translator{node: spec.Name, names: spec.Names, valSet: n.valSet}
+	// Subscribe before Start so that no event of the first height is lost.
+	// A plain node (no Sink) records nothing.
+	if spec.Sink != nil {
+		if err := subscribeBus(pumpCtx, nd.EventBus(), tr, spec.Sink, &r.pumps); err != nil {
+			cancel()
+			r.pumps.Wait()
+			return nil, fmt.Errorf("node %s: subscribe: %w", spec.Name, err)
+		}
+	}
+	if err := nd.Start(); err != nil {
+		cancel()
+		r.pumps.Wait()
+		return nil, fmt.Errorf("node %s: start: %w", spec.Name, err)
+	}
+	n.last.Store(nd)
+	return r, nil
+}
+
+// stop stops an incarnation and waits for its event pumps.
+func (r *inProcessRun) stop() error {
+	var err error
+	if r.node.IsRunning() {
+		err = r.node.Stop()
+		r.node.Wait()
+	}
+	r.cancel()
+	r.pumps.Wait()
+	return err
+}
+
 func (n *inProcessNode) Name() string  { return n.name }
-func (n *inProcessNode) Height() int64 { return n.node.BlockStore().Height() }
+func (n *inProcessNode) Height() int64 { return n.last.Load().BlockStore().Height() }
 func (n *inProcessNode) Addrs() Addrs  { return n.addrs }
 
 func (n *inProcessNode) Stop(context.Context) error {
-	n.stopOnce.Do(func() {
-		if n.node.IsRunning() {
-			n.stopErr = n.node.Stop()
-			n.node.Wait()
-		}
-		n.cancel()
-		n.pumps.Wait()
-		if err := n.logFile.Close(); err != nil && n.stopErr == nil {
-			n.stopErr = err
-		}
-	})
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.stopped {
+		return n.stopErr
+	}
+	n.stopped = true
+	if n.cur != nil {
+		n.stopErr = n.cur.stop()
+		n.cur = nil
+	}
+	if err := n.logFile.Close(); err != nil && n.stopErr == nil {
+		n.stopErr = err
+	}
 	return n.stopErr
 }
 
-func (n *inProcessNode) subscribe(ctx context.Context, bus *types.EventBus, tr *translator, sink Sink) error {
+// subscribeBus pumps the consensus events of bus, translated by tr, into
+// sink until ctx ends; wg counts the pumps.
+func subscribeBus(ctx context.Context, bus *types.EventBus, tr *translator, sink Sink, wg *sync.WaitGroup) error {
 	queries := []cmtpubsub.Query{
 		types.EventQueryVote,
 		types.EventQueryNewRound,
@@ -139,9 +184,9 @@ func (n *inProcessNode) subscribe(ctx context.Context, bus *types.EventBus, tr *
 		if err != nil {
 			return err
 		}
-		n.pumps.Add(1)
+		wg.Add(1)
 		go func() {
-			defer n.pumps.Done()
+			defer wg.Done()
 			for {
 				select {
 				case msg := <-sub.Out():
@@ -150,7 +195,7 @@ func (n *inProcessNode) subscribe(ctx context.Context, bus *types.EventBus, tr *
 					}
 				case <-sub.Canceled():
 					if err := sub.Err(); err != nil && ctx.Err() == nil && bus.IsRunning() {
-						sink.Emit(results.Event{Time: time.Now(), Kind: results.KindNodeError, Node: n.name,
+						sink.Emit(results.Event{Time: time.Now(), Kind: results.KindNodeError, Node: tr.node,
 							Error: "event subscription cancelled: " + err.Error()})
 					}
 					return

@@ -48,6 +48,11 @@ var metrics = map[string]metric{
 	"proposals_made":    {perValidator: true, validator: func(v *ValidatorSummary, _ string) (float64, int) { return count(v.Proposals.Made) }},
 	"proposals_missed":  {perValidator: true, validator: func(v *ValidatorSummary, _ string) (float64, int) { return count(v.Proposals.Missed) }},
 
+	"missed_blocks":          {perValidator: true, validator: func(v *ValidatorSummary, _ string) (float64, int) { return count(v.MissedBlocks) }},
+	"consecutive_missed_max": {perValidator: true, validator: func(v *ValidatorSummary, _ string) (float64, int) { return count(v.ConsecutiveMissedMax) }},
+	"late_prevotes":          {perValidator: true, validator: func(v *ValidatorSummary, _ string) (float64, int) { return count(v.LatePrevotes) }},
+	"late_precommits":        {perValidator: true, validator: func(v *ValidatorSummary, _ string) (float64, int) { return count(v.LatePrecommits) }},
+
 	"sign_latency_p50_ms": {perValidator: true, phased: true, validator: func(v *ValidatorSummary, p string) (float64, int) {
 		st := v.SignLatencyMS.phase(p)
 		return st.P50, st.Count

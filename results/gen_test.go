@@ -18,15 +18,23 @@ type genConfig struct {
 	heights    int64
 	start      time.Time
 
-	commitRound map[int64]int32    // height -> round it commits in (default 0)
-	signerFails map[int64]bool     // failed rounds: the proposer's signer errors (else it is just silent)
-	absent      map[int64][]int    // height -> validators missing from its commit (precommit arrived late)
-	nilVotes    map[int64][]int    // height -> validators that prevote and precommit nil in the commit round
-	injected    map[int]float64    // validator -> injected delay on its precommits, ms
-	resign      map[int64]int      // height -> validator that signs its precommit twice (same block)
-	expect      []Expectation      // recorded in run_start
-	nextHeight  bool               // the run is stopped while height+1 has begun
-	names       func(i int) string // validator name, default v1..vN
+	commitRound map[int64]int32 // height -> round it commits in (default 0)
+	signerFails map[int64]bool  // failed rounds: the proposer's signer errors (else it is just silent)
+	absent      map[int64][]int // height -> validators missing from its commit (precommit arrived late)
+	nilVotes    map[int64][]int // height -> validators that prevote and precommit nil in the commit round
+	injected    map[int]float64 // validator -> injected delay on its precommits, ms
+	resign      map[int64]int   // height -> validator that signs its precommit twice (same block)
+	expect      []Expectation   // recorded in run_start
+	nextHeight  bool            // the run is stopped while height+1 has begun
+	gossip      bool            // every node receives every vote (vote events at each node); else only its own
+
+	// Causes of the absent entries: a validator listed here is also listed
+	// in absent; one absent for no listed reason signs in time but its
+	// precommit reaches no other node (it is lost on the way).
+	lateSign     map[int64]int      // height -> validator whose commit-round precommit returns after the decision
+	precommitErr map[int64]int      // height -> validator whose commit-round precommit signature fails
+	nodeDown     map[int64]int      // height -> validator whose node is paused for the whole height (node-pause fault)
+	names        func(i int) string // validator name, default v1..vN
 }
 
 // gen returns the event stream of the scripted run.
@@ -82,10 +90,35 @@ func gen(c genConfig) []Event {
 		emit(ev)
 	}
 	proposer := func(h int64, r int32) int { return int((h - 1 + int64(r)) % int64(c.validators)) }
+	down := -1 // the validator whose node is paused at the current height
 	nodes := func(f func(i int)) {
 		for i := range c.validators {
-			f(i)
+			if i != down {
+				f(i)
+			}
 		}
+	}
+	// rotated visits the nodes starting at h mod n, so that who votes last
+	// (and is late by the +2/3 definition) changes from height to height.
+	rotated := func(h int64, f func(i int)) {
+		for k := range c.validators {
+			if i := (int(h) + k) % c.validators; i != down {
+				f(i)
+			}
+		}
+	}
+	// cast: node i casts its vote; with gossip every other node receives it
+	// at once, unless it is lost.
+	cast := func(i int, phase string, h int64, r int32, id string, lost bool) {
+		emit(Event{Kind: KindVote, Node: name(i), Validator: name(i), Phase: phase, Height: h, Round: r, BlockID: id})
+		if !c.gossip || lost {
+			return
+		}
+		nodes(func(j int) {
+			if j != i {
+				emit(Event{Kind: KindVote, Node: name(j), Validator: name(i), Phase: phase, Height: h, Round: r, BlockID: id})
+			}
+		})
 	}
 
 	startHeight := func(h int64, r int32) {
@@ -98,6 +131,11 @@ func gen(c genConfig) []Event {
 
 	for h := int64(1); h <= c.heights; h++ {
 		cr := c.commitRound[h]
+		down = -1
+		if v, ok := c.nodeDown[h]; ok {
+			down = v
+			emit(Event{Kind: KindFault, Validator: name(v), Action: FaultNodePause, State: FaultStart, Height: h, Detail: "node paused"})
+		}
 		id := blockID(h)
 		for r := int32(0); r <= cr; r++ {
 			startHeight(h, r)
@@ -110,16 +148,16 @@ func gen(c genConfig) []Event {
 					emit(Event{Kind: KindSign, Node: name(p), Validator: name(p), Phase: PhaseProposal, Height: h, Round: r, LatencyMS: 3, Error: "signer: connection reset"})
 				}
 				advance(3000) // timeout_propose
-				nodes(func(i int) {
+				rotated(h, func(i int) {
 					emit(Event{Kind: KindStep, Node: name(i), Height: h, Round: r, Step: "prevote"})
 					sign(i, PhasePrevote, h, r, "")
-					emit(Event{Kind: KindVote, Node: name(i), Validator: name(i), Phase: PhasePrevote, Height: h, Round: r})
+					cast(i, PhasePrevote, h, r, "", false)
 				})
 				advance(1000) // timeout_prevote
 				nodes(func(i int) {
 					emit(Event{Kind: KindStep, Node: name(i), Height: h, Round: r, Step: "precommit"})
 					sign(i, PhasePrecommit, h, r, "")
-					emit(Event{Kind: KindVote, Node: name(i), Validator: name(i), Phase: PhasePrecommit, Height: h, Round: r})
+					cast(i, PhasePrecommit, h, r, "", false)
 				})
 				advance(1000) // timeout_precommit
 				continue
@@ -135,24 +173,41 @@ func gen(c genConfig) []Event {
 				}
 				return id
 			}
-			nodes(func(i int) {
+			rotated(h, func(i int) {
 				emit(Event{Kind: KindStep, Node: name(i), Height: h, Round: r, Step: "prevote"})
 				sign(i, PhasePrevote, h, r, vote(i))
-				emit(Event{Kind: KindVote, Node: name(i), Validator: name(i), Phase: PhasePrevote, Height: h, Round: r, BlockID: vote(i)})
+				cast(i, PhasePrevote, h, r, vote(i), false)
 			})
 			advance(4)
+			late, isLate := c.lateSign[h]
+			var lateFrom time.Time
 			nodes(func(i int) {
 				emit(Event{Kind: KindStep, Node: name(i), Height: h, Round: r, Step: "precommit"})
+				if isLate && late == i {
+					lateFrom = t // its signature returns after the commit
+					return
+				}
+				if v, ok := c.precommitErr[h]; ok && v == i {
+					advance(1)
+					emit(Event{Kind: KindSign, Node: name(i), Validator: name(i), Phase: PhasePrecommit, Height: h, Round: r, LatencyMS: 1, Error: "signer: connection refused"})
+					return
+				}
 				sign(i, PhasePrecommit, h, r, vote(i))
 				if v, ok := c.resign[h]; ok && v == i {
 					sign(i, PhasePrecommit, h, r, vote(i)) // FilePV retry: same vote again
 				}
-				emit(Event{Kind: KindVote, Node: name(i), Validator: name(i), Phase: PhasePrecommit, Height: h, Round: r, BlockID: vote(i)})
+				cast(i, PhasePrecommit, h, r, vote(i), in(c.absent[h], i))
 			})
 			advance(4)
 			nodes(func(i int) {
 				emit(Event{Kind: KindStep, Node: name(i), Height: h, Round: r, Step: "commit"})
 			})
+			if isLate {
+				advance(40)
+				emit(Event{Kind: KindSign, Node: name(late), Validator: name(late), Phase: PhasePrecommit, Height: h, Round: r,
+					BlockID: vote(late), LatencyMS: roundMS(float64(t.Sub(lateFrom).Nanoseconds()) / 1e6)})
+				cast(late, PhasePrecommit, h, r, vote(late), true) // too late for the others
+			}
 		}
 		bt := t.Add(-7 * time.Millisecond)
 		blk := Event{Kind: KindBlock, Node: name(0), Height: h, Proposer: name(proposer(h, cr)), BlockTime: &bt, Txs: int(h % 3)}
@@ -166,6 +221,10 @@ func gen(c genConfig) []Event {
 			}
 		}
 		emit(blk)
+		if down >= 0 {
+			emit(Event{Kind: KindFault, Validator: name(down), Action: FaultNodePause, State: FaultEnd, Height: h, Detail: "node resumed"})
+			down = -1
+		}
 		nodes(func(i int) {
 			emit(Event{Kind: KindStep, Node: name(i), Height: h + 1, Step: "new_height"})
 		})
@@ -183,10 +242,15 @@ func gen(c genConfig) []Event {
 }
 
 // fixtureConfig is the run behind testdata/events.jsonl: 4 validators, 8
-// heights; height 5 needs round 1 because v1's signer fails in round 0;
-// v2 precommits nil at height 2; v3's precommit is missing from the commits
-// of heights 3 and 6; v4 signs precommits with 200 ms injected latency and
-// re-signs one (not a double sign); one expectation fails (v3's misses).
+// heights, every vote gossiped to every node; height 5 needs round 1
+// because v1's signer fails in round 0 (proposal-missing); v2 precommits
+// nil at height 2; v3's precommit is missing from the commits of heights 3
+// (signed after the decision: signer-late) and 4 (signed in time, lost on
+// the way: network), two in a row; v1's precommit signature fails at
+// height 6 (signer-failed); v2's node is paused during height 7
+// (node-down); v4 signs precommits with 200 ms injected latency, so its
+// precommits are always the late ones, and re-signs one (not a double
+// sign); one expectation fails (v3's misses).
 func fixtureConfig() genConfig {
 	f := func(v float64) *float64 { return &v }
 	return genConfig{
@@ -195,11 +259,16 @@ func fixtureConfig() genConfig {
 		start:       time.Date(2025, 3, 14, 9, 26, 53, 0, time.UTC),
 		commitRound: map[int64]int32{5: 1},
 		signerFails: map[int64]bool{5: true},
-		absent:      map[int64][]int{3: {2}, 6: {2}},
+		absent:      map[int64][]int{3: {2}, 4: {2}, 6: {0}, 7: {1}},
 		nilVotes:    map[int64][]int{2: {1}},
 		injected:    map[int]float64{3: 200},
 		resign:      map[int64]int{7: 3},
 		nextHeight:  true,
+		gossip:      true,
+
+		lateSign:     map[int64]int{3: 2},
+		precommitErr: map[int64]int{6: 0},
+		nodeDown:     map[int64]int{7: 1},
 		expect: []Expectation{
 			{Metric: "heights_committed", Min: f(8)},
 			{Metric: "max_commit_round", Max: f(1)},

@@ -83,6 +83,27 @@ func TestGolden(t *testing.T) {
 		}
 		checkGolden(t, "heights.csv", buf.Bytes())
 	})
+	t.Run("missed.csv", func(t *testing.T) {
+		var buf bytes.Buffer
+		if err := WriteMissedCSV(&buf, evs); err != nil {
+			t.Fatal(err)
+		}
+		checkGolden(t, "missed.csv", buf.Bytes())
+	})
+	t.Run("junit.xml", func(t *testing.T) {
+		var buf bytes.Buffer
+		if err := WriteJUnit(&buf, s); err != nil {
+			t.Fatal(err)
+		}
+		checkGolden(t, "junit.xml", buf.Bytes())
+	})
+	t.Run("summary.md", func(t *testing.T) {
+		var buf bytes.Buffer
+		if err := WriteMarkdown(&buf, s); err != nil {
+			t.Fatal(err)
+		}
+		checkGolden(t, "summary.md", buf.Bytes())
+	})
 	t.Run("table.txt", func(t *testing.T) {
 		var buf bytes.Buffer
 		if err := WriteTable(&buf, s); err != nil {
@@ -108,9 +129,9 @@ func TestFixtureFacts(t *testing.T) {
 	}
 	type row struct{ missed, nils, counted, expected, made, errs int }
 	want := map[string]row{
-		"v1": {0, 0, 7, 2, 1, 1}, // proposer at 1 and 5/0 (signer failed)
-		"v2": {0, 1, 7, 3, 3, 0}, // proposer at 2, 5/1, 6; nil at 2
-		"v3": {2, 0, 7, 2, 2, 0}, // absent at 3 and 6
+		"v1": {1, 0, 7, 2, 1, 2}, // proposer at 1 and 5/0 (signer failed); precommit failed at 6
+		"v2": {1, 1, 7, 3, 3, 0}, // proposer at 2, 5/1, 6; nil at 2; down at 7
+		"v3": {2, 0, 7, 2, 2, 0}, // absent at 3 and 4
 		"v4": {0, 0, 7, 2, 2, 0}, // 9/0 is after the last commit
 	}
 	for _, v := range s.Validators {

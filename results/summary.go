@@ -25,6 +25,7 @@ type Summary struct {
 
 	Heights         HeightStats        `json:"heights"`
 	Rounds          RoundStats         `json:"rounds"`
+	RoundChanges    []RoundChange      `json:"round_changes"`
 	BlockIntervalMS IntervalStats      `json:"block_interval_ms"`
 	Validators      []ValidatorSummary `json:"validators"`
 
@@ -76,8 +77,16 @@ type ValidatorSummary struct {
 	MissedPrecommits  int `json:"missed_precommits"`
 	NilPrecommits     int `json:"nil_precommits"`
 	PrecommitsCounted int `json:"precommits_counted"`
+	// MissedBlocks is MissedPrecommits under the name operators' alerting
+	// uses; MissedByCause splits the same count by cause.
+	MissedBlocks         int           `json:"missed_blocks"`
+	MissedByCause        MissedByCause `json:"missed_by_cause"`
+	ConsecutiveMissedMax int           `json:"consecutive_missed_max"`
+	LatePrevotes         int           `json:"late_prevotes"`
+	LatePrecommits       int           `json:"late_precommits"`
 
-	Proposals ProposalStats `json:"proposals"`
+	Proposals            ProposalStats `json:"proposals"`
+	ProposalsNotReceived int           `json:"proposals_not_received"`
 
 	SignLatencyMS     PhaseLatency `json:"sign_latency_ms"`
 	InjectedLatencyMS LatencyStats `json:"injected_latency_ms"`
@@ -178,6 +187,16 @@ func (s *Summary) Failed() []ExpectationResult {
 //     successful proposal sign event by v. Using one window for both keeps
 //     made <= expected in practice, so missed = expected - made is the
 //     number of wasted turns.
+//   - missed_by_cause(v): each missed precommit classified (see
+//     MissedPrecommits and docs/results.md); missed_blocks = missed_precommits;
+//     consecutive_missed_max: the longest run of consecutive heights with v
+//     absent.
+//   - late_prevotes/late_precommits(v): (height, round) whose vote of v
+//     reached a majority of the other nodes that got +2/3 of that phase
+//     only after they had it (see index.lateVotes).
+//   - round_changes: each round r < commit round of a committed height, with
+//     its cause (see index.roundChanges); proposals_not_received(v): those
+//     of v's turns whose proposal most other nodes lacked when prevoting.
 //   - sign_latency_ms: per phase (and all phases together) over successful
 //     sign events, latency_ms; injected_latency_ms: injected_ms of the
 //     successful sign events that were delayed (injected_ms > 0), so it
@@ -201,7 +220,7 @@ func (s *Summary) Failed() []ExpectationResult {
 //   - ok: every expectation holds and the run neither errored nor was
 //     interrupted (stop_reason heights or max_duration).
 func Summarize(events []Event) *Summary {
-	s := &Summary{Validators: []ValidatorSummary{}, Expectations: []ExpectationResult{}}
+	s := &Summary{Validators: []ValidatorSummary{}, Expectations: []ExpectationResult{}, RoundChanges: []RoundChange{}}
 	var start, end *Event
 	for i := range events {
 		switch events[i].Kind {
@@ -223,6 +242,7 @@ func Summarize(events []Event) *Summary {
 	c := newChain(events)
 	summarizeChain(s, c)
 	summarizeValidators(s, events, start, c)
+	summarizeConsensus(s, events, start, c)
 	summarizeFaults(s, events, start)
 
 	if start != nil {

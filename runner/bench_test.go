@@ -136,7 +136,7 @@ func benchPlain(b *testing.B, n int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := assignPorts(members); err != nil {
+		if err := (&run{plan: plan, seed: 1, members: members}).assignPorts(); err != nil {
 			b.Fatal(err)
 		}
 		var (

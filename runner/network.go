@@ -13,6 +13,7 @@ import (
 	"github.com/cometbft/cometbft/p2p"
 	"github.com/cometbft/cometbft/types"
 
+	"github.com/valnet/valnet/network"
 	"github.com/valnet/valnet/nodes"
 	"github.com/valnet/valnet/scenarios"
 )
@@ -83,10 +84,11 @@ func applyTimeouts(c *cfg.Config, t scenarios.Timeouts) {
 	c.Consensus.TimeoutCommit = t.Commit
 }
 
-// assignPorts gives every member fresh loopback p2p and RPC ports and makes
-// every member a persistent peer of every other (a full mesh).
-func assignPorts(members []*member) error {
-	for _, m := range members {
+// assignPorts gives every member fresh loopback p2p and RPC ports and its
+// persistent peers by the scenario's topology (default: a full mesh). With
+// the link fabric, a node dials each peer through that pair's proxy.
+func (r *run) assignPorts() error {
+	for _, m := range r.members {
 		releasePorts(m)
 		p2pPort, err := nodes.FreePort()
 		if err != nil {
@@ -101,14 +103,29 @@ func assignPorts(members []*member) error {
 		m.config.P2P.ListenAddress = fmt.Sprintf("tcp://127.0.0.1:%d", p2pPort)
 		m.config.RPC.ListenAddress = fmt.Sprintf("tcp://127.0.0.1:%d", rpcPort)
 	}
-	for _, m := range members {
-		var peers []string
-		for _, o := range members {
-			if o != m {
-				peers = append(peers, nodes.NodeID(o.nodeKey)+"@"+strings.TrimPrefix(o.config.P2P.ListenAddress, "tcp://"))
+	names := make([]string, len(r.members))
+	byName := map[string]*member{}
+	for i, m := range r.members {
+		names[i], byName[m.plan.Name] = m.plan.Name, m
+	}
+	t := r.plan.Network.Topology
+	peers, err := network.Peers(names, network.Topology{Kind: t.Kind, K: t.K, Explicit: t.Peers}, r.seed)
+	if err != nil {
+		return fmt.Errorf("topology: %w", err)
+	}
+	for _, m := range r.members {
+		var list []string
+		for _, name := range peers[m.plan.Name] {
+			o := byName[name]
+			addr := strings.TrimPrefix(o.config.P2P.ListenAddress, "tcp://")
+			if r.fabric != nil {
+				if addr, err = r.fabric.Route(m.plan.Name, name, addr); err != nil {
+					return err
+				}
 			}
+			list = append(list, nodes.NodeID(o.nodeKey)+"@"+addr)
 		}
-		m.config.P2P.PersistentPeers = strings.Join(peers, ",")
+		m.config.P2P.PersistentPeers = strings.Join(list, ",")
 	}
 	return nil
 }

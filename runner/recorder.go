@@ -14,6 +14,7 @@ import (
 type recorder struct {
 	w       *results.Writer
 	tracker *results.Tracker
+	metrics *liveMetrics // nil without --metrics
 
 	mu     sync.Mutex
 	blocks map[int64]bool
@@ -87,6 +88,9 @@ func (r *recorder) Emit(e results.Event) {
 	r.w.Emit(e)
 	r.mu.Unlock()
 	r.tracker.Observe(e)
+	if r.metrics != nil {
+		r.metrics.Observe(e)
+	}
 }
 
 // seal writes what signers queued, then stops accepting events from nodes

@@ -19,6 +19,7 @@ import (
 	"github.com/cometbft/cometbft/crypto"
 	"github.com/cometbft/cometbft/types"
 
+	"github.com/valnet/valnet/network"
 	"github.com/valnet/valnet/nodes"
 	"github.com/valnet/valnet/results"
 	"github.com/valnet/valnet/scenarios"
@@ -32,6 +33,11 @@ type Options struct {
 	Status   io.Writer     // live progress; nil: none
 	Terminal bool          // Status is a terminal: one line rewritten in place
 	Backend  nodes.Backend // default: nodes.InProcess
+	// Metrics, when set, serves live Prometheus metrics on this address
+	// (e.g. 127.0.0.1:9100) while the run goes.
+	Metrics string
+	// OnMetrics is called with the address metrics are served on.
+	OnMetrics func(addr string)
 	// OnKeep is called when Keep is set and the run is done and summarised,
 	// before waiting for ctx to end (the CLI prints the addresses).
 	OnKeep func(*Outcome, NetworkInfo)
@@ -89,6 +95,18 @@ func Run(ctx context.Context, plan *scenarios.Plan, opts Options) (*Outcome, err
 		return nil, err
 	}
 	r := &run{plan: plan, seed: seed, opts: opts, rec: newRecorder(w), writer: w}
+	if opts.Metrics != "" {
+		m, err := startMetrics(opts.Metrics)
+		if err != nil {
+			w.Close()
+			return &Outcome{OutDir: opts.OutDir}, err
+		}
+		defer m.Close()
+		r.rec.metrics = m
+		if opts.OnMetrics != nil {
+			opts.OnMetrics(m.Addr())
+		}
+	}
 	runErr := r.execute(ctx)
 	keep := opts.Keep && runErr == nil && r.reason != results.StopInterrupted
 	if !keep {
@@ -124,7 +142,9 @@ type run struct {
 
 	members []*member
 	signers []*validatorSigner
-	sockDir string // unix sockets of remote signers; removed at the end
+	sockDir string          // unix sockets of remote signers; removed at the end
+	fabric  *network.Fabric // user-space links; nil when no link is shaped
+	links   map[[2]string]network.Link
 	nodes   []nodes.Node
 	network NetworkInfo
 	start   time.Time
@@ -156,6 +176,12 @@ func (r *run) execute(ctx context.Context) error {
 	r.rec.Emit(results.Event{Time: r.start, Kind: results.KindRunStart, Scenario: r.plan.Name,
 		Backend: r.opts.Backend.Name(), ChainID: r.plan.ChainID, Seed: r.seed,
 		Heights: r.plan.Run.Heights, Validators: infos, Expect: expectations(r.plan)})
+	if r.plan.NeedsFabric() {
+		r.fabric = network.NewFabric(network.Options{})
+		if err := r.shapeLinks(); err != nil {
+			return err
+		}
+	}
 	if err := r.startNodes(ctx, gen, names); err != nil {
 		return err
 	}
@@ -204,7 +230,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 func (r *run) startNodes(ctx context.Context, gen *types.GenesisDoc, names map[string]string) error {
 	var lastErr error
 	for attempt := 1; attempt <= startAttempts; attempt++ {
-		if err := assignPorts(r.members); err != nil {
+		if err := r.assignPorts(); err != nil {
 			return err
 		}
 		lastErr = r.startAll(ctx, gen, names)
@@ -296,6 +322,12 @@ func (r *run) shutdown() []error {
 	}
 	errs := r.stopNodes()
 	r.closeSigners()
+	if r.fabric != nil {
+		if err := r.fabric.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("network fabric: %w", err))
+		}
+		r.fabric = nil
+	}
 	return errs
 }
 
@@ -358,8 +390,9 @@ func (r *run) finish(runErr error) (*Outcome, error) {
 	return out, err
 }
 
-// Report derives summary.json and heights.csv of a run directory from its
-// events.jsonl alone, and returns the summary.
+// Report derives summary.json, heights.csv, missed.csv, junit.xml and
+// summary.md of a run directory from its events.jsonl alone, and returns
+// the summary.
 func Report(dir string) (*results.Summary, error) {
 	events, err := results.ReadFile(filepath.Join(dir, EventsFile))
 	if err != nil {
@@ -377,7 +410,10 @@ func Report(dir string) (*results.Summary, error) {
 		f.Close()
 		return s, err
 	}
-	return s, f.Close()
+	if err := f.Close(); err != nil {
+		return s, err
+	}
+	return s, writeCIFiles(dir, events, s)
 }
 
 func expectations(p *scenarios.Plan) []results.Expectation {

@@ -12,6 +12,8 @@ import (
 	"github.com/valnet/valnet/results"
 	"github.com/valnet/valnet/scenarios"
 	"github.com/valnet/valnet/signers"
+	"github.com/valnet/valnet/signers/ledger"
+	"github.com/valnet/valnet/signers/pkcs11"
 	"github.com/valnet/valnet/signers/profiles"
 )
 
@@ -73,6 +75,27 @@ func (r *run) openSigner(m *member, sockDir string) (*validatorSigner, error) {
 			path = filepath.Join(m.config.RootDir, "config", "priv_validator_key.armor")
 		}
 		spec.Keyfile = &signers.KeyfileSpec{Path: path, Mode: kf.Decrypt, Cost: kf.BcryptCost, Passphrase: pass}
+	}
+	if pp := sp.PKCS11; pp != nil {
+		cfg, err := r.pkcs11Config(name, pp)
+		if err != nil {
+			return nil, fmt.Errorf("validator %s: %w", name, err)
+		}
+		spec.PKCS11 = cfg
+	}
+	if lp := sp.Ledger; lp != nil {
+		t := ledger.NanoSPlus
+		if lp.HostStall > 0 {
+			t.HostStall = lp.HostStall
+		}
+		if lp.Wire > 0 {
+			t.Wire = lp.Wire
+		}
+		if lp.DeviceSign > 0 {
+			t.DeviceSign = lp.DeviceSign
+		}
+		spec.Ledger = &signers.LedgerSpec{Device: lp.Device, Serial: lp.Serial, ChunkSize: lp.ChunkSize,
+			ConfirmDelay: lp.ConfirmDelay, Timing: t}
 	}
 	if sp.Type == scenarios.SignerSimulated {
 		p, err := r.profile(sp.Profile)
@@ -144,6 +167,27 @@ func (vs *validatorSigner) close() {
 	if vs.log != nil {
 		_ = vs.log.Close()
 	}
+}
+
+// pkcs11Config provisions a throwaway SoftHSM2 token for the validator
+// (provision: softhsm; every token of a run lives in <run>/hsm, since
+// SoftHSM reads one configuration per process), or reads the PIN of a
+// token of the user's. Either way the validator's key is the token's:
+// the genesis is built from the public key the signer reads from it.
+func (r *run) pkcs11Config(name string, p *scenarios.PKCS11Plan) (*pkcs11.Config, error) {
+	if p.Provision == scenarios.ProvisionSoftHSM {
+		token := p.Token
+		if token == "" {
+			token = pkcs11.DefaultTokenLabel(name)
+		}
+		cfg, err := pkcs11.ProvisionModule(p.Module, filepath.Join(r.opts.OutDir, "hsm"), token, p.Key)
+		return &cfg, err
+	}
+	pin, err := pkcs11.ReadPIN(p.PinEnv, p.PinFile)
+	if err != nil {
+		return nil, err
+	}
+	return &pkcs11.Config{Module: p.Module, Token: p.Token, Slot: p.Slot, HasSlot: p.HasSlot, KeyLabel: p.Key, PIN: pin}, nil
 }
 
 func modelSpec(l *scenarios.LatencyPlan) *signers.ModelSpec {

@@ -1,10 +1,13 @@
 package runner
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/valnet/valnet/network"
+	"github.com/valnet/valnet/nodes"
 	"github.com/valnet/valnet/results"
 	"github.com/valnet/valnet/scenarios"
 	"github.com/valnet/valnet/signers"
@@ -24,7 +27,8 @@ type timeline struct {
 type faultTask struct {
 	plan    scenarios.FaultPlan
 	id      string
-	signer  *validatorSigner
+	signer  *validatorSigner // target's signer, if any
+	node    nodes.Node       // target's node, if any
 	started bool
 }
 
@@ -36,11 +40,15 @@ type scheduled struct {
 func newTimeline(r *run) *timeline {
 	t := &timeline{r: r}
 	byName := map[string]*validatorSigner{}
+	nodeByName := map[string]nodes.Node{}
 	for i, m := range r.members {
 		byName[m.plan.Name] = r.signers[i]
+		if i < len(r.nodes) {
+			nodeByName[m.plan.Name] = r.nodes[i]
+		}
 	}
 	for i, f := range r.plan.Faults {
-		task := &faultTask{plan: f, id: fmt.Sprintf("faults[%d]:%s", i, f.Action), signer: byName[f.Target]}
+		task := &faultTask{plan: f, id: fmt.Sprintf("faults[%d]:%s", i, f.Action), signer: byName[f.Target], node: nodeByName[f.Target]}
 		t.faults = append(t.faults, task)
 		t.arm(task)
 	}
@@ -154,6 +162,11 @@ func (t *timeline) start(task *faultTask, now time.Time) {
 		t.emit(task, results.FaultStart, "remote signer disconnected; the node cannot reach it")
 		_ = vs.server.Stop()
 		end("remote signer reconnecting", func() { _ = vs.server.Start() })
+	case scenarios.FaultPartition, scenarios.FaultIsolate, scenarios.FaultHeal, scenarios.FaultNetworkLatency:
+		t.network(task, now, end)
+	case scenarios.FaultNodeStop, scenarios.FaultNodeKill, scenarios.FaultNodeStart, scenarios.FaultNodeRestart,
+		scenarios.FaultNodePause, scenarios.FaultNodeResume:
+		t.nodeFault(task, now)
 	case scenarios.FaultSignerRestart:
 		t.emit(task, results.FaultStart, fmt.Sprintf("remote signer killed; restarting from its state file after %v", f.Duration))
 		_ = vs.server.Stop()
@@ -165,5 +178,180 @@ func (t *timeline) start(task *faultTask, now time.Time) {
 			_ = vs.server.Start()
 			t.emit(task, results.FaultEnd, "remote signer started and redialing the node")
 		})
+	}
+}
+
+// network applies a partition, isolation, heal or latency change to the
+// link fabric (present whenever a scenario has network faults).
+func (t *timeline) network(task *faultTask, now time.Time, end func(string, func())) {
+	f, fab := task.plan, t.r.fabric
+	if fab == nil {
+		t.emit(task, results.FaultStart, "not applied: no network fabric")
+		return
+	}
+	switch f.Action {
+	case scenarios.FaultPartition:
+		var pairs [][2]string
+		side := map[string]int{}
+		for i, g := range f.Groups {
+			for _, v := range g {
+				side[v] = i + 1
+			}
+		}
+		for _, a := range t.r.members {
+			for _, b := range t.r.members {
+				sa, sb := side[a.plan.Name], side[b.plan.Name]
+				// Validators in no group stay connected to everyone.
+				if a != b && sa != 0 && sb != 0 && sa != sb {
+					pairs = append(pairs, [2]string{a.plan.Name, b.plan.Name})
+				}
+			}
+		}
+		for _, p := range pairs {
+			fab.SetBlocked(p[0], p[1], true)
+		}
+		t.emit(task, results.FaultStart, "partition "+groupsText(f.Groups))
+		end("partition healed", func() {
+			for _, p := range pairs {
+				fab.SetBlocked(p[0], p[1], false)
+			}
+		})
+	case scenarios.FaultIsolate:
+		fab.Isolate(f.Target, true)
+		t.emit(task, results.FaultStart, f.Target+" cut off from every peer")
+		end("reconnected", func() { fab.Isolate(f.Target, false) })
+	case scenarios.FaultHeal:
+		fab.HealAll()
+		t.emit(task, results.FaultStart, "every link unblocked")
+	case scenarios.FaultNetworkLatency:
+		lp := scenarios.LinkPlan{Latency: f.Latency}
+		if f.Link != nil {
+			lp = *f.Link
+			lp.Latency = f.Latency
+		}
+		pairs := t.linkPairs(f)
+		var prev []network.Link
+		for _, p := range pairs {
+			prev = append(prev, t.r.linkNow(p[0], p[1]))
+			l, err := networkLink(lp, t.r.seed, task.id+":"+p[0]+"->"+p[1])
+			if err != nil {
+				t.emit(task, results.FaultStart, "not applied: "+err.Error())
+				return
+			}
+			t.r.setLink(p[0], p[1], l)
+		}
+		desc := "0"
+		if len(pairs) > 0 {
+			desc = t.r.linkNow(pairs[0][0], pairs[0][1]).String()
+		}
+		t.emit(task, results.FaultStart, fmt.Sprintf("%d links now %s", len(pairs), desc))
+		end("links restored", func() {
+			for i, p := range pairs {
+				t.r.setLink(p[0], p[1], prev[i])
+			}
+		})
+	}
+}
+
+// linkPairs are the directed links a network-latency fault changes.
+func (t *timeline) linkPairs(f scenarios.FaultPlan) [][2]string {
+	var pairs [][2]string
+	for _, a := range t.r.members {
+		for _, b := range t.r.members {
+			x, y := a.plan.Name, b.plan.Name
+			switch {
+			case x == y:
+			case f.From != "":
+				if (x == f.From && y == f.To) || (!f.OneWay && x == f.To && y == f.From) {
+					pairs = append(pairs, [2]string{x, y})
+				}
+			case f.Target != "":
+				if x == f.Target || y == f.Target {
+					pairs = append(pairs, [2]string{x, y})
+				}
+			default:
+				pairs = append(pairs, [2]string{x, y})
+			}
+		}
+	}
+	return pairs
+}
+
+func groupsText(groups [][]string) string {
+	parts := make([]string, len(groups))
+	for i, g := range groups {
+		parts[i] = "[" + strings.Join(g, " ") + "]"
+	}
+	return strings.Join(parts, " | ")
+}
+
+// nodeFault stops, kills, pauses or restarts the target's node. Each
+// control call returns once the change happened; a duration schedules the
+// way back (start, resume).
+func (t *timeline) nodeFault(task *faultTask, now time.Time) {
+	f := task.plan
+	ctl, ok := task.node.(nodes.Controller)
+	if !ok {
+		t.emit(task, results.FaultStart, "not applied: this backend cannot control nodes")
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	do := func(what string, op func(context.Context) error) bool {
+		if err := op(ctx); err != nil {
+			t.emit(task, results.FaultStart, what+" failed: "+err.Error())
+			return false
+		}
+		return true
+	}
+	back := func(what string, op func(context.Context) error) {
+		if f.Duration <= 0 {
+			return
+		}
+		t.after(now, f.Duration, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			detail := what
+			if err := op(ctx); err != nil {
+				detail = what + " failed: " + err.Error()
+			}
+			t.emit(task, results.FaultEnd, detail)
+		})
+	}
+	switch f.Action {
+	case scenarios.FaultNodeStop, scenarios.FaultNodeKill:
+		// Emitted first: the node's missed votes start now.
+		t.emit(task, results.FaultStart, f.Target+" down ("+f.Action+")")
+		if do(f.Action, ctl.Kill) {
+			back("started again from its home", func(ctx context.Context) error {
+				return ctl.Restart(ctx)
+			})
+		}
+	case scenarios.FaultNodeStart:
+		if do("start", ctl.Restart) {
+			t.emit(task, results.FaultStart, f.Target+" started")
+		}
+	case scenarios.FaultNodeRestart:
+		t.emit(task, results.FaultStart, f.Target+" restarting from its home")
+		if f.Duration > 0 {
+			if do("stop", ctl.Kill) {
+				back("started again from its home", func(ctx context.Context) error {
+					return ctl.Restart(ctx)
+				})
+			}
+			return
+		}
+		if do("restart", ctl.Restart) {
+			t.emit(task, results.FaultEnd, f.Target+" running again")
+		}
+	case scenarios.FaultNodePause:
+		t.emit(task, results.FaultStart, f.Target+" paused (no progress, no answers)")
+		if do("pause", ctl.Pause) {
+			back("resumed", ctl.Resume)
+		}
+	case scenarios.FaultNodeResume:
+		if do("resume", ctl.Resume) {
+			t.emit(task, results.FaultStart, f.Target+" resumed")
+		}
 	}
 }

@@ -4,9 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/cometbft/cometbft/crypto"
+	"github.com/cometbft/cometbft/crypto/ed25519"
 
+	"github.com/valnet/valnet/signers/ledger"
+	"github.com/valnet/valnet/signers/pkcs11"
 	"github.com/valnet/valnet/signers/profiles"
 )
 
@@ -15,11 +19,23 @@ const (
 	TypeLocal     = "local"
 	TypeKeyfile   = "keyfile"
 	TypeSimulated = "simulated"
+	TypePKCS11    = "pkcs11"
+	TypeLedger    = "ledger"
 )
+
+// LedgerSpec is a Ledger running the validator app: a real device over
+// USB HID, or the built-in device model (emulator).
+type LedgerSpec struct {
+	Device       string // hid | emulator
+	Serial       string // hid: "" = the first device
+	ChunkSize    int    // APDU payload bytes per packet
+	ConfirmDelay time.Duration
+	Timing       ledger.EmulatorTiming
+}
 
 // Spec says which signer chain to build for one validator.
 type Spec struct {
-	Type string // local | keyfile | simulated
+	Type string // local | keyfile | simulated | pkcs11
 	// Key is the validator's key (derived from the run seed). local and
 	// simulated sign with it; keyfile encrypts it into a new key file, or
 	// signs with the key already in an existing file.
@@ -28,6 +44,8 @@ type Spec struct {
 	StateFile string // the double-sign guard's high-water mark
 	Keyfile   *KeyfileSpec
 	Profile   *profiles.Profile // simulated
+	PKCS11    *pkcs11.Config    // pkcs11: the token and key; Key is not used
+	Ledger    *LedgerSpec       // ledger; the emulator holds Key (ed25519 only)
 	CPUScale  float64           // 0 or 1: no scaling
 	Latency   *ModelSpec        // nil: no injected delay
 	Phases    []string          // phases the delay applies to; empty: all
@@ -59,6 +77,10 @@ type Built struct {
 
 	spec Spec
 	slot *swappable
+	// emu is the Ledger device model, created once: a signer restart
+	// reconnects to the same device, whose RAM vote state survives (only
+	// reopening the app on the device would reset it).
+	emu *ledger.Emulator
 }
 
 // Build opens the backend of spec and wraps it.
@@ -90,7 +112,16 @@ func Build(spec Spec) (*Built, error) {
 
 // open opens the backend, scaled for the host's CPU, behind a new guard.
 func (b *Built) open() (*Guarded, string, error) {
-	ks, label, err := openBackend(b.spec)
+	var (
+		ks    KeySigner
+		label string
+		err   error
+	)
+	if b.spec.Type == TypeLedger {
+		ks, label, err = b.openLedger()
+	} else {
+		ks, label, err = openBackend(b.spec)
+	}
 	if err != nil {
 		return nil, "", err
 	}
@@ -146,9 +177,52 @@ func openBackend(spec Spec) (KeySigner, string, error) {
 			return nil, "", err
 		}
 		return s, s.Label(), nil
+	case TypePKCS11:
+		if spec.PKCS11 == nil {
+			return nil, "", errors.New("pkcs11 signer without a token spec")
+		}
+		s, err := pkcs11.Open(*spec.PKCS11)
+		if err != nil {
+			return nil, "", err
+		}
+		return s, "pkcs11(" + spec.PKCS11.Name() + ")", nil
 	default:
-		return nil, "", fmt.Errorf("signer type %q is not available (allowed: local, keyfile, simulated)", spec.Type)
+		return nil, "", fmt.Errorf("signer type %q is not available (allowed: local, keyfile, simulated, pkcs11)", spec.Type)
 	}
+}
+
+// openLedger opens the Ledger app on a real device or on the device model.
+func (b *Built) openLedger() (KeySigner, string, error) {
+	ls := b.spec.Ledger
+	if ls == nil {
+		return nil, "", errors.New("ledger signer without a device spec")
+	}
+	var dev ledger.Device
+	switch ls.Device {
+	case "hid":
+		d, err := ledger.OpenHID(ls.Serial)
+		if err != nil {
+			return nil, "", err
+		}
+		dev = d
+	case "emulator", "":
+		if b.emu == nil {
+			key, ok := b.spec.Key.(ed25519.PrivKey)
+			if !ok {
+				return nil, "", fmt.Errorf("the Ledger validator app signs Ed25519 only; key_type %s is not possible", b.spec.Key.Type())
+			}
+			t := ls.Timing
+			b.emu = ledger.NewEmulator(ledger.EmulatorConfig{Key: key, Timing: &t, ConfirmDelay: ls.ConfirmDelay})
+		}
+		dev = b.emu.Conn()
+	default:
+		return nil, "", fmt.Errorf("ledger device %q (allowed: hid, emulator)", ls.Device)
+	}
+	s, err := ledger.Open(dev, ls.ChunkSize)
+	if err != nil {
+		return nil, "", err
+	}
+	return s, s.Label(), nil
 }
 
 // Restart stops the signer and starts it again from its persisted state, as
@@ -172,5 +246,10 @@ func (b *Built) Restart(down func()) error {
 	return nil
 }
 
-// Close closes the whole chain.
-func (b *Built) Close() error { return Close(b.Signer) }
+// Close closes the whole chain (and the device model, if any).
+func (b *Built) Close() error {
+	if b.emu != nil {
+		_ = b.emu.Close() // ends a modelled wait at once
+	}
+	return Close(b.Signer)
+}

@@ -176,8 +176,8 @@ type ServerConfig struct {
 	// IdentityKey is the signer's SecretConnection identity (tcp only).
 	IdentityKey ed25519.PrivKey
 	Signer      Signer // the guarded backend chain that really signs
-	// RedialForever keeps dialing until the node is up and again after it
-	// restarts (tmkms behaviour); otherwise CometBFT's default retries.
+	// RedialForever is kept for callers; the server always dials until the
+	// node is up and again after it restarts (tmkms behaviour), until Stop.
 	RedialForever bool
 	Logger        cmtlog.Logger
 }
@@ -185,11 +185,12 @@ type ServerConfig struct {
 // RemoteServer is the signer side: it dials the node and answers its
 // requests with Signer.
 type RemoteServer struct {
-	mu      sync.Mutex
-	cfg     ServerConfig
-	dialer  *privval.SignerDialerEndpoint
-	server  *privval.SignerServer
-	running bool
+	mu       sync.Mutex
+	cfg      ServerConfig
+	redialer *redialer
+	dialer   *privval.SignerDialerEndpoint
+	server   *privval.SignerServer
+	running  bool
 }
 
 // ServeRemote dials the node and serves signatures until Stop.
@@ -221,14 +222,12 @@ func (s *RemoteServer) Start() error {
 	default:
 		return fmt.Errorf("remote signer: unknown network %q (allowed: tcp, unix)", cfg.Network)
 	}
-	opts := []privval.SignerServiceEndpointOption{privval.SignerDialerEndpointRetryWaitInterval(100 * time.Millisecond)}
-	if cfg.RedialForever {
-		// About a year of 100 ms retries: "until the node is up".
-		opts = append(opts, privval.SignerDialerEndpointConnRetries(1<<31-1))
-	} else {
-		opts = append(opts, privval.SignerDialerEndpointConnRetries(600))
-	}
-	s.dialer = privval.NewSignerDialerEndpoint(cfg.Logger.With("module", "privval"), dial, opts...)
+	// Our redialer waits for the node itself (and again after the node
+	// goes away), so CometBFT's endpoint gets one "retry" that lasts as
+	// long as needed and a connection it drops on any error.
+	s.redialer = newRedialer(dial)
+	s.dialer = privval.NewSignerDialerEndpoint(cfg.Logger.With("module", "privval"), s.redialer.Dial,
+		privval.SignerDialerEndpointConnRetries(1))
 	s.server = privval.NewSignerServer(s.dialer, cfg.ChainID, cfg.Signer)
 	if err := s.server.Start(); err != nil {
 		return fmt.Errorf("remote signer: %w", err)
@@ -245,6 +244,7 @@ func (s *RemoteServer) Stop() error {
 		return nil
 	}
 	s.running = false
+	s.redialer.Stop()
 	err := s.server.Stop()
 	_ = s.dialer.Close()
 	if errors.Is(err, service.ErrAlreadyStopped) {

@@ -9,7 +9,7 @@ import (
 func newReportCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "report RUN_DIR",
-		Short: "Rebuild summary.json and heights.csv of a run from its events.jsonl, and print the table",
+		Short: "Rebuild a run's summary.json, report.html, junit.xml, summary.md, heights.csv and missed.csv from its events.jsonl, and print the table",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := runner.Report(args[0])

@@ -17,10 +17,11 @@ import (
 
 func newRunCmd() *cobra.Command {
 	var (
-		out   string
-		keep  bool
-		seed  int64
-		quiet bool
+		out     string
+		keep    bool
+		seed    int64
+		quiet   bool
+		metrics string
 	)
 	cmd := &cobra.Command{
 		Use:   "run SCENARIO",
@@ -34,7 +35,7 @@ func newRunCmd() *cobra.Command {
 			if err != nil {
 				return &exitError{exitBadInput, err}
 			}
-			opts := runner.Options{OutDir: out}
+			opts := runner.Options{OutDir: out, Metrics: metrics}
 			if cmd.Flags().Changed("seed") {
 				opts.Seed = &seed
 			}
@@ -46,6 +47,11 @@ func newRunCmd() *cobra.Command {
 				}
 			}
 			opts.Keep = keep
+			opts.OnMetrics = func(addr string) {
+				if !quiet {
+					fmt.Fprintf(stderr, "valnet: live metrics on http://%s/metrics\n", addr)
+				}
+			}
 			opts.OnKeep = func(o *runner.Outcome, n runner.NetworkInfo) {
 				printOutcome(stdout, o, quiet)
 				fmt.Fprintf(stdout, "\n--keep: the network stays up; press Ctrl-C to stop it.\n")
@@ -76,6 +82,7 @@ func newRunCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&keep, "keep", false, "leave the network running after the run, print RPC addresses, stop on Ctrl-C")
 	cmd.Flags().Int64Var(&seed, "seed", 0, "seed for keys and random models (default: the scenario's run.seed)")
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "no live status and no table; print only the result line")
+	cmd.Flags().StringVar(&metrics, "metrics", "", "serve live Prometheus metrics on this address while running, e.g. 127.0.0.1:9100")
 	return cmd
 }
 
@@ -95,7 +102,7 @@ func printOutcome(w io.Writer, o *runner.Outcome, quiet bool) {
 		return
 	}
 	results.WriteTable(w, o.Summary)
-	fmt.Fprintf(w, "\nrun directory: %s (events.jsonl, summary.json, heights.csv, network.json, nodes/)\n", o.OutDir)
+	fmt.Fprintf(w, "\nrun directory: %s (report.html, summary.json, summary.md, junit.xml, heights.csv, missed.csv, events.jsonl, network.json, nodes/)\n", o.OutDir)
 }
 
 // exitFor maps a summary to the exit code CI reads.

@@ -43,16 +43,16 @@ type algorithm struct {
 
 var algorithms = []algorithm{
 	{name: "ed25519", lib: "cometbft crypto/ed25519", newKey: cometKey(func() crypto.PrivKey { return ed25519.GenPrivKey() })},
-	{name: "secp256k1", lib: "cometbft crypto/secp256k1: SHA-256 + ECDSA", newKey: cometKey(func() crypto.PrivKey { return secp256k1.GenPrivKey() })},
-	{name: "secp256k1-decred", lib: "decred secp256k1/v4 ecdsa: SHA-256 + RFC6979, DER", newKey: decredKey},
+	{name: "secp256k1", lib: "cometbft crypto/secp256k1", newKey: cometKey(func() crypto.PrivKey { return secp256k1.GenPrivKey() })},
+	{name: "secp256k1-decred", lib: "decred secp256k1/v4 ecdsa, DER", newKey: decredKey},
 	// CometBFT's own bls12381 needs cgo blst (build tag bls12381); circl is
 	// pure Go, so this row is a lower bound on the speed blst would give.
-	{name: "bls12-381", lib: "circl sign/bls min-pk (keys G1, sigs G2, as CometBFT)", newKey: blsKey},
-	{name: "ml-dsa-44", lib: "circl sign/mldsa (FIPS 204)", newKey: circlKey(mldsa44.Scheme())},
-	{name: "ml-dsa-65", lib: "circl sign/mldsa (FIPS 204)", newKey: circlKey(mldsa65.Scheme())},
-	{name: "ml-dsa-87", lib: "circl sign/mldsa (FIPS 204)", newKey: circlKey(mldsa87.Scheme())},
-	{name: "slh-dsa-sha2-128s", lib: "circl sign/slhdsa (FIPS 205)", newKey: circlKey(slhdsa.SHA2_128s.Scheme())},
-	{name: "slh-dsa-sha2-128f", lib: "circl sign/slhdsa (FIPS 205)", newKey: circlKey(slhdsa.SHA2_128f.Scheme())},
+	{name: "bls12-381", lib: "circl sign/bls, min-pk like CometBFT's", newKey: blsKey},
+	{name: "ml-dsa-44", lib: "circl sign/mldsa", newKey: circlKey(mldsa44.Scheme())},
+	{name: "ml-dsa-65", lib: "circl sign/mldsa", newKey: circlKey(mldsa65.Scheme())},
+	{name: "ml-dsa-87", lib: "circl sign/mldsa", newKey: circlKey(mldsa87.Scheme())},
+	{name: "slh-dsa-sha2-128s", lib: "circl sign/slhdsa", newKey: circlKey(slhdsa.SHA2_128s.Scheme())},
+	{name: "slh-dsa-sha2-128f", lib: "circl sign/slhdsa", newKey: circlKey(slhdsa.SHA2_128f.Scheme())},
 }
 
 func cometKey(gen func() crypto.PrivKey) func() (keyPair, error) {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	cmtproto "github.com/cometbft/cometbft/api/cometbft/types/v1"
@@ -36,16 +37,20 @@ type opened struct {
 	s     signers.Signer
 	pub   crypto.PubKey
 	close func()
+	note  string // replaces the backend's note when set
+	// inner, for a remote chain, is how long the signer side took for the
+	// last signature: the chain's own time, without the hop.
+	inner func() time.Duration
 }
 
 var backends = []backend{
-	{name: "local", note: "in-memory ed25519", open: openLocal},
-	{name: "keyfile-every-sign", note: "bcrypt + decrypt per signature, as gnokms+gnokey", slow: true,
+	{name: "local", note: "ed25519 key in memory", open: openLocal},
+	{name: "keyfile-every-sign", note: "bcrypt + decrypt per signature", slow: true,
 		open: openKeyfile(signers.ModeEverySign)},
 	{name: "keyfile-once", note: "decrypted once at open", open: openKeyfile(signers.ModeOnce)},
-	{name: "remote-tcp", note: "local behind privval over tcp + SecretConnection, timed at the node",
+	{name: "remote-tcp", note: "local via privval tcp + SecretConnection",
 		open: openRemote(signers.NetTCP)},
-	{name: "remote-unix", note: "local behind privval over a unix socket (plain), timed at the node",
+	{name: "remote-unix", note: "local via privval unix socket",
 		open: openRemote(signers.NetUnix)},
 }
 
@@ -96,97 +101,138 @@ func openKeyfile(mode string) func(*backendEnv, string) (opened, error) {
 			return opened{}, err
 		}
 		// Both modes share one file: Build writes it on first use.
-		return build(signers.Spec{Type: signers.TypeKeyfile, Key: key, StateFile: stateFile,
+		o, err := build(signers.Spec{Type: signers.TypeKeyfile, Key: key, StateFile: stateFile,
 			Keyfile: &signers.KeyfileSpec{Path: filepath.Join(env.dir, "validator.key"), Mode: mode,
 				Cost: env.opts.KeyfileCost, Passphrase: []byte("valnet bench passphrase")}})
+		if mode == signers.ModeEverySign {
+			o.note = fmt.Sprintf("bcrypt cost %d + decrypt per signature, as gnokms+gnokey", env.opts.KeyfileCost)
+		}
+		return o, err
 	}
 }
 
 func openRemote(network string) func(*backendEnv, string) (opened, error) {
-	return func(env *backendEnv, stateFile string) (opened, error) {
+	return func(env *backendEnv, stateFile string) (o opened, err error) {
+		var undo []func() // run in reverse on failure, or by close
+		cleanup := func() {
+			for i := len(undo) - 1; i >= 0; i-- {
+				undo[i]()
+			}
+		}
+		defer func() {
+			if err != nil {
+				cleanup()
+			}
+		}()
 		inner, err := openLocal(env, stateFile)
 		if err != nil {
 			return opened{}, err
 		}
-		addr, sockDir := "127.0.0.1:0", ""
+		undo = append(undo, inner.close)
+		addr := "127.0.0.1:0"
 		if network == signers.NetUnix {
 			// Not under Dir: a socket path must fit in ~100 bytes.
-			if sockDir, err = os.MkdirTemp("", "vnb-"); err != nil {
-				inner.close()
+			sockDir, err := os.MkdirTemp("", "vnb-")
+			if err != nil {
 				return opened{}, err
 			}
+			undo = append(undo, func() { _ = os.RemoveAll(sockDir) })
 			addr = filepath.Join(sockDir, "signer.sock")
 		}
 		nodeKey, signerKey := ed25519.GenPrivKey(), ed25519.GenPrivKey()
 		client, err := signers.ListenRemote(signers.ClientConfig{Network: network, Address: addr,
 			ChainID: benchChainID, NodeKey: nodeKey, AllowedSigners: []crypto.PubKey{signerKey.PubKey()}})
 		if err != nil {
-			inner.close()
 			return opened{}, err
 		}
+		timed := &timedSigner{Signer: inner.s}
 		server, err := signers.ServeRemote(signers.ServerConfig{Network: network, Address: client.Addr(),
-			ChainID: benchChainID, IdentityKey: signerKey, Signer: inner.s})
-		cleanup := func() {
-			if server != nil {
-				_ = server.Stop()
-			}
-			_ = client.Close()
-			inner.close()
-			if sockDir != "" {
-				_ = os.RemoveAll(sockDir)
-			}
-		}
-		if err == nil {
-			err = client.WaitForSigner(10 * time.Second)
-		}
+			ChainID: benchChainID, IdentityKey: signerKey, Signer: timed})
 		if err != nil {
-			cleanup()
+			_ = client.Close()
 			return opened{}, err
 		}
-		return opened{s: client, pub: inner.pub, close: cleanup}, nil
+		// Node side first: a signer stopped while still connected waits out
+		// its read timeout (~3 s) before Stop returns.
+		undo = append(undo, func() { _ = server.Stop() }, func() { _ = client.Close() })
+		if err := client.WaitForSigner(10 * time.Second); err != nil {
+			return opened{}, fmt.Errorf("signer did not connect: %w", err)
+		}
+		return opened{s: client, pub: inner.pub, close: cleanup, inner: timed.lastVote}, nil
 	}
+}
+
+// timedSigner times SignVote on the signer side of the hop. The node-side
+// time of the same signature minus this is the hop alone, signature by
+// signature, whatever the fsync inside took: subtracting two separately
+// measured rows instead leaves the transport (tens of µs) buried in fsync
+// noise (hundreds).
+type timedSigner struct {
+	signers.Signer
+	last atomic.Int64 // ns; written by the server goroutine
+}
+
+func (t *timedSigner) SignVote(chainID string, vote *cmtproto.Vote, ext bool) error {
+	t0 := time.Now()
+	err := t.Signer.SignVote(chainID, vote, ext)
+	t.last.Store(int64(time.Since(t0)))
+	return err
+}
+
+func (t *timedSigner) lastVote() time.Duration { return time.Duration(t.last.Load()) }
+
+// backendResult is what one backend row measured.
+type backendResult struct {
+	row Row
+	// hop, for a remote chain, is node-side minus signer-side time of each
+	// timed signature; nil otherwise.
+	hop *samples
 }
 
 // runBackends signs one precommit per height through each of bs. Every
 // signature is at a new height, so the guard writes and fsyncs its state
 // file every time, as it does in consensus. The fast chains are measured
-// interleaved (see measureInterleaved) so that local, keyfile-once and the
-// remote rows are comparable; a slow one is measured alone, since it
-// would only stretch the others' run. Rows come back in bs's order.
-func runBackends(ctx context.Context, env *backendEnv, bs []backend) ([]Row, error) {
-	rows := make([]Row, len(bs))
-	var fast []int
+// interleaved (see measureInterleaved) so that their rows are comparable;
+// a slow one is measured alone, since it would only stretch the others'
+// run. Results come back in bs's order.
+func runBackends(ctx context.Context, env *backendEnv, bs []backend) ([]backendResult, error) {
+	res := make([]backendResult, len(bs))
+	var fast, slow []int
 	for i, b := range bs {
-		if !b.slow {
+		if b.slow {
+			slow = append(slow, i)
+		} else {
 			fast = append(fast, i)
 		}
 	}
-	if len(fast) > 0 {
-		names := make([]string, len(fast))
-		group := make([]backend, len(fast))
-		for j, i := range fast {
-			names[j], group[j] = bs[i].name, bs[i]
+	// Each group is measured together; groups one after the other.
+	groups := [][]int{fast}
+	for _, i := range slow {
+		groups = append(groups, []int{i})
+	}
+	for _, g := range groups {
+		if len(g) == 0 {
+			continue
 		}
-		progress(env.opts, strings.Join(names, ", "), OpSignVote+" (interleaved)")
+		group := make([]backend, len(g))
+		names := make([]string, len(g))
+		for j, i := range g {
+			group[j], names[j] = bs[i], bs[i].name
+		}
+		op := OpSignVote
+		if len(g) > 1 {
+			op += " (interleaved)"
+		}
+		progress(env.opts, strings.Join(names, ", "), op)
 		got, err := runChains(ctx, env, group)
 		if err != nil {
 			return nil, err
 		}
-		for j, i := range fast {
-			rows[i] = got[j]
+		for j, i := range g {
+			res[i] = got[j]
 		}
 	}
-	for i, b := range bs {
-		if b.slow {
-			progress(env.opts, b.name, OpSignVote)
-			got, err := runChains(ctx, env, []backend{b})
-			if err != nil {
-				return nil, err
-			}
-			rows[i] = got[0]
-		}
-	}
-	return rows, nil
+	return res, nil
 }
 
 // chain is one opened backend being measured.
@@ -195,13 +241,14 @@ type chain struct {
 	o         opened
 	stateFile string
 	votes     []*cmtproto.Vote
+	innerD    []time.Duration // signer-side time by seq (remote chains)
 	last      int
-	row       Row // set when the chain failed before measuring
+	res       backendResult
 }
 
 // runChains opens bs, measures them together and checks what they signed.
 // Only a cancelled ctx is an error; a chain that fails gets a FAILED row.
-func runChains(ctx context.Context, env *backendEnv, bs []backend) ([]Row, error) {
+func runChains(ctx context.Context, env *backendEnv, bs []backend) ([]backendResult, error) {
 	chains := make([]*chain, len(bs))
 	var live []*chain
 	for i, b := range bs {
@@ -209,7 +256,7 @@ func runChains(ctx context.Context, env *backendEnv, bs []backend) ([]Row, error
 		chains[i] = c
 		o, err := b.open(env, c.stateFile)
 		if err != nil {
-			c.row = failedRow(GroupBackend, b.name, OpSignVote, fmt.Errorf("open: %w", err))
+			c.res.row = failedRow(GroupBackend, b.name, OpSignVote, fmt.Errorf("open: %w", err))
 			continue
 		}
 		defer o.close()
@@ -220,47 +267,75 @@ func runChains(ctx context.Context, env *backendEnv, bs []backend) ([]Row, error
 		for h := range c.votes {
 			c.votes[h] = benchVote(benchHeight+int64(h), addr)
 		}
+		if o.inner != nil {
+			c.innerD = make([]time.Duration, len(c.votes))
+		}
 		live = append(live, c)
 	}
+	if len(live) > 0 {
+		if err := measureChains(ctx, env, live); err != nil {
+			return nil, err
+		}
+	}
+	res := make([]backendResult, len(chains))
+	for i, c := range chains {
+		res[i] = c.res
+	}
+	return res, nil
+}
+
+// measureChains times live interleaved and sets each one's result.
+func measureChains(ctx context.Context, env *backendEnv, live []*chain) error {
 	ops := make([]op, len(live))
 	for i, c := range live {
 		ops[i] = func(seq int) error {
 			c.last = seq
-			return c.o.s.SignVote(benchChainID, c.votes[seq], false)
+			err := c.o.s.SignVote(benchChainID, c.votes[seq], false)
+			if c.innerD != nil {
+				// Read after the reply: the signer stored it before sending.
+				c.innerD[seq] = c.o.inner()
+			}
+			return err
 		}
 	}
 	got, err := measureInterleaved(ctx, env.opts, ops)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for i, c := range live {
 		s := got[i]
 		if err := s.err; err != nil {
-			c.row = failedRow(GroupBackend, c.b.name, OpSignVote, err)
+			c.res.row = failedRow(GroupBackend, c.b.name, OpSignVote, err)
 			continue
 		}
 		if err := checkSigned(c.o.pub, c.votes[0], c.votes[c.last]); err != nil {
-			c.row = failedRow(GroupBackend, c.b.name, OpSignVote, err)
+			c.res.row = failedRow(GroupBackend, c.b.name, OpSignVote, err)
 			continue
 		}
 		if err := checkPersisted(c.stateFile, c.votes[c.last].Height); err != nil {
-			c.row = failedRow(GroupBackend, c.b.name, OpSignVote, err)
+			c.res.row = failedRow(GroupBackend, c.b.name, OpSignVote, err)
 			continue
 		}
 		note := c.b.note
+		if c.o.note != "" {
+			note = c.o.note
+		}
 		if len(live) > 1 {
-			note = joinNote(note, "interleaved with the other fast backends")
+			note = joinNote(note, "interleaved")
 		}
 		if env.tmpfs {
 			note = joinNote(note, "state dir is on tmpfs: fsync is free here")
 		}
-		c.row = s.row(GroupBackend, c.b.name, OpSignVote, note)
+		c.res.row = s.row(GroupBackend, c.b.name, OpSignVote, note)
+		if c.innerD != nil {
+			hop := samples{d: make([]time.Duration, len(s.d)), seq: s.seq, capped: s.capped}
+			for j, d := range s.d {
+				hop.d[j] = d - c.innerD[s.seq[j]]
+			}
+			c.res.hop = &hop
+		}
 	}
-	rows := make([]Row, len(chains))
-	for i, c := range chains {
-		rows[i] = c.row
-	}
-	return rows, nil
+	return nil
 }
 
 // checkSigned verifies the first and last signatures the chain returned.
@@ -290,17 +365,14 @@ func checkPersisted(stateFile string, height int64) error {
 	return nil
 }
 
-// overhead subtracts the direct row from the remote one, percentile by
-// percentile.
-func overhead(name string, direct, remote Row) Row {
-	r := Row{Group: GroupTransport, Name: name, Op: OpSignVote}
-	if direct.N == 0 || remote.N == 0 {
-		r.Note = NotAvailablePrefix + "needs both the direct and the remote row measured"
-		return r
+// overhead is the hop of a remote row alone: per signature, node-side
+// minus signer-side time.
+func overhead(name string, remote backendResult) Row {
+	if remote.hop == nil {
+		return Row{Group: GroupTransport, Name: name, Op: OpSignVote,
+			Note: NotAvailablePrefix + "its remote row was not measured"}
 	}
-	r.N = min(direct.N, remote.N)
-	r.P50US = round(remote.P50US-direct.P50US, 3)
-	r.P99US = round(remote.P99US-direct.P99US, 3)
-	r.Note = fmt.Sprintf("%s minus %s per percentile (not a percentile of differences)", remote.Name, direct.Name)
+	r := remote.hop.row(GroupTransport, name, OpSignVote, "node-side minus signer-side time of each signature")
+	r.OpsPerS = 0 // a hop alone is not a rate anyone gets
 	return r
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"time"
 )
@@ -11,6 +12,7 @@ import (
 // samples are the timed ops of one row.
 type samples struct {
 	d      []time.Duration
+	seq    []int // the op's seq of each sample
 	capped bool  // stopped by Duration before Iterations
 	err    error // the op failed; d is then meaningless
 }
@@ -32,12 +34,14 @@ func measure(ctx context.Context, o Options, f op) (samples, error) {
 	return s[0], s[0].err
 }
 
-// measureInterleaved times several ops round-robin, one of each per
-// iteration, starting each iteration with the next op. Rows whose
-// difference matters (remote minus direct) then see the same disk, cache
-// and scheduler weather, which sequential rows would not: fsync time drifts
-// by more than the transport costs. A failing op leaves the rotation; the
-// others go on. The time cap is Duration per op.
+// measureInterleaved times several ops together, one of each per
+// iteration in a fresh random order (a fixed order gives each op the same
+// predecessor, whose leftovers, a journal commit or a parked goroutine, it
+// would then always pay for). Rows read side by side (local, keyfile-once,
+// remote) then see the same disk, cache and scheduler weather, which
+// sequential rows would not: fsync time drifts between rows by more than a
+// transport costs. A failing op leaves the rotation; the others go on. The
+// time cap is Duration per op.
 func measureInterleaved(ctx context.Context, o Options, ops []op) ([]samples, error) {
 	k := len(ops)
 	out := make([]samples, k)
@@ -82,10 +86,10 @@ func measureInterleaved(ctx context.Context, o Options, ops []op) ([]samples, er
 			}
 			break
 		}
-		for j := range ops {
-			i := (it + j) % k
+		for _, i := range rand.Perm(k) {
 			if d, ok := run(i); ok {
 				out[i].d = append(out[i].d, d)
+				out[i].seq = append(out[i].seq, seq[i]-1)
 			}
 		}
 	}

@@ -24,7 +24,7 @@ import (
 const (
 	GroupAlgorithm = "algorithm" // bare keygen/sign/verify of a scheme
 	GroupBackend   = "backend"   // valnet signer chain, SignVote end to end
-	GroupTransport = "transport" // remote minus direct
+	GroupTransport = "transport" // the remote hop alone
 )
 
 // Operations.
@@ -97,8 +97,8 @@ func (o *Options) defaults() {
 type entry struct {
 	name  string
 	group string
-	// needs are run too when this one is selected (an overhead needs both
-	// of the rows it subtracts).
+	// needs are run too when this one is selected (an overhead is taken
+	// from its remote row's signatures).
 	needs []string
 }
 
@@ -112,7 +112,7 @@ var catalog = func() []entry {
 		c = append(c, entry{name: b.name, group: GroupBackend})
 	}
 	for _, t := range transports {
-		c = append(c, entry{name: "overhead-" + t, group: GroupTransport, needs: []string{"local", "remote-" + t}})
+		c = append(c, entry{name: "overhead-" + t, group: GroupTransport, needs: []string{"remote-" + t}})
 	}
 	return c
 }()
@@ -220,18 +220,18 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 			bs = append(bs, b)
 		}
 	}
-	rows, err := runBackends(ctx, env, bs)
+	res, err := runBackends(ctx, env, bs)
 	if err != nil {
 		return rep, err
 	}
-	rep.Rows = append(rep.Rows, rows...)
-	direct := map[string]Row{}
-	for _, r := range rows {
-		direct[r.Name] = r
+	byName := map[string]backendResult{}
+	for i, r := range res {
+		rep.Rows = append(rep.Rows, r.row)
+		byName[bs[i].name] = r
 	}
 	for _, t := range transports {
 		if name := "overhead-" + t; sel[name] {
-			rep.Rows = append(rep.Rows, overhead(name, direct["local"], direct["remote-"+t]))
+			rep.Rows = append(rep.Rows, overhead(name, byName["remote-"+t]))
 		}
 	}
 	return rep, nil

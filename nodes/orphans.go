@@ -1,0 +1,134 @@
+package nodes
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The pid registry: every node process the process backend spawns is
+// recorded in PIDRegistryDir()/<pid>.json until it is reaped. Pdeathsig
+// already kills a child whose runner dies; the registry catches what
+// slips through (a child spawned by a runner that was itself killed before
+// the kernel delivered the signal, or another OS user's runner) so that
+// the next run can clean up.
+
+// PIDRegistryDir is where spawned node processes are recorded.
+func PIDRegistryDir() string { return filepath.Join(os.TempDir(), "valnet-pids") }
+
+// pidEntry is one registry file.
+type pidEntry struct {
+	RunnerPID   int       `json:"runner_pid"`
+	RunnerStart uint64    `json:"runner_start,omitempty"` // /proc start time: tells a reused pid apart
+	PID         int       `json:"pid"`
+	PIDStart    uint64    `json:"pid_start,omitempty"`
+	Home        string    `json:"home"`
+	Started     time.Time `json:"started"`
+}
+
+func entryPath(pid int) string { return filepath.Join(PIDRegistryDir(), strconv.Itoa(pid)+".json") }
+
+// registerChild records a spawned child. The file is written whole and
+// renamed into place, so CleanOrphans never reads half of one.
+func registerChild(pid int, home string) error {
+	e := pidEntry{RunnerPID: os.Getpid(), PID: pid, Home: home, Started: time.Now().UTC()}
+	if info, err := procStat(e.RunnerPID); err == nil {
+		e.RunnerStart = info.start
+	}
+	if info, err := procStat(pid); err == nil {
+		e.PIDStart = info.start
+	}
+	data, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(PIDRegistryDir(), 0o700); err != nil {
+		return fmt.Errorf("pid registry: %w", err)
+	}
+	tmp := entryPath(pid) + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return fmt.Errorf("pid registry: %w", err)
+	}
+	if err := os.Rename(tmp, entryPath(pid)); err != nil {
+		return fmt.Errorf("pid registry: %w", err)
+	}
+	return nil
+}
+
+// unregisterChild removes the record of a reaped child.
+func unregisterChild(pid int) { _ = os.Remove(entryPath(pid)) }
+
+// CleanOrphans kills node processes left by runners that are gone and
+// returns their pids. A recorded child is killed (its whole process group)
+// only if its runner is no longer alive and the process under its pid is
+// still the one recorded: its command line contains the recorded home (and
+// its start time matches, when recorded). Otherwise the pid may have been
+// reused by an unrelated process, which is left alone. Entries of dead
+// runners are removed either way; entries of live runners are kept.
+func CleanOrphans() (killed []int, err error) {
+	if !processSupported {
+		return nil, nil
+	}
+	files, err := filepath.Glob(filepath.Join(PIDRegistryDir(), "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue // removed meanwhile
+		}
+		var e pidEntry
+		if err := json.Unmarshal(data, &e); err != nil || e.PID <= 0 || e.RunnerPID <= 0 {
+			errs = append(errs, fmt.Errorf("pid registry: %s: unreadable entry, left in place", f))
+			continue
+		}
+		if alive(e.RunnerPID, e.RunnerStart) {
+			continue
+		}
+		if isRecordedChild(e) {
+			info, _ := procStat(e.PID)
+			// The child leads its own group (Setpgid): kill the group, so
+			// nothing it spawned survives; else just the process.
+			kill := signalPID
+			if info.pgid == e.PID {
+				kill = signalGroup
+			}
+			if err := kill(e.PID, sigKill); err != nil {
+				errs = append(errs, fmt.Errorf("kill orphan %d (%s): %w", e.PID, e.Home, err))
+				continue
+			}
+			killed = append(killed, e.PID)
+		}
+		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return killed, errors.Join(errs...)
+}
+
+// alive reports whether pid is a running (not zombie) process started at
+// start (0: any start time).
+func alive(pid int, start uint64) bool {
+	info, err := procStat(pid)
+	if err != nil || info.state == 'Z' || info.state == 'X' {
+		return false
+	}
+	return start == 0 || info.start == start
+}
+
+// isRecordedChild reports whether the live process e.PID is still the node
+// recorded in e.
+func isRecordedChild(e pidEntry) bool {
+	if e.Home == "" || !alive(e.PID, e.PIDStart) {
+		return false
+	}
+	cmdline, err := procCmdline(e.PID)
+	return err == nil && strings.Contains(cmdline, e.Home)
+}

@@ -1,0 +1,581 @@
+package nodes
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valnet/valnet/results"
+)
+
+// Process runs every validator as its own OS process, from the home the
+// runner wrote: `valnet node` (this binary) by default, or a user's own
+// CometBFT-compatible binary. Nodes can then be killed, frozen and
+// restarted as an operator would (Controller).
+//
+// A process cannot use Spec.Signer (a Go object in the runner): each
+// validator either has priv_validator_laddr in its config.toml, for a
+// remote signer the runner serves (signers.ServeRemote dialing that
+// address), or a FilePV (priv_validator_key.json and
+// priv_validator_state.json) in its home.
+type Process struct {
+	// Command runs `valnet node`; default: this executable's "node"
+	// subcommand. Tests set a freshly built valnet binary.
+	Command []string
+	// Binary is a user's CometBFT-compatible binary, run as
+	// `<Binary> start --home DIR --proxy_app=kvstore`; its events come
+	// from its RPC websocket. Empty: Command.
+	Binary string
+	// StartTimeout bounds how long a node may take to answer RPC /status
+	// after it is spawned; default 60 s.
+	StartTimeout time.Duration
+}
+
+var _ Backend = Process{}
+
+func (Process) Name() string { return "process" }
+
+// Files of a process node's home.
+const (
+	// StderrFile receives the child's stderr (and stdout for `valnet
+	// node`, which logs to node.log); a user binary's stdout, where
+	// CometBFT logs, goes to node.log.
+	StderrFile = "node.stderr"
+)
+
+// errNoProcess is what the process backend says where it cannot run.
+var errNoProcess = errors.New("nodes: the process backend needs Linux (Pdeathsig, /proc)")
+
+// stopGrace is how long a node may take to stop after SIGTERM before it
+// is killed.
+const stopGrace = 10 * time.Second
+
+// Start spawns the node of spec from its home (already written, with its
+// FilePV or priv_validator_laddr) and returns once its RPC answers.
+func (p Process) Start(ctx context.Context, spec Spec) (Node, error) {
+	if !processSupported {
+		return nil, errNoProcess
+	}
+	c := spec.Config
+	if c.PrivValidatorListenAddr == "" {
+		if _, err := os.Stat(c.PrivValidatorKeyFile()); err != nil {
+			return nil, fmt.Errorf("node %s: a process node signs through priv_validator_laddr (a remote signer) or a FilePV in its home, and it has neither: %w", spec.Name, err)
+		}
+	}
+	valSet, err := Validators(spec.Genesis)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: genesis validators: %w", spec.Name, err)
+	}
+	argv, err := p.argv(spec)
+	if err != nil {
+		return nil, err
+	}
+	n := &processNode{
+		name: spec.Name, spec: spec, argv: argv, user: p.Binary != "",
+		startTimeout: p.StartTimeout,
+		tr:           &translator{node: spec.Name, names: spec.Names, valSet: valSet},
+		rpc:          "http://" + strings.TrimPrefix(c.RPC.ListenAddress, "tcp://"),
+		http:         &http.Client{Timeout: time.Second},
+	}
+	if n.startTimeout <= 0 {
+		n.startTimeout = 60 * time.Second
+	}
+	n.addrs = Addrs{RPC: n.rpc, P2P: NodeID(spec.NodeKey) + "@" + strings.TrimPrefix(c.P2P.ListenAddress, "tcp://")}
+	if !n.user && spec.Sink != nil {
+		if err := n.listenEvents(); err != nil {
+			return nil, fmt.Errorf("node %s: %w", spec.Name, err)
+		}
+		n.argv = append(n.argv, "--events", "unix://"+n.sockPath)
+	}
+	cur, err := n.spawn(ctx)
+	if err != nil {
+		n.closeEvents()
+		return nil, err
+	}
+	n.cur = cur
+	return n, nil
+}
+
+func (p Process) argv(spec Spec) ([]string, error) {
+	// Absolute: the child runs in its home, and the orphan check matches
+	// the home in its command line.
+	home, err := filepath.Abs(spec.Config.RootDir)
+	if err != nil {
+		return nil, err
+	}
+	if p.Binary != "" {
+		return []string{p.Binary, "start", "--home", home, "--proxy_app=kvstore"}, nil
+	}
+	cmd := p.Command
+	if len(cmd) == 0 {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("process backend: own executable: %w", err)
+		}
+		cmd = []string{exe, "node"}
+	}
+	return append(append([]string{}, cmd...), "--home", home, "--name", spec.Name), nil
+}
+
+type processNode struct {
+	name         string
+	spec         Spec
+	argv         []string
+	user         bool // a user binary: events over RPC
+	startTimeout time.Duration
+	tr           *translator
+	addrs        Addrs
+	rpc          string
+	http         *http.Client
+	height       atomic.Int64
+
+	// The event socket of `valnet node`, open across restarts.
+	sockDir  string
+	sockPath string
+	ln       net.Listener
+	readers  sync.WaitGroup
+
+	// mu serialises Stop and the Controller methods.
+	mu      sync.Mutex
+	cur     *child // nil once killed or stopped
+	stopped bool
+	stopErr error
+}
+
+var (
+	_ Node           = (*processNode)(nil)
+	_ HeightReporter = (*processNode)(nil)
+	_ Controller     = (*processNode)(nil)
+)
+
+// child is one spawned incarnation of a node.
+type child struct {
+	cmd  *exec.Cmd
+	pid  int
+	done chan struct{} // closed once reaped
+	err  error         // exit status, set before done closes
+	// A user binary's RPC event stream.
+	cancelEvents context.CancelFunc
+	events       sync.WaitGroup
+}
+
+func (n *processNode) Name() string { return n.name }
+func (n *processNode) Addrs() Addrs { return n.addrs }
+
+// Height is the node's last block height from its RPC /status; while the
+// node cannot answer (killed, paused) it is the last height it reported.
+func (n *processNode) Height() int64 {
+	if st, err := n.status(context.Background()); err == nil {
+		h, err := strconv.ParseInt(st.Result.SyncInfo.LatestBlockHeight, 10, 64)
+		if err == nil {
+			n.height.Store(h)
+		}
+	}
+	return n.height.Load()
+}
+
+// spawn starts a new incarnation and waits until its RPC answers as this
+// node (its node ID), the child exits, or the start timeout passes.
+func (n *processNode) spawn(ctx context.Context) (*child, error) {
+	c := n.spec.Config
+	home, err := filepath.Abs(c.RootDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := portsFree(c.P2P.ListenAddress, c.RPC.ListenAddress); err != nil {
+		return nil, fmt.Errorf("node %s: %w", n.name, err)
+	}
+	removeStaleSocket(c.PrivValidatorListenAddr)
+	errFile, err := os.OpenFile(filepath.Join(home, StderrFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", n.name, err)
+	}
+	defer errFile.Close() // the child has its own copy
+	fmt.Fprintf(errFile, "--- valnet %s: %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(n.argv, " "))
+	out := errFile
+	if n.user {
+		// A stock CometBFT logs to stdout: node.log, like every node.
+		logFile, err := os.OpenFile(LogFile(c), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("node %s: %w", n.name, err)
+		}
+		defer logFile.Close()
+		out = logFile
+	}
+	cmd := exec.Command(n.argv[0], n.argv[1:]...)
+	cmd.Dir = home
+	cmd.Env = childEnv()
+	cmd.Stdout, cmd.Stderr = out, errFile
+	cmd.SysProcAttr = childAttr()
+	if err := startChild(cmd); err != nil {
+		return nil, fmt.Errorf("node %s: spawn %s: %w", n.name, n.argv[0], err)
+	}
+	ch := &child{cmd: cmd, pid: cmd.Process.Pid, done: make(chan struct{})}
+	regErr := registerChild(ch.pid, home)
+	go func() {
+		ch.err = cmd.Wait()
+		unregisterChild(ch.pid)
+		close(ch.done)
+	}()
+	fail := func(err error) (*child, error) {
+		_ = signalGroup(ch.pid, sigKill)
+		<-ch.done
+		return nil, fmt.Errorf("node %s: %w", n.name, err)
+	}
+	if regErr != nil {
+		return fail(regErr)
+	}
+	if err := n.waitUp(ctx, ch); err != nil {
+		return fail(err)
+	}
+	if n.user && n.spec.Sink != nil {
+		evCtx, cancel := context.WithCancel(context.Background())
+		ch.cancelEvents = cancel
+		ch.events.Add(1)
+		go func() {
+			defer ch.events.Done()
+			streamRPCEvents(evCtx, n.rpc, n.tr, n.spec.Sink)
+		}()
+	}
+	return ch, nil
+}
+
+// childEnv is the runner's environment without CMTHOME and TMHOME, which
+// a stock cometbft would prefer over --home.
+func childEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "CMTHOME=") && !strings.HasPrefix(kv, "TMHOME=") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// portsFree checks that the node's listen addresses can be bound, so that
+// a restart on ports another process took fails with a clear message.
+func portsFree(addrs ...string) error {
+	for _, a := range addrs {
+		hostport := strings.TrimPrefix(a, "tcp://")
+		l, err := net.Listen("tcp", hostport)
+		if err != nil {
+			return fmt.Errorf("port %s is taken (%w); a node restarts on its own ports", hostport, err)
+		}
+		l.Close()
+	}
+	return nil
+}
+
+// removeStaleSocket removes the unix socket file of a signer listener
+// that nobody listens on any more: a killed node leaves it behind, and
+// CometBFT's listener cannot bind over it.
+func removeStaleSocket(laddr string) {
+	path, ok := strings.CutPrefix(laddr, "unix://")
+	if !ok {
+		return
+	}
+	if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeSocket == 0 {
+		return
+	}
+	if conn, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		conn.Close() // somebody listens: not ours to remove
+		return
+	}
+	_ = os.Remove(path)
+}
+
+type statusResult struct {
+	Result struct {
+		NodeInfo struct {
+			ID string `json:"id"`
+		} `json:"node_info"`
+		SyncInfo struct {
+			LatestBlockHeight string `json:"latest_block_height"`
+		} `json:"sync_info"`
+	} `json:"result"`
+}
+
+func (n *processNode) status(ctx context.Context) (*statusResult, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.rpc+"/status", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := n.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("/status: %s", resp.Status)
+	}
+	var st statusResult
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// waitUp polls /status until the node answers with its own node ID (not
+// some other process that took the port).
+func (n *processNode) waitUp(ctx context.Context, ch *child) error {
+	ctx, cancel := context.WithTimeout(ctx, n.startTimeout)
+	defer cancel()
+	want := NodeID(n.spec.NodeKey)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		st, err := n.status(ctx)
+		if err == nil && st.Result.NodeInfo.ID == want {
+			if h, err := strconv.ParseInt(st.Result.SyncInfo.LatestBlockHeight, 10, 64); err == nil {
+				n.height.Store(h)
+			}
+			return nil
+		}
+		select {
+		case <-ch.done:
+			return fmt.Errorf("exited during start (%v): %s", ch.err, n.stderrTail())
+		case <-ctx.Done():
+			return fmt.Errorf("RPC %s did not answer /status within %v (see %s and node.log in %s)",
+				n.rpc, n.startTimeout, StderrFile, n.spec.Config.RootDir)
+		case <-tick.C:
+		}
+	}
+}
+
+// stderrTail is the end of node.stderr, for error messages.
+func (n *processNode) stderrTail() string {
+	data, _ := os.ReadFile(filepath.Join(n.spec.Config.RootDir, StderrFile))
+	if i := strings.LastIndex(string(data), "\n--- valnet "); i >= 0 {
+		data = data[i+1:]
+	}
+	if len(data) > 2000 {
+		data = data[len(data)-2000:]
+	}
+	return strings.TrimSpace(string(data))
+}
+
+// terminate stops an incarnation: SIGTERM (and SIGCONT, so a paused node
+// can act on it), up to stopGrace or ctx for a clean exit, then SIGKILL.
+func (n *processNode) terminate(ctx context.Context, ch *child) error {
+	ch.stopEvents()
+	_ = signalGroup(ch.pid, sigTerm)
+	_ = signalGroup(ch.pid, sigCont)
+	grace := time.NewTimer(stopGrace)
+	defer grace.Stop()
+	select {
+	case <-ch.done:
+		if ch.err != nil {
+			return fmt.Errorf("node %s: exited with %v: %s", n.name, ch.err, n.stderrTail())
+		}
+		return nil
+	case <-grace.C:
+	case <-ctx.Done():
+	}
+	_ = signalGroup(ch.pid, sigKill)
+	<-ch.done
+	return fmt.Errorf("node %s: did not stop within %v of SIGTERM; killed", n.name, stopGrace)
+}
+
+// kill SIGKILLs an incarnation and waits until it is reaped.
+func (ch *child) kill(ctx context.Context) error {
+	ch.stopEvents()
+	if err := signalGroup(ch.pid, sigKill); err != nil {
+		return err
+	}
+	select {
+	case <-ch.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (ch *child) stopEvents() {
+	if ch.cancelEvents != nil {
+		ch.cancelEvents()
+		ch.events.Wait()
+	}
+}
+
+// Stop stops the node cleanly (SIGTERM, then SIGKILL after 10 s), closes
+// its event socket and removes the socket's directory.
+func (n *processNode) Stop(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.stopped {
+		return n.stopErr
+	}
+	n.stopped = true
+	if n.cur != nil {
+		n.stopErr = n.terminate(ctx, n.cur)
+		n.cur = nil
+	}
+	n.closeEvents()
+	return n.stopErr
+}
+
+// Kill SIGKILLs the node's process group and waits until it is gone.
+func (n *processNode) Kill(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.stopped {
+		return errStopped(n.name)
+	}
+	if n.cur == nil {
+		return nil
+	}
+	if err := n.cur.kill(ctx); err != nil {
+		return fmt.Errorf("node %s: kill: %w", n.name, err)
+	}
+	n.cur = nil
+	return nil
+}
+
+// Pause freezes the node's process group (SIGSTOP) and returns once the
+// node is stopped.
+func (n *processNode) Pause(ctx context.Context) error {
+	return n.freeze(ctx, true)
+}
+
+// Resume thaws a paused node (SIGCONT) and returns once it runs.
+func (n *processNode) Resume(ctx context.Context) error {
+	return n.freeze(ctx, false)
+}
+
+func (n *processNode) freeze(ctx context.Context, stop bool) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.stopped {
+		return errStopped(n.name)
+	}
+	if n.cur == nil {
+		return fmt.Errorf("node %s: not running (killed)", n.name)
+	}
+	ch := n.cur
+	sig := sigCont
+	if stop {
+		sig = sigStop
+	}
+	if err := signalGroup(ch.pid, sig); err != nil {
+		return fmt.Errorf("node %s: %w", n.name, err)
+	}
+	for {
+		info, err := procStat(ch.pid)
+		if err != nil || info.state == 'Z' {
+			return fmt.Errorf("node %s: exited", n.name)
+		}
+		if (info.state == 'T') == stop {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// Restart spawns the node again from its home, on the same ports; a node
+// still running is stopped cleanly first.
+func (n *processNode) Restart(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.stopped {
+		return errStopped(n.name)
+	}
+	if n.cur != nil {
+		err := n.terminate(ctx, n.cur)
+		n.cur = nil
+		if err != nil {
+			return fmt.Errorf("restart: %w", err)
+		}
+	}
+	ch, err := n.spawn(ctx)
+	if err != nil {
+		return fmt.Errorf("restart: %w", err)
+	}
+	n.cur = ch
+	return nil
+}
+
+// listenEvents opens the unix socket `valnet node` streams its events to.
+// Unix socket paths are limited to ~108 bytes: it lives in a short temp
+// dir, not in the (possibly deep) home.
+func (n *processNode) listenEvents() error {
+	base := os.TempDir()
+	if len(base) > 60 {
+		base = "/tmp"
+	}
+	dir, err := os.MkdirTemp(base, "valnet-ev-")
+	if err != nil {
+		return fmt.Errorf("event socket: %w", err)
+	}
+	n.sockDir, n.sockPath = dir, filepath.Join(dir, "events.sock")
+	n.ln, err = net.Listen("unix", n.sockPath)
+	if err != nil {
+		os.RemoveAll(dir)
+		return fmt.Errorf("event socket: %w", err)
+	}
+	n.readers.Add(1)
+	go n.acceptEvents()
+	return nil
+}
+
+// acceptEvents reads every connection of the node (one per incarnation).
+func (n *processNode) acceptEvents() {
+	defer n.readers.Done()
+	for {
+		conn, err := n.ln.Accept()
+		if err != nil {
+			return
+		}
+		n.readers.Add(1)
+		go n.readEvents(conn)
+	}
+}
+
+// readEvents forwards one connection's event lines to the Sink until the
+// child closes it (it exits, or is killed).
+func (n *processNode) readEvents(conn net.Conn) {
+	defer n.readers.Done()
+	defer conn.Close()
+	sc := bufio.NewScanner(conn)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		var e results.Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			n.spec.Sink.Emit(results.Event{Time: time.Now(), Kind: results.KindNodeError, Node: n.name,
+				Error: "event socket: bad line: " + err.Error()})
+			continue
+		}
+		n.spec.Sink.Emit(e)
+	}
+	if err := sc.Err(); err != nil && !errors.Is(err, net.ErrClosed) {
+		n.spec.Sink.Emit(results.Event{Time: time.Now(), Kind: results.KindNodeError, Node: n.name,
+			Error: "event socket: " + err.Error()})
+	}
+}
+
+// closeEvents closes the socket once no child can write to it, waits for
+// the readers to drain what was sent, and removes the socket's directory.
+func (n *processNode) closeEvents() {
+	if n.ln == nil {
+		return
+	}
+	n.ln.Close()
+	n.readers.Wait()
+	os.RemoveAll(n.sockDir)
+	n.ln = nil
+}

@@ -1,0 +1,91 @@
+//go:build integ
+
+package nodes
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/valnet/valnet/results"
+)
+
+// A stock CometBFT binary as one validator of four (the other three are
+// `valnet node`): its votes and blocks reach the Sink through its RPC
+// websocket, also after it is killed and restarted. It signs with the
+// FilePV of its home here; in a run, the runner gives a user binary a
+// remote signer.
+func TestProcessUserBinary(t *testing.T) {
+	bin := valnetBinary(t)
+	gobin := t.TempDir()
+	install := exec.Command("go", "install", "github.com/cometbft/cometbft/cmd/cometbft@v1.0.1")
+	install.Env = append(os.Environ(), "GOBIN="+gobin)
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Fatalf("go install cometbft: %v\n%s", err, out)
+	}
+	cometbft := filepath.Join(gobin, "cometbft")
+
+	tn := newTestNet(t, t.TempDir(), 4)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	t.Cleanup(func() { tn.stop() })
+	for i, s := range tn.specs {
+		backend := Process{Command: []string{bin, "node"}}
+		if i == 0 {
+			backend = Process{Binary: cometbft}
+		}
+		n, err := backend.Start(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tn.nodes = append(tn.nodes, n)
+	}
+	all := []string{"v0", "v1", "v2", "v3"}
+	waitFor(t, time.Minute, "every node at height 5", func() bool { return tn.log.minBlock(all...) >= 5 })
+	kinds := map[results.Kind]int{}
+	for _, e := range tn.log.snapshot() {
+		if e.Node != "v0" {
+			continue
+		}
+		kinds[e.Kind]++
+		if e.Kind == results.KindVote && !slices.Contains(all, e.Validator) {
+			t.Fatalf("vote event names validator %q, not one of %v", e.Validator, all)
+		}
+	}
+	for _, k := range []results.Kind{results.KindVote, results.KindNewRound, results.KindStep, results.KindProposal, results.KindBlock} {
+		if kinds[k] == 0 {
+			t.Errorf("no %s event from the cometbft node (got %v)", k, kinds)
+		}
+	}
+	// The cometbft validator signs: it is not absent from recent commits.
+	if !signedIn(tn.log.snapshot(), "v0", 2) {
+		t.Error("v0 (cometbft) is absent from every commit")
+	}
+
+	// Killed and restarted, the user binary streams events again.
+	if err := tn.ctl("v0").Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	others := []string{"v1", "v2", "v3"}
+	killedAt := tn.log.minBlock(others...)
+	waitFor(t, time.Minute, "v1-v3 go on", func() bool { return tn.log.minBlock(others...) >= killedAt+2 })
+	if err := tn.ctl("v0").Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	target := tn.log.minBlock(others...) + 3
+	waitFor(t, time.Minute, "the restarted cometbft node reports blocks again", func() bool {
+		return tn.log.block("v0") >= target && tn.height("v0") >= target
+	})
+	if c := conflictingVotes(tn.log.snapshot()); len(c) > 0 {
+		t.Fatalf("conflicting votes: %v", c)
+	}
+	for _, e := range tn.log.snapshot() {
+		if e.Kind == results.KindNodeError {
+			t.Errorf("node error: %+v", e)
+		}
+	}
+}

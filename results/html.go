@@ -1,0 +1,283 @@
+package results
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// WriteHTMLReport writes report.html: one self-contained page (inline CSS,
+// charts as inline SVG, no script, no external reference) built from the
+// events of a run, like every other report. It shows the run header and
+// verdict (the same ResultLine as the text table), the chain numbers,
+// commit round per height, block interval over time with fault windows
+// shaded, a validator × height heat map of absent and nil precommits,
+// signing latency distributions, and the validator, expectation and fault
+// tables. Every string taken from the events is escaped by html/template.
+func WriteHTMLReport(w io.Writer, events []Event) error {
+	b, err := renderHTMLReport(events)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// WriteHTMLReportFile writes the report to path atomically: a temporary
+// file in the same directory, renamed over path once complete, so a reader
+// never sees half a report.
+func WriteHTMLReportFile(path string, events []Event) error {
+	b, err := renderHTMLReport(events)
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
+
+func renderHTMLReport(events []Event) ([]byte, error) {
+	s := Summarize(events)
+	var buf bytes.Buffer
+	if err := htmlTemplate.Execute(&buf, newHTMLData(s, events)); err != nil {
+		return nil, fmt.Errorf("html report: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+var htmlTemplate = template.Must(template.New("report").Parse(htmlTemplateText))
+
+// htmlData is what the template shows; every value is derived from the
+// Summary or, for the charts, from the events.
+type htmlData struct {
+	Title       string
+	S           *Summary
+	Result      string // ResultLine
+	ResultClass string // pass | fail | error
+	Duration    string
+	Chain       []htmlKV
+	Rounds      chart
+	Interval    chart
+	Heatmap     chart
+	HeatmapList []htmlKV // validator -> heights with absent/nil precommits
+	Latency     chart
+	LatencyLog  bool
+	Remote      bool
+	Validators  []htmlValidator
+	Expect      []htmlExpectation
+	Faults      []htmlFault
+	Models      []htmlKV // validators whose signer is a model: name -> label
+}
+
+type htmlKV struct{ K, V string }
+
+type htmlValidator struct {
+	Name, Address, Signer              string
+	Missed, Nil, Proposals             string
+	Proposal, Prevote, Precommit       string
+	SignErrors                         int
+	Bad                                bool // missed or nil precommits, sign errors
+	SignerSide, Transport, SigsMatched string
+	HasRemote                          bool
+}
+
+type htmlExpectation struct {
+	OK                     bool
+	Subject, Bounds, Value string
+}
+
+type htmlFault struct {
+	Action, Target, Start, End, Length, Detail string
+}
+
+func newHTMLData(s *Summary, events []Event) *htmlData {
+	d := &htmlData{S: s, Result: ResultLine(s)}
+	d.Title = "valnet report: " + orDash(s.Scenario)
+	switch {
+	case strings.HasPrefix(d.Result, "RESULT: PASS"):
+		d.ResultClass = "pass"
+	case strings.HasPrefix(d.Result, "RESULT: FAIL"):
+		d.ResultClass = "fail"
+	default:
+		d.ResultClass = "error"
+	}
+	d.Duration = (time.Duration(s.DurationMS) * time.Millisecond).String()
+	d.Chain = chainRows(s)
+
+	cd := newChartData(events)
+	d.Rounds = roundsChart(s, cd)
+	d.Interval = intervalChart(s, cd)
+	d.Heatmap = heatmapChart(s, cd)
+	d.HeatmapList = heatmapList(s, cd)
+	d.Latency, d.LatencyLog = latencyChart(s, cd)
+
+	for _, v := range s.Validators {
+		l := v.SignLatencyMS
+		row := htmlValidator{
+			Name: v.Name, Address: v.Address, Signer: orDash(v.Signer),
+			Missed:    fmt.Sprintf("%d/%d", v.MissedPrecommits, v.PrecommitsCounted),
+			Nil:       strconv.Itoa(v.NilPrecommits),
+			Proposals: fmt.Sprintf("%d/%d", v.Proposals.Made, v.Proposals.Expected),
+			Proposal:  p50p99(l.Proposal), Prevote: p50p99(l.Prevote), Precommit: p50p99(l.Precommit),
+			SignErrors: v.SignErrors,
+			Bad:        v.MissedPrecommits > 0 || v.NilPrecommits > 0 || v.SignErrors > 0,
+			SignerSide: "-", Transport: "-", SigsMatched: "-",
+		}
+		if v.SignerLatencyMS != nil {
+			d.Remote, row.HasRemote = true, true
+			row.SignerSide = p50p99(v.SignerLatencyMS.All)
+			row.SigsMatched = "0"
+		}
+		if o := v.TransportOverheadMS; o != nil {
+			d.Remote, row.HasRemote = true, true
+			row.Transport, row.SigsMatched = p50p99(*o), strconv.Itoa(o.Count)
+		}
+		d.Validators = append(d.Validators, row)
+		if strings.Contains(v.Signer, "model:") {
+			d.Models = append(d.Models, htmlKV{v.Name, v.Signer})
+		}
+	}
+
+	for _, e := range s.Expectations {
+		subject := e.Metric
+		if e.Validator != "" {
+			subject += " " + e.Validator
+		}
+		if e.Phase != "" {
+			subject += " " + e.Phase
+		}
+		value := formatMS(e.Value)
+		switch {
+		case e.Error != "":
+			value = "error: " + e.Error
+		case e.Note != "":
+			value += " (" + e.Note + ")"
+		}
+		d.Expect = append(d.Expect, htmlExpectation{OK: e.OK, Subject: subject, Bounds: formatBounds(e.Min, e.Max), Value: value})
+	}
+
+	for _, f := range s.Faults {
+		hf := htmlFault{Action: f.Action, Target: orDash(f.Target), Start: formatSeconds(f.StartMS), End: "still active at the end", Length: "-", Detail: f.Detail}
+		if f.EndMS > 0 {
+			hf.End = formatSeconds(f.EndMS)
+			hf.Length = (time.Duration(f.EndMS-f.StartMS) * time.Millisecond).String()
+		}
+		d.Faults = append(d.Faults, hf)
+	}
+	return d
+}
+
+// chainRows: the Chain block of the text table, as label/value rows.
+func chainRows(s *Summary) []htmlKV {
+	h := s.Heights
+	heights := strconv.Itoa(h.Committed)
+	if h.Committed > 0 {
+		heights += fmt.Sprintf(" (%d..%d)", h.First, h.Last)
+	}
+	if h.Target > 0 {
+		heights += fmt.Sprintf(", target %d", h.Target)
+	}
+	r := s.Rounds
+	rounds := fmt.Sprintf("%d (max commit round %d, extra rounds %d)", r.HeightsWithRoundChange, r.MaxCommitRound, r.ExtraRounds)
+	if r.UnknownCommitRound > 0 {
+		rounds += fmt.Sprintf(", commit round unknown for %d", r.UnknownCommitRound)
+	}
+	interval := "-"
+	if bi := s.BlockIntervalMS; bi.Count > 0 {
+		interval = fmt.Sprintf("p50 %s ms, p95 %s ms, max %s ms (%d intervals)", formatMS(bi.P50), formatMS(bi.P95), formatMS(bi.Max), bi.Count)
+	}
+	rows := []htmlKV{
+		{"heights committed", heights},
+		{"heights with round change", rounds},
+		{"block interval", interval},
+		{"double signs", strconv.Itoa(s.DoubleSigns)},
+	}
+	for _, ds := range s.DoubleSignDetails {
+		rows = append(rows, htmlKV{"", fmt.Sprintf("%s h%d r%d %s: %s", ds.Validator, ds.Height, ds.Round, ds.Phase, formatBlockIDs(ds.BlockIDs))})
+	}
+	if n := len(s.NodeErrors); n > 0 {
+		rows = append(rows, htmlKV{"node errors", fmt.Sprintf("%d, events may be missing", n)})
+		for i, e := range s.NodeErrors {
+			if i == 20 {
+				rows = append(rows, htmlKV{"", fmt.Sprintf("… and %d more", n-i)})
+				break
+			}
+			rows = append(rows, htmlKV{"", orDash(e.Node) + ": " + e.Error})
+		}
+	}
+	rows = append(rows, htmlKV{"stop reason", s.StopReason})
+	if s.Error != "" {
+		rows = append(rows, htmlKV{"error", s.Error})
+	}
+	rows = append(rows, htmlKV{"duration", (time.Duration(s.DurationMS) * time.Millisecond).String()})
+	return rows
+}
+
+// heatmapList names, per validator, the heights whose precommit was absent
+// or nil: the heat map as selectable text.
+func heatmapList(s *Summary, cd *chartData) []htmlKV {
+	if len(cd.c.heights) == 0 {
+		return nil
+	}
+	first, cells, _ := precommitCells(s, cd.c)
+	const maxListed = 40
+	var out []htmlKV
+	for i, v := range s.Validators {
+		var parts []string
+		for _, st := range []cellState{cellAbsent, cellNil} {
+			var hs []string
+			n := 0
+			for j, c := range cells[i] {
+				if c != st {
+					continue
+				}
+				if n < maxListed {
+					hs = append(hs, strconv.FormatInt(first+int64(j), 10))
+				}
+				n++
+			}
+			if n == 0 {
+				continue
+			}
+			name := "absent"
+			if st == cellNil {
+				name = "nil"
+			}
+			txt := name + " at " + strings.Join(hs, ", ")
+			if n > maxListed {
+				txt += fmt.Sprintf(" … (%d in all)", n)
+			}
+			parts = append(parts, txt)
+		}
+		if len(parts) > 0 {
+			out = append(out, htmlKV{v.Name, strings.Join(parts, "; ")})
+		}
+	}
+	return out
+}
+
+func formatSeconds(ms int64) string {
+	return strconv.FormatFloat(float64(ms)/1000, 'f', 3, 64) + " s"
+}

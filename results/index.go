@@ -1,0 +1,171 @@
+package results
+
+import "time"
+
+// Node fault actions: while one is active on a validator its node is not
+// running, so nothing it would have signed or gossiped can be expected.
+// The runner does not inject them yet; the analysis already honours them.
+const (
+	FaultNodeStop  = "node-stop"
+	FaultNodeKill  = "node-kill"
+	FaultNodePause = "node-pause"
+)
+
+var nodeDownActions = map[string]bool{FaultNodeStop: true, FaultNodeKill: true, FaultNodePause: true}
+
+// hr keys a (height, round).
+type hr struct {
+	height int64
+	round  int32
+}
+
+// nodeHR keys what one node observed at a (height, round).
+type nodeHR struct {
+	node string
+	hr
+}
+
+// valHeight keys one validator's signatures at one height.
+type valHeight struct {
+	validator string
+	height    int64
+}
+
+// voteKey is one phase of one round: the unit that reaches +2/3.
+type voteKey struct {
+	hr
+	precommit bool // else prevote
+}
+
+// window is a node-down fault on a validator; end is zero while it lasts.
+type window struct {
+	action, detail string
+	start, end     time.Time
+}
+
+// index holds, once per Summarize, the per-node observations that the
+// consensus analysis (missed-precommit causes, late votes, round-change
+// causes) looks up. Every "first"/"earliest" is by event time; ties keep
+// the first in stream order.
+type index struct {
+	power      map[string]int64 // run_start voting power by validator name
+	totalPower int64
+
+	signs       map[valHeight][]*Event // node-side sign events, stream order
+	commitSteps map[int64][]*Event     // step "commit" events by height
+	prevoteStep map[nodeHR]time.Time   // earliest step "prevote" per node
+	proposalAt  map[nodeHR]time.Time   // earliest complete proposal per node
+	roundStart  map[hr]time.Time       // earliest new_round of a round
+	proposer    map[hr]string          // proposer named by the first new_round
+	roundNodes  map[hr][]string        // nodes that entered a round (new_round or prevote step), first-seen order
+	votes       []*Event               // vote events, stream order
+	roundVotes  map[hr][]*Event        // the same by (height, round); see votesAt
+	downs       map[string][]window    // node-down faults by validator
+}
+
+func newIndex(events []Event, start *Event) *index {
+	x := &index{
+		power: map[string]int64{}, signs: map[valHeight][]*Event{}, commitSteps: map[int64][]*Event{},
+		prevoteStep: map[nodeHR]time.Time{}, proposalAt: map[nodeHR]time.Time{},
+		roundStart: map[hr]time.Time{}, proposer: map[hr]string{}, roundNodes: map[hr][]string{},
+		downs: map[string][]window{},
+	}
+	if start != nil {
+		for _, v := range start.Validators {
+			if _, dup := x.power[v.Name]; !dup {
+				x.power[v.Name] = v.Power
+				x.totalPower += v.Power
+			}
+		}
+	}
+	seen := map[nodeHR]bool{}
+	inRound := func(ev *Event) {
+		k := nodeHR{ev.Node, hr{ev.Height, ev.Round}}
+		if ev.Node != "" && !seen[k] {
+			seen[k] = true
+			x.roundNodes[k.hr] = append(x.roundNodes[k.hr], ev.Node)
+		}
+	}
+	earliest := func(m map[nodeHR]time.Time, k nodeHR, t time.Time) {
+		if old, ok := m[k]; !ok || t.Before(old) {
+			m[k] = t
+		}
+	}
+	for i := range events {
+		ev := &events[i]
+		switch ev.Kind {
+		case KindSign:
+			if ev.Side != SideSigner && ev.Validator != "" {
+				k := valHeight{ev.Validator, ev.Height}
+				x.signs[k] = append(x.signs[k], ev)
+			}
+		case KindStep:
+			switch ev.Step {
+			case "commit":
+				x.commitSteps[ev.Height] = append(x.commitSteps[ev.Height], ev)
+			case "prevote":
+				inRound(ev)
+				earliest(x.prevoteStep, nodeHR{ev.Node, hr{ev.Height, ev.Round}}, ev.Time)
+			}
+		case KindNewRound:
+			inRound(ev)
+			k := hr{ev.Height, ev.Round}
+			if t, ok := x.roundStart[k]; !ok || ev.Time.Before(t) {
+				x.roundStart[k] = ev.Time
+			}
+			if _, ok := x.proposer[k]; !ok && ev.Proposer != "" {
+				x.proposer[k] = ev.Proposer
+			}
+		case KindProposal:
+			earliest(x.proposalAt, nodeHR{ev.Node, hr{ev.Height, ev.Round}}, ev.Time)
+		case KindVote:
+			x.votes = append(x.votes, ev)
+		case KindFault:
+			if !nodeDownActions[ev.Action] {
+				continue
+			}
+			ws := x.downs[ev.Validator]
+			switch ev.State {
+			case FaultStart:
+				x.downs[ev.Validator] = append(ws, window{action: ev.Action, detail: ev.Detail, start: ev.Time})
+			case FaultEnd:
+				// Close the latest open window of the same action.
+				for j := len(ws) - 1; j >= 0; j-- {
+					if ws[j].action == ev.Action && ws[j].end.IsZero() {
+						ws[j].end = ev.Time
+						break
+					}
+				}
+			}
+		}
+	}
+	return x
+}
+
+// votesAt returns the vote events of one round, in stream order. The
+// per-round index is built on first use: a run without round changes or
+// lost votes never needs it.
+func (x *index) votesAt(k hr) []*Event {
+	if x.roundVotes == nil {
+		x.roundVotes = map[hr][]*Event{}
+		for _, ev := range x.votes {
+			k := hr{ev.Height, ev.Round}
+			x.roundVotes[k] = append(x.roundVotes[k], ev)
+		}
+	}
+	return x.roundVotes[k]
+}
+
+// firstReceipt is when node first received voter's vote of phase at k.
+func (x *index) firstReceipt(node, voter, phase string, k hr) (t time.Time, ok bool) {
+	for _, ev := range x.votesAt(k) {
+		if ev.Node == node && ev.Validator == voter && ev.Phase == phase && (!ok || ev.Time.Before(t)) {
+			t, ok = ev.Time, true
+		}
+	}
+	return t, ok
+}
+
+// quorum reports whether power is more than 2/3 of the total, the
+// threshold CometBFT acts on.
+func (x *index) quorum(power int64) bool { return x.totalPower > 0 && power*3 > x.totalPower*2 }

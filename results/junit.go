@@ -1,0 +1,160 @@
+package results
+
+import (
+	"encoding/xml"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// JUnit shapes: the subset of the de-facto JUnit XML schema that CI
+// parsers (GitHub, GitLab, Jenkins, CircleCI) agree on.
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Time     string       `xml:"time,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name       string          `xml:"name,attr"`
+	Tests      int             `xml:"tests,attr"`
+	Failures   int             `xml:"failures,attr"`
+	Errors     int             `xml:"errors,attr"`
+	Skipped    int             `xml:"skipped,attr"`
+	Time       string          `xml:"time,attr"`
+	Properties []junitProperty `xml:"properties>property"`
+	Cases      []junitCase     `xml:"testcase"`
+	SystemOut  string          `xml:"system-out,omitempty"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      string        `xml:"time,attr"`
+	Failure   *junitProblem `xml:"failure,omitempty"`
+	Error     *junitProblem `xml:"error,omitempty"`
+}
+
+type junitProblem struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Text    string `xml:",chardata"`
+}
+
+// RunReachedHeights is the name of the JUnit test case that checks the
+// run got to run.heights.
+const RunReachedHeights = "run reached run.heights"
+
+// WriteJUnit writes junit.xml: one testsuite "valnet <scenario>" with a
+// test case "run reached run.heights" (a failure at max_duration, an error
+// when the run errored or was interrupted) and one test case per
+// expectation result, named like "missed_precommits[slow] <= 5". A value
+// out of bounds is a failure whose message carries the value and the
+// bounds; an expectation that could not be evaluated is an error.
+func WriteJUnit(w io.Writer, s *Summary) error {
+	class := "valnet." + orDash(s.Scenario)
+	secs := strconv.FormatFloat(float64(s.DurationMS)/1000, 'f', 3, 64)
+	suite := junitSuite{
+		Name: "valnet " + orDash(s.Scenario),
+		Time: secs,
+		Properties: []junitProperty{
+			{"scenario", s.Scenario}, {"backend", s.Backend}, {"chain_id", s.ChainID},
+			{"seed", strconv.FormatInt(s.Seed, 10)}, {"stop_reason", s.StopReason},
+		},
+		SystemOut: ResultLine(s),
+	}
+
+	run := junitCase{Name: RunReachedHeights, Classname: class, Time: "0"}
+	switch s.StopReason {
+	case StopHeights:
+	case StopMaxDuration:
+		run.Failure = &junitProblem{Type: s.StopReason, Message: stoppedEarly(s), Text: stoppedEarly(s)}
+	default:
+		msg := "stop_reason " + s.StopReason
+		if s.Error != "" {
+			msg += ": " + s.Error
+		}
+		run.Error = &junitProblem{Type: s.StopReason, Message: msg, Text: msg}
+	}
+	suite.Cases = append(suite.Cases, run)
+
+	for _, e := range s.Expectations {
+		c := junitCase{Name: ExpectationName(e), Classname: class, Time: "0"}
+		switch {
+		case e.Error != "":
+			c.Error = &junitProblem{Type: "expectation", Message: e.Error, Text: e.Error}
+		case !e.OK:
+			msg := fmt.Sprintf("%s = %s, want %s", expectationSubject(e), formatMS(e.Value), formatBounds(e.Min, e.Max))
+			if e.Note != "" {
+				msg += " (" + e.Note + ")"
+			}
+			c.Failure = &junitProblem{Type: "expectation", Message: msg, Text: msg}
+		}
+		suite.Cases = append(suite.Cases, c)
+	}
+
+	for _, c := range suite.Cases {
+		suite.Tests++
+		if c.Failure != nil {
+			suite.Failures++
+		}
+		if c.Error != nil {
+			suite.Errors++
+		}
+	}
+	doc := junitSuites{Name: "valnet", Tests: suite.Tests, Failures: suite.Failures, Errors: suite.Errors,
+		Time: secs, Suites: []junitSuite{suite}}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+// stoppedEarly says how far a run stopped by max_duration got.
+func stoppedEarly(s *Summary) string {
+	msg := fmt.Sprintf("stopped at max_duration after committing %d heights", s.Heights.Committed)
+	if s.Heights.Committed > 0 {
+		msg += fmt.Sprintf(" (%d..%d)", s.Heights.First, s.Heights.Last)
+	}
+	if s.Heights.Target > 0 {
+		msg += fmt.Sprintf(", target %d", s.Heights.Target)
+	}
+	return msg
+}
+
+// ExpectationName names an expectation result the way junit.xml and
+// summary.md show it: metric[validator,phase] and its bounds, e.g.
+// "missed_precommits[slow] <= 5" or "heights_committed >= 20".
+func ExpectationName(e ExpectationResult) string {
+	return expectationSubject(e) + " " + formatBounds(e.Min, e.Max)
+}
+
+func expectationSubject(e ExpectationResult) string {
+	var sub []string
+	if e.Validator != "" {
+		sub = append(sub, e.Validator)
+	}
+	if e.Phase != "" {
+		sub = append(sub, e.Phase)
+	}
+	if len(sub) == 0 {
+		return e.Metric
+	}
+	return e.Metric + "[" + strings.Join(sub, ",") + "]"
+}

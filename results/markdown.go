@@ -1,0 +1,115 @@
+package results
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// WriteMarkdown writes summary.md: a compact Markdown summary meant for a
+// CI step summary (e.g. appended to $GITHUB_STEP_SUMMARY): the verdict with
+// ✅/❌, chain metrics, one row per validator, round changes, expectations
+// and faults. Like the table, it shows only what s holds.
+func WriteMarkdown(w io.Writer, s *Summary) error {
+	bw := bufio.NewWriter(w)
+	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
+
+	mark := "❌"
+	if s.OK {
+		mark = "✅"
+	}
+	p("## %s valnet %s: %s\n\n", mark, mdCell(orDash(s.Scenario)), mdCell(strings.TrimPrefix(ResultLine(s), "RESULT: ")))
+	p("backend `%s` · chain `%s` · seed %d · stop reason `%s` · duration %s\n",
+		orDash(s.Backend), orDash(s.ChainID), s.Seed, s.StopReason, (time.Duration(s.DurationMS) * time.Millisecond).String())
+	if s.Error != "" {
+		p("\n**Error:** %s\n", mdCell(s.Error))
+	}
+	if n := len(s.NodeErrors); n > 0 {
+		p("\n**Warning:** %d node error(s), events may be missing (first: %s: %s)\n", n, mdCell(orDash(s.NodeErrors[0].Node)), mdCell(s.NodeErrors[0].Error))
+	}
+
+	p("\n### Chain\n\n| metric | value |\n| --- | --- |\n")
+	h := s.Heights
+	heights := strconv.Itoa(h.Committed)
+	if h.Committed > 0 {
+		heights += fmt.Sprintf(" (%d..%d)", h.First, h.Last)
+	}
+	if h.Target > 0 {
+		heights += fmt.Sprintf(", target %d", h.Target)
+	}
+	p("| heights committed | %s |\n", heights)
+	p("| heights with round change | %d (max commit round %d, extra rounds %d) |\n",
+		s.Rounds.HeightsWithRoundChange, s.Rounds.MaxCommitRound, s.Rounds.ExtraRounds)
+	bi := s.BlockIntervalMS
+	if bi.Count > 0 {
+		p("| block interval ms p50 / p95 / max | %s / %s / %s |\n", formatMS(bi.P50), formatMS(bi.P95), formatMS(bi.Max))
+	} else {
+		p("| block interval ms p50 / p95 / max | - |\n")
+	}
+	p("| double signs | %d |\n", s.DoubleSigns)
+
+	if len(s.Validators) > 0 {
+		p("\n### Validators\n\nmissed: precommits absent from the next block / heights counted; late: rounds whose vote came after +2/3 at most nodes; sign latency ms p50/p99\n\n")
+		p("| validator | signer | missed | missed by cause | nil | late prevotes / precommits | proposals | proposal | prevote | precommit |\n")
+		p("| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+		for _, v := range s.Validators {
+			l := v.SignLatencyMS
+			p("| %s | %s | %d/%d | %s | %d | %d / %d | %d/%d | %s | %s | %s |\n",
+				mdCell(v.Name), mdCell(orDash(v.Signer)), v.MissedPrecommits, v.PrecommitsCounted, v.MissedByCause,
+				v.NilPrecommits, v.LatePrevotes, v.LatePrecommits, v.Proposals.Made, v.Proposals.Expected,
+				p50p99(l.Proposal), p50p99(l.Prevote), p50p99(l.Precommit))
+		}
+	}
+
+	if len(s.RoundChanges) > 0 {
+		p("\n### Round changes\n\n| height | round | cause | detail |\n| ---: | ---: | --- | --- |\n")
+		for _, rc := range s.RoundChanges {
+			p("| %d | %d | %s | %s |\n", rc.Height, rc.Round, rc.Cause, mdCell(rc.Detail))
+		}
+	}
+
+	if len(s.Expectations) > 0 {
+		p("\n### Expectations\n\n| | expectation | value |\n| --- | --- | ---: |\n")
+		for _, e := range s.Expectations {
+			mark := "✅"
+			if !e.OK {
+				mark = "❌"
+			}
+			value := formatMS(e.Value)
+			switch {
+			case e.Error != "":
+				value = "error: " + e.Error
+			case e.Note != "":
+				value += " (" + e.Note + ")"
+			}
+			p("| %s | `%s` | %s |\n", mark, codeCell(ExpectationName(e)), mdCell(value))
+		}
+	}
+
+	if len(s.Faults) > 0 {
+		p("\n### Faults\n\n| action | target | ms since start | detail |\n| --- | --- | --- | --- |\n")
+		for _, f := range s.Faults {
+			end := "…"
+			if f.EndMS > 0 {
+				end = strconv.FormatInt(f.EndMS, 10)
+			}
+			p("| %s | %s | %d..%s | %s |\n", mdCell(f.Action), mdCell(f.Target), f.StartMS, end, mdCell(f.Detail))
+		}
+	}
+	return bw.Flush()
+}
+
+// mdCell keeps text inside one Markdown table cell and out of HTML: CI
+// renderers accept inline HTML, so a signer label like "a<b>" would vanish.
+var mdCellReplacer = strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ", "<", "&lt;", ">", "&gt;")
+
+func mdCell(s string) string { return mdCellReplacer.Replace(s) }
+
+// codeCell is text for a code span in a table cell: no backticks, and
+// pipes escaped (GitHub honours \| inside code spans in tables).
+var codeCellReplacer = strings.NewReplacer("`", "'", "|", `\|`, "\n", " ")
+
+func codeCell(s string) string { return codeCellReplacer.Replace(s) }

@@ -1,0 +1,244 @@
+package results
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Causes of a missed precommit, in the order they are tried.
+const (
+	CauseNodeDown     = "node-down"
+	CauseSignerFailed = "signer-failed"
+	CauseSignerLate   = "signer-late"
+	CauseNetwork      = "network"
+	CauseUnknown      = "unknown"
+)
+
+// MissedCauses lists every cause of a missed precommit, in report order.
+var MissedCauses = []string{CauseSignerLate, CauseSignerFailed, CauseNodeDown, CauseNetwork, CauseUnknown}
+
+// MissedByCause counts a validator's missed precommits by cause. A struct
+// rather than a map so that every key is always present in summary.json.
+type MissedByCause struct {
+	SignerLate   int `json:"signer-late"`
+	SignerFailed int `json:"signer-failed"`
+	NodeDown     int `json:"node-down"`
+	Network      int `json:"network"`
+	Unknown      int `json:"unknown"`
+}
+
+// Get returns the count of one cause (0 for a name that is not a cause).
+func (m MissedByCause) Get(cause string) int {
+	if p := m.field(cause); p != nil {
+		return *p
+	}
+	return 0
+}
+
+func (m *MissedByCause) field(cause string) *int {
+	switch cause {
+	case CauseSignerLate:
+		return &m.SignerLate
+	case CauseSignerFailed:
+		return &m.SignerFailed
+	case CauseNodeDown:
+		return &m.NodeDown
+	case CauseNetwork:
+		return &m.Network
+	case CauseUnknown:
+		return &m.Unknown
+	}
+	return nil
+}
+
+// MissedPrecommit is one row of missed.csv: validator's CommitSig for
+// Height is absent from block Height+1, and why that most likely happened.
+type MissedPrecommit struct {
+	Height    int64  `json:"height"`
+	Validator string `json:"validator"`
+	Cause     string `json:"cause"`
+	Detail    string `json:"detail"`
+}
+
+// MissedPrecommits classifies every missed precommit of a run (the same
+// set missed_precommits counts), by height and in LastCommit order. Causes
+// are derived at report time from the events; they are never recorded in
+// events.jsonl, so a better classifier re-reads old runs.
+func MissedPrecommits(events []Event) []MissedPrecommit {
+	return missedPrecommits(newChain(events), newIndex(events, runStartOf(events)))
+}
+
+func runStartOf(events []Event) *Event {
+	for i := range events {
+		if events[i].Kind == KindRunStart {
+			return &events[i]
+		}
+	}
+	return nil
+}
+
+func missedPrecommits(c *chain, x *index) []MissedPrecommit {
+	var out []MissedPrecommit
+	for _, h := range c.heights {
+		nb := c.next(h)
+		if nb == nil {
+			continue
+		}
+		for _, v := range nb.LastCommitAbsent {
+			if v == "" {
+				continue
+			}
+			cause, detail := x.classifyMissed(c, h, v)
+			out = append(out, MissedPrecommit{Height: h, Validator: v, Cause: cause, Detail: detail})
+		}
+	}
+	return out
+}
+
+// decided is when height h was decided, as far as validator v is
+// concerned: the earliest step "commit" at h of any node but v's own (v's
+// node may lag precisely because of v's signer), else the block event.
+func (x *index) decided(c *chain, h int64, v string) time.Time {
+	var t time.Time
+	for _, ev := range x.commitSteps[h] {
+		if ev.Node != v && (t.IsZero() || ev.Time.Before(t)) {
+			t = ev.Time
+		}
+	}
+	if t.IsZero() {
+		t = c.blocks[h].Time
+	}
+	return t
+}
+
+// classifyMissed explains why v's precommit for h is absent from block
+// h+1. The first cause that applies wins, from the most certain (the node
+// was down) to the least (signed in time, so the vote got lost on the way).
+func (x *index) classifyMissed(c *chain, h int64, v string) (cause, detail string) {
+	cr, _ := c.commitRound(h) // known: block h+1 exists
+	decided := x.decided(c, h, v)
+	ms := func(d time.Duration) string { return formatMS(float64(d.Nanoseconds()) / 1e6) }
+
+	// node-down: a node fault overlapping the decisive round.
+	from := decided
+	if t, ok := x.roundStart[hr{h, cr}]; ok && t.Before(from) {
+		from = t
+	}
+	for _, w := range x.downs[v] {
+		if !w.start.After(decided) && (w.end.IsZero() || w.end.After(from)) {
+			d := w.action + " fault active"
+			if w.detail != "" {
+				d += ": " + w.detail
+			}
+			return CauseNodeDown, d
+		}
+	}
+
+	var ok, failed, prevote *Event // precommit at cr; failed precommit; any prevote
+	var failedAtCR, anyPrecommit bool
+	signs := x.signs[valHeight{v, h}]
+	for _, ev := range signs {
+		switch {
+		case ev.Phase == PhasePrevote && prevote == nil:
+			prevote = ev
+		case ev.Phase != PhasePrecommit:
+		case ev.Error != "" && ev.Round <= cr:
+			anyPrecommit = true
+			if failed == nil || ev.Round == cr {
+				failed = ev
+			}
+			failedAtCR = failedAtCR || ev.Round == cr
+		default:
+			anyPrecommit = true
+			if ev.Error == "" && ev.Round == cr && ok == nil {
+				ok = ev
+			}
+		}
+	}
+
+	// signer-failed: the commit round's precommit failed, or an earlier
+	// round's did and the commit round has no signature to show for it (a
+	// later successful signature is judged on its timing instead).
+	if failed != nil && (failedAtCR || ok == nil) {
+		return CauseSignerFailed, fmt.Sprintf("precommit r%d: %s", failed.Round, failed.Error)
+	}
+
+	if ok != nil {
+		lat := "signature took " + formatMS(ok.LatencyMS) + " ms"
+		if ok.Time.After(decided) {
+			return CauseSignerLate, fmt.Sprintf("precommit r%d signed %s ms after the decision (%s)", cr, ms(ok.Time.Sub(decided)), lat)
+		}
+		d := fmt.Sprintf("precommit r%d signed %s ms before the decision (%s)", cr, ms(decided.Sub(ok.Time)), lat)
+		if p := c.blocks[h+1].Proposer; p != "" && p != v {
+			if t, got := x.firstReceipt(p, v, PhasePrecommit, hr{h, cr}); got {
+				rel := ms(t.Sub(decided)) + " ms after"
+				if t.Before(decided) {
+					rel = ms(decided.Sub(t)) + " ms before"
+				}
+				d += fmt.Sprintf("; %s (proposer of %d) received it %s the decision", p, h+1, rel)
+			} else {
+				d += fmt.Sprintf("; no vote event shows %s (proposer of %d) receiving it", p, h+1)
+			}
+		}
+		return CauseNetwork, d
+	}
+
+	// No precommit for the commit round. The signer was the holdup if it
+	// was busy with one of v's signatures at h when h was decided, or if
+	// v prevoted at h but its precommit never came back at all.
+	for _, ev := range signs {
+		began := ev.Time.Add(-time.Duration(ev.LatencyMS * float64(time.Millisecond)))
+		if !began.After(decided) && ev.Time.After(decided) {
+			return CauseSignerLate, fmt.Sprintf("no precommit for r%d: the %s r%d signature was in progress at the decision (took %s ms)",
+				cr, ev.Phase, ev.Round, formatMS(ev.LatencyMS))
+		}
+	}
+	if !anyPrecommit && prevote != nil {
+		return CauseSignerLate, fmt.Sprintf("prevote r%d signed but no precommit signature returned", prevote.Round)
+	}
+	if len(signs) == 0 {
+		return CauseUnknown, fmt.Sprintf("no signature by %s at height %d", v, h)
+	}
+	return CauseUnknown, fmt.Sprintf("no precommit signature for r%d", cr)
+}
+
+// WriteMissedCSV writes missed.csv: one row per missed precommit (see
+// MissedPrecommits), with the header
+//
+//	height,validator,cause,detail
+func WriteMissedCSV(w io.Writer, events []Event) error {
+	return writeMissedCSV(w, MissedPrecommits(events))
+}
+
+func writeMissedCSV(w io.Writer, rows []MissedPrecommit) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write([]string{"height", "validator", "cause", "detail"}); err != nil {
+		return err
+	}
+	for _, m := range rows {
+		if err := cw.Write([]string{strconv.FormatInt(m.Height, 10), m.Validator, m.Cause, m.Detail}); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// String lists the non-zero causes in report order ("signer-late 1,
+// network 2"), or "-" when nothing was missed.
+func (m MissedByCause) String() string {
+	var parts []string
+	for _, c := range MissedCauses {
+		if n := m.Get(c); n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", c, n))
+		}
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
+}

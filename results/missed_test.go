@@ -1,0 +1,168 @@
+package results
+
+import (
+	"strings"
+	"testing"
+)
+
+// Event constructors with times, for the consensus analysis.
+func stepAt(ms float64, node string, h int64, r int32, s string) Event {
+	ev := step(node, h, r, s)
+	ev.Time = at(ms)
+	return ev
+}
+
+func signAt(ms float64, v, phase string, h int64, r int32, blockID string, latency float64) Event {
+	ev := signEv(v, phase, h, r, blockID)
+	ev.Time, ev.LatencyMS = at(ms), latency
+	return ev
+}
+
+func voteAt(ms float64, node, v, phase string, h int64, r int32, blockID string) Event {
+	return Event{Time: at(ms), Kind: KindVote, Node: node, Validator: v, Phase: phase, Height: h, Round: r, BlockID: blockID}
+}
+
+func faultAt(ms float64, v, action, state string) Event {
+	return Event{Time: at(ms), Kind: KindFault, Validator: v, Action: action, State: state, Detail: "test"}
+}
+
+// missedRun: four validators; height 1 is decided at 900 ms (v1..v3 enter
+// commit then; v4's own node at 950), blocks at 1000 and 3000; block 2,
+// proposed by v1, has v4 absent from height 1's commit in commitRound.
+// extra events describe what v4 did.
+func missedRun(commitRound int32, extra ...Event) []Event {
+	evs := []Event{runStart("v1", "v2", "v3", "v4")}
+	for _, n := range []string{"v1", "v2", "v3"} {
+		evs = append(evs, stepAt(900, n, 1, commitRound, "commit"))
+	}
+	evs = append(evs, stepAt(950, "v4", 1, commitRound, "commit"))
+	evs = append(evs, extra...)
+	b2 := block(2, 3000, commitRound, []string{"v4"}, nil)
+	b2.Proposer = "v1"
+	return append(evs, block(1, 1000, 0, nil, nil), b2, runEnd(4000, StopHeights))
+}
+
+func TestMissedPrecommitCauses(t *testing.T) {
+	const id = "B1"
+	tests := []struct {
+		name   string
+		events []Event
+		cause  string
+		detail string // substring
+	}{
+		{"node down: a node fault active through the decision",
+			missedRun(0, faultAt(100, "v4", FaultNodeKill, FaultStart)),
+			CauseNodeDown, "node-kill fault active"},
+		{"node down: paused, resumed after the round began",
+			missedRun(0, faultAt(100, "v4", FaultNodePause, FaultStart), faultAt(500, "v4", FaultNodePause, FaultEnd),
+				Event{Time: at(200), Kind: KindNewRound, Node: "v1", Height: 1, Proposer: "v1"}),
+			CauseNodeDown, "node-pause"},
+		{"a node fault that ended before the round is not the cause",
+			missedRun(0, faultAt(10, "v4", FaultNodeStop, FaultStart), faultAt(50, "v4", FaultNodeStop, FaultEnd),
+				Event{Time: at(200), Kind: KindNewRound, Node: "v1", Height: 1, Proposer: "v1"}),
+			CauseUnknown, "no signature by v4 at height 1"},
+		{"a signer fault is not a node fault",
+			missedRun(0, faultAt(100, "v4", "signer-delay", FaultStart)),
+			CauseUnknown, ""},
+		{"signer failed on the commit round's precommit",
+			missedRun(0, withError(signAt(500, "v4", PhasePrecommit, 1, 0, "", 3), "signer: connection reset")),
+			CauseSignerFailed, "precommit r0: signer: connection reset"},
+		{"signer failed in an earlier round, nothing for the commit round",
+			missedRun(1, withError(signAt(500, "v4", PhasePrecommit, 1, 0, "", 3), "boom")),
+			CauseSignerFailed, "precommit r0: boom"},
+		{"an earlier round's failure does not hide a later signature",
+			missedRun(1, withError(signAt(500, "v4", PhasePrecommit, 1, 0, "", 3), "boom"),
+				signAt(800, "v4", PhasePrecommit, 1, 1, id, 1)),
+			CauseNetwork, "precommit r1 signed 100 ms before the decision"},
+		{"signer late: precommit returned after the decision",
+			missedRun(0, signAt(1100, "v4", PhasePrecommit, 1, 0, id, 400)),
+			CauseSignerLate, "precommit r0 signed 200 ms after the decision (signature took 400 ms)"},
+		{"signer late: a prevote still being signed at the decision",
+			missedRun(0, signAt(1200, "v4", PhasePrevote, 1, 0, id, 500)),
+			CauseSignerLate, "the prevote r0 signature was in progress at the decision"},
+		{"signer late: prevoted, precommit never returned",
+			missedRun(0, signAt(300, "v4", PhasePrevote, 1, 0, id, 1)),
+			CauseSignerLate, "prevote r0 signed but no precommit signature returned"},
+		{"network: signed in time, the next proposer received it late",
+			missedRun(0, signAt(800, "v4", PhasePrecommit, 1, 0, id, 1), voteAt(1500, "v1", "v4", PhasePrecommit, 1, 0, id)),
+			CauseNetwork, "v1 (proposer of 2) received it 600 ms after the decision"},
+		{"network: signed in time, never received by the next proposer",
+			missedRun(0, signAt(800, "v4", PhasePrecommit, 1, 0, id, 1), voteAt(810, "v2", "v4", PhasePrecommit, 1, 0, id)),
+			CauseNetwork, "no vote event shows v1 (proposer of 2) receiving it"},
+		{"the decision is the others' commit step, not v's own",
+			// v4's node entered commit (at 850, having seen +2/3) before
+			// the others: its precommit at 870 still beat their 900.
+			missedRun(0, stepAt(850, "v4", 1, 0, "commit"), signAt(870, "v4", PhasePrecommit, 1, 0, id, 1)),
+			CauseNetwork, "signed 30 ms before the decision"},
+		{"signed just after the others decided",
+			missedRun(0, signAt(920, "v4", PhasePrecommit, 1, 0, id, 1)),
+			CauseSignerLate, "20 ms after the decision"},
+		{"a signer-side event alone is not the node's signature",
+			missedRun(0, Event{Time: at(800), Kind: KindSign, Node: "v4", Validator: "v4", Side: SideSigner, Phase: PhasePrecommit, Height: 1, LatencyMS: 1, BlockID: id}),
+			CauseUnknown, "no signature by v4"},
+		{"unknown: a prevote in a later round only, not in progress",
+			missedRun(1, signAt(300, "v4", PhasePrevote, 1, 1, id, 1), signAt(310, "v4", PhasePrecommit, 1, 0, "", 1)),
+			CauseUnknown, "no precommit signature for r1"},
+		{"unknown: no events of v4 at all",
+			missedRun(0),
+			CauseUnknown, "no signature by v4 at height 1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := MissedPrecommits(tt.events)
+			if len(got) != 1 {
+				t.Fatalf("got %d missed precommits, want 1: %+v", len(got), got)
+			}
+			m := got[0]
+			if m.Height != 1 || m.Validator != "v4" || m.Cause != tt.cause || !strings.Contains(m.Detail, tt.detail) {
+				t.Errorf("got %+v, want cause %s with detail containing %q", m, tt.cause, tt.detail)
+			}
+			// summary.json counts the same cause.
+			v := vByName(t, Summarize(tt.events), "v4")
+			if v.MissedByCause.Get(tt.cause) != 1 || v.MissedPrecommits != 1 || v.MissedBlocks != 1 {
+				t.Errorf("summary: missed %d blocks %d by cause %+v", v.MissedPrecommits, v.MissedBlocks, v.MissedByCause)
+			}
+		})
+	}
+}
+
+func TestDecisionFallsBackToTheBlock(t *testing.T) {
+	// No commit step at all: the block event (1000 ms) is the decision.
+	evs := []Event{runStart("v1", "v2"), signAt(1100, "v2", PhasePrecommit, 1, 0, "B", 300),
+		block(1, 1000, 0, nil, nil), block(2, 2000, 0, []string{"v2"}, nil), runEnd(3000, StopHeights)}
+	got := MissedPrecommits(evs)
+	if len(got) != 1 || got[0].Cause != CauseSignerLate || !strings.Contains(got[0].Detail, "100 ms after") {
+		t.Errorf("got %+v", got)
+	}
+}
+
+func TestMissedByCauseSumsToMissed(t *testing.T) {
+	for _, v := range Summarize(readFixture(t)).Validators {
+		sum := 0
+		for _, c := range MissedCauses {
+			sum += v.MissedByCause.Get(c)
+		}
+		if sum != v.MissedPrecommits {
+			t.Errorf("%s: causes %+v sum to %d, missed %d", v.Name, v.MissedByCause, sum, v.MissedPrecommits)
+		}
+	}
+	var zero MissedByCause
+	if zero.String() != "-" || (MissedByCause{SignerLate: 1, Network: 2}).String() != "signer-late 1, network 2" {
+		t.Errorf("String: %q, %q", zero.String(), MissedByCause{SignerLate: 1, Network: 2}.String())
+	}
+	if zero.Get("no-such-cause") != 0 {
+		t.Error("Get of an unknown cause")
+	}
+}
+
+func TestMissedCSV(t *testing.T) {
+	evs := missedRun(0, signAt(1100, "v4", PhasePrecommit, 1, 0, "B", 400))
+	var b strings.Builder
+	if err := WriteMissedCSV(&b, evs); err != nil {
+		t.Fatal(err)
+	}
+	want := "height,validator,cause,detail\n1,v4,signer-late,precommit r0 signed 200 ms after the decision (signature took 400 ms)\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}
