@@ -152,6 +152,10 @@ func (d *decoder) decode(n *yaml.Node, key string, v reflect.Value) {
 		if f, ok := d.number(n, key); ok {
 			v.SetFloat(f)
 		}
+	case v.Kind() == reflect.Bool:
+		if b, ok := d.boolean(n, key); ok {
+			v.SetBool(b)
+		}
 	default:
 		panic("scenarios: no decoder for " + v.Type().String())
 	}
@@ -318,6 +322,20 @@ func (d *decoder) number(n *yaml.Node, key string) (float64, bool) {
 		return 0, false
 	}
 	return f, true
+}
+
+// boolean reads true or false. yaml.v3 also tags yes, no, on and off as
+// strings (YAML 1.2), so they are refused rather than guessed.
+func (d *decoder) boolean(n *yaml.Node, key string) (bool, bool) {
+	if !d.scalar(n, key, "true or false") {
+		return false, false
+	}
+	var b bool
+	if n.ShortTag() != "!!bool" || n.Decode(&b) != nil {
+		d.fail(d.at(n), key, "expected true or false, got "+describe(n))
+		return false, false
+	}
+	return b, true
 }
 
 // duration reads a Go duration string ("200ms", "1.5s"). A bare 0 is zero;

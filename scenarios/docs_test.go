@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/valnet/valnet/network"
 )
 
 const (
@@ -13,6 +15,8 @@ const (
 	metricsEnd    = "<!-- metrics:end -->"
 	profilesStart = "<!-- profiles:start -->\n"
 	profilesEnd   = "<!-- profiles:end -->"
+	regionsStart  = "<!-- regions:start -->\n"
+	regionsEnd    = "<!-- regions:end -->"
 )
 
 // metricsTable renders Metrics as the table in docs/scenario.md.
@@ -54,6 +58,23 @@ func profilesList() string {
 		line += len(word)
 	}
 	b.WriteString("\n")
+	return b.String()
+}
+
+// regionsTable renders the zone regions and their AWS codes as the table
+// in docs/scenario.md.
+func regionsTable() string {
+	var b strings.Builder
+	b.WriteString("| region | AWS code |\n| --- | --- |\n")
+	for _, r := range network.Regions() {
+		var codes []string
+		for _, c := range regionCodes {
+			if canon, _ := network.CanonicalRegion(c); canon == r {
+				codes = append(codes, "`"+c+"`")
+			}
+		}
+		fmt.Fprintf(&b, "| `%s` | %s |\n", r, strings.Join(codes, ", "))
+	}
 	return b.String()
 }
 
@@ -101,6 +122,12 @@ func TestDocsProfilesList(t *testing.T) {
 	generatedSection(t, "built-in profile list", profilesStart, profilesEnd, profilesList())
 }
 
+// TestDocsRegionsTable keeps the zone regions in docs/scenario.md equal
+// to the network package's.
+func TestDocsRegionsTable(t *testing.T) {
+	generatedSection(t, "zone regions table", regionsStart, regionsEnd, regionsTable())
+}
+
 // TestDocsMentionEveryKey checks the reference names every key and value
 // the parser accepts.
 func TestDocsMentionEveryKey(t *testing.T) {
@@ -126,7 +153,8 @@ func TestDocsMentionEveryKey(t *testing.T) {
 		}
 	}
 	// Short, common words: look for them as code.
-	for _, list := range [][]string{keyTypes, vias, decryptModes, faultActionNames(), builtinProfiles} {
+	for _, list := range [][]string{keyTypes, vias, decryptModes, faultActionNames(), builtinProfiles,
+		ledgerDevices, provisions, topologyKinds, bandwidthUnitNames, network.Regions(), regionCodes} {
 		for _, v := range list {
 			if !strings.Contains(doc, "`"+v+"`") {
 				t.Errorf("%s does not mention `%s`", docsPath, v)

@@ -92,18 +92,38 @@ func (d *decoder) checkExpectValidator(key, name string, info MetricInfo, known 
 // checkValidatorRef looks up a reference to one expanded validator,
 // explaining a name that is not one of them.
 func (d *decoder) checkValidatorRef(key, name string, vals validatorSet) (ValidatorPlan, bool) {
+	return d.checkValidatorRefAt(d.valuePos(key), key, name, vals)
+}
+
+// checkValidatorRefAt is checkValidatorRef reporting at p (a name written
+// as a mapping key is reported at the key).
+func (d *decoder) checkValidatorRefAt(p Pos, key, name string, vals validatorSet) (ValidatorPlan, bool) {
 	if v, ok := vals.lookup(name); ok {
 		return v, true
 	}
 	if span := vals.groups[name]; span != "" {
-		d.fail(d.valuePos(key), key, fmt.Sprintf("%s expands to %s; name one of them", name, span))
+		d.fail(p, key, fmt.Sprintf("%s expands to %s; name one of them", name, span))
 		return ValidatorPlan{}, false
 	}
 	names := vals.names()
 	if len(names) > maxListedValidators {
-		d.fail(d.valuePos(key), key, fmt.Sprintf("no validator named %q (names are %s..%s)", name, names[0], names[len(names)-1]))
+		d.fail(p, key, fmt.Sprintf("no validator named %q (names are %s..%s)", name, names[0], names[len(names)-1]))
 		return ValidatorPlan{}, false
 	}
-	d.fail(d.valuePos(key), key, fmt.Sprintf("no validator named %q", name), names...)
+	d.fail(p, key, fmt.Sprintf("no validator named %q", name), names...)
 	return ValidatorPlan{}, false
+}
+
+// validatorRef checks a reference from outside validators (faults,
+// network): like checkValidatorRef, but quiet when there are no
+// validators to look it up in, which is reported already.
+func (d *decoder) validatorRef(key, name string, vals validatorSet) (ValidatorPlan, bool) {
+	return d.validatorRefAt(d.valuePos(key), key, name, vals)
+}
+
+func (d *decoder) validatorRefAt(p Pos, key, name string, vals validatorSet) (ValidatorPlan, bool) {
+	if len(vals.plans) == 0 && d.failed("validators") {
+		return ValidatorPlan{}, false
+	}
+	return d.checkValidatorRefAt(p, key, name, vals)
 }

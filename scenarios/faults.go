@@ -10,39 +10,84 @@ import (
 // faultAction says which keys one fault action takes. This table is the
 // list of actions: adding one is adding a row here, its constant in
 // plan.go, its entry in schema.json and its paragraph in docs/scenario.md.
+// TestJSONSchemaFaultRules holds schema.json's per-action rules to it.
 type faultAction struct {
-	Name     string
-	Verb     string        // what it does to a signature, for messages ("drop"); durWindow actions
-	Latency  bool          // takes latency, and requires it
-	Phases   bool          // takes phases (default: all)
-	Round    bool          // at may give a round besides the height
-	Remote   bool          // the target's signer must be remote (via tcp or unix)
-	Duration faultDuration // what duration means
-	Window   string        // what the duration is, for messages
-	Whole    string        // actions without phases: why, for messages
+	Name       string
+	Verb       string        // what it does to a signature, for messages ("drop"); durWindow actions
+	Latency    bool          // takes latency, and requires it
+	LatencyDoc string        // Latency: what the latency is, for messages
+	Phases     bool          // takes phases (default: all)
+	Round      bool          // at may give a round besides the height
+	Remote     bool          // the target's signer must be remote (via tcp or unix)
+	Signer     bool          // acts inside the target's signer: with run.backend process that signer must be the runner's (via tcp or unix)
+	Target     targetRule    // whether it takes a target
+	NoTarget   string        // targetNone: why, for messages
+	Link       bool          // takes from, to, one_way, jitter and bandwidth
+	Groups     bool          // takes groups, and requires them
+	Process    string        // non-empty: needs run.backend process; why, for messages
+	Duration   faultDuration // what duration means
+	Window     string        // what the duration is, for messages
+	Whole      string        // actions without phases: why, for messages
+	NoDuration string        // durNone: why, for messages
 }
+
+// targetRule says whether an action takes a target.
+type targetRule int
+
+const (
+	targetRequired targetRule = iota // required: the validator it hits
+	targetOptional                   // optional (network-latency: every link of one validator)
+	targetNone                       // refused: the action names no single validator
+)
 
 // faultDuration is how an action reads its duration.
 type faultDuration int
 
 const (
-	durUntilEnd faultDuration = iota // optional, >= 0; 0 or absent: until the run ends
+	durUntilEnd faultDuration = iota // optional, >= 0; 0 or absent: until the run ends (or the fault is undone by another)
 	durWindow                        // optional, > 0; absent: at at.height (and at.round) only, so required with at.time
 	durRequired                      // required, > 0
 	durDowntime                      // optional, >= 0; default 0
+	durNone                          // refused: the action is instantaneous
+)
+
+// Texts shared by several rows.
+const (
+	wholeNode     = "it acts on the whole node"
+	wholeNetwork  = "it acts on the network, whatever the links carry"
+	nodeRunsAgain = "the node runs from then on"
 )
 
 var faultActions = []faultAction{
-	{Name: FaultSignerDelay, Latency: true, Phases: true, Duration: durUntilEnd},
-	{Name: FaultSignerDrop, Verb: "drop", Phases: true, Round: true, Duration: durWindow,
+	{Name: FaultSignerDelay, Signer: true, Latency: true, Phases: true, Duration: durUntilEnd,
+		LatencyDoc: "the extra delay before each signature, e.g. latency: 2s or latency: {dist: uniform, min: 1s, max: 3s}"},
+	{Name: FaultSignerDrop, Signer: true, Verb: "drop", Phases: true, Round: true, Duration: durWindow,
 		Window: "the window in which signatures are dropped"},
-	{Name: FaultSignerError, Verb: "fail", Phases: true, Round: true, Duration: durWindow,
+	{Name: FaultSignerError, Signer: true, Verb: "fail", Phases: true, Round: true, Duration: durWindow,
 		Window: "the window in which signing fails"},
 	{Name: FaultSignerOutage, Remote: true, Duration: durRequired,
 		Window: "how long the signer stays unreachable", Whole: "it makes the whole signer unreachable"},
 	{Name: FaultSignerRestart, Remote: true, Duration: durDowntime,
 		Whole: "it stops and starts the whole signer"},
+	{Name: FaultNetworkLatency, Target: targetOptional, Latency: true, Link: true, Duration: durUntilEnd,
+		LatencyDoc: "the links' one-way latency while the fault lasts, e.g. latency: 200ms", Whole: wholeNetwork},
+	{Name: FaultPartition, Target: targetNone, Groups: true, Duration: durUntilEnd,
+		NoTarget: "its groups say who is cut off from whom", Whole: wholeNetwork},
+	{Name: FaultIsolate, Duration: durUntilEnd, Whole: wholeNetwork},
+	{Name: FaultHeal, Target: targetNone, Duration: durNone, Whole: wholeNetwork,
+		NoTarget: "it ends every partition and isolation", NoDuration: "it ends every partition and isolation at once"},
+	{Name: FaultNodeStop, Duration: durUntilEnd, Whole: wholeNode},
+	{Name: FaultNodeStart, Duration: durNone, Whole: wholeNode, NoDuration: nodeRunsAgain},
+	{Name: FaultNodeKill, Duration: durUntilEnd, Whole: wholeNode},
+	{Name: FaultNodePause, Duration: durUntilEnd, Whole: wholeNode,
+		Process: "in-process nodes cannot be frozen: they share valnet's own process (a paused node is a stopped OS process)"},
+	{Name: FaultNodeResume, Duration: durNone, Whole: wholeNode, NoDuration: nodeRunsAgain,
+		Process: "in-process nodes cannot be frozen, so there is nothing to resume"},
+	{Name: FaultNodeRestart, Duration: durDowntime, Whole: wholeNode},
 }
+
+// faultLinkKeys are the keys of a fault that only Link actions take.
+var faultLinkKeys = []string{"from", "to", "one_way", "jitter", "bandwidth"}
 
 // faultActionNames lists the actions in documentation order.
 func faultActionNames() []string {
@@ -76,30 +121,36 @@ func (d *decoder) resolveFaults(raws []rawFault, vals validatorSet, run RunPlan)
 		}
 		fp := FaultPlan{Action: rf.Action, Target: rf.Target, Pos: d.valuePos(key)}
 		act, actOK := d.checkFaultAction(key+".action", rf.Action)
-		target, targetOK := d.checkFaultTarget(key+".target", rf.Target, vals)
 		fp.At = d.resolveFaultAt(key+".at", rf.At, act, actOK, run)
 		if rf.Duration != nil {
 			fp.Duration = *rf.Duration
 		}
 		if !actOK {
-			// Whether latency and phases belong depends on the action;
-			// their values can be checked all the same.
+			// Which keys belong depends on the action; their values
+			// can be checked all the same.
+			if k := key + ".target"; d.written(k) && !d.failed(k) {
+				d.validatorRef(k, rf.Target, vals)
+			}
 			if rf.Latency != nil {
 				d.resolveLatency(key+".latency", rf.Latency)
 			}
 			d.resolvePhases(key+".phases", rf.Phases, "cover")
+			d.resolveBandwidth(key+".bandwidth", rf.Bandwidth)
 			out = append(out, fp)
 			continue
 		}
+		target, targetOK := d.resolveFaultTarget(key, rf, act, vals)
 		d.checkFaultDuration(key, rf, act)
 		latKey := key + ".latency"
 		switch {
 		case act.Latency && rf.Latency == nil && !d.failed(latKey):
-			d.fail(d.valuePos(latKey), latKey, fmt.Sprintf("required for %s: the extra delay before each signature, e.g. latency: 2s or latency: {dist: uniform, min: 1s, max: 3s}", act.Name))
-		case act.Latency:
+			d.fail(d.valuePos(latKey), latKey, fmt.Sprintf("required for %s: %s", act.Name, act.LatencyDoc))
+		case act.Latency && act.Phases:
 			fp.Latency = d.resolveLatencyNoPhases(latKey, rf.Latency, fmt.Sprintf("phases go on the fault itself (%s.phases), not inside its latency", key))
+		case act.Latency:
+			fp.Latency = d.resolveLatencyNoPhases(latKey, rf.Latency, linkLatencyNoPhases)
 		case d.written(latKey):
-			d.fail(d.keyPos(latKey), latKey, fmt.Sprintf("only %s takes latency", faultActionsWith(func(a faultAction) bool { return a.Latency })))
+			d.fail(d.keyPos(latKey), latKey, fmt.Sprintf("only %s take latency", faultActionsWith(func(a faultAction) bool { return a.Latency })))
 		}
 		phasesKey := key + ".phases"
 		switch {
@@ -111,11 +162,146 @@ func (d *decoder) resolveFaults(raws []rawFault, vals validatorSet, run RunPlan)
 		case d.written(phasesKey):
 			d.fail(d.keyPos(phasesKey), phasesKey, fmt.Sprintf("%s takes no phases: %s", act.Name, act.Whole))
 		}
+		d.resolveFaultLink(key, rf, act, vals, &fp)
+		fp.Groups = d.resolveGroups(key+".groups", rf.Groups, act, vals)
+		if act.Process != "" && run.Backend != backendProcess && !d.failed("run.backend") {
+			k := key + ".action"
+			d.fail(d.valuePos(k), k, fmt.Sprintf("%s needs run.backend: process; %s", act.Name, act.Process))
+		}
 		if act.Remote && targetOK && target.Signer.Via == ViaDirect {
 			k := key + ".target"
 			d.fail(d.valuePos(k), k, fmt.Sprintf("%s needs a remote signer (via: tcp or unix) on %s; %s signs in-process (via: direct)", act.Name, target.Name, target.Name))
 		}
+		if act.Signer && run.Backend == backendProcess && targetOK && target.Signer.Via == ViaDirect {
+			k := key + ".target"
+			msg := fmt.Sprintf("with run.backend: process, %s needs %s's signer in the runner, where faults are injected: set via: tcp or unix on %s", act.Name, target.Name, target.Name)
+			if target.Binary == "" && run.Binary == "" {
+				msg += " (with via: direct it signs inside the node's own process)"
+			}
+			d.fail(d.valuePos(k), k, msg)
+		}
 		out = append(out, fp)
+	}
+	return out
+}
+
+// resolveFaultTarget applies the action's target rule.
+func (d *decoder) resolveFaultTarget(key string, rf rawFault, act faultAction, vals validatorSet) (ValidatorPlan, bool) {
+	k := key + ".target"
+	switch act.Target {
+	case targetNone:
+		if d.written(k) {
+			d.fail(d.keyPos(k), k, fmt.Sprintf("%s takes no target: %s", act.Name, act.NoTarget))
+		}
+		return ValidatorPlan{}, false
+	case targetOptional:
+		if !d.written(k) || d.failed(k) {
+			return ValidatorPlan{}, false
+		}
+		return d.validatorRef(k, rf.Target, vals)
+	default:
+		return d.checkFaultTarget(k, rf.Target, vals)
+	}
+}
+
+// resolveFaultLink reads the link keys of network-latency: one link
+// (from, to, one_way), every link of the target, or every link; and the
+// jitter and bandwidth they get besides the latency.
+func (d *decoder) resolveFaultLink(key string, rf rawFault, act faultAction, vals validatorSet, fp *FaultPlan) {
+	if !act.Link {
+		for _, name := range faultLinkKeys {
+			if k := key + "." + name; d.written(k) {
+				d.fail(d.keyPos(k), k, fmt.Sprintf("only %s takes %s", faultActionsWith(func(a faultAction) bool { return a.Link }), name))
+			}
+		}
+		return
+	}
+	fromKey, toKey, oneWayKey := key+".from", key+".to", key+".one_way"
+	hasFrom, hasTo, hasTarget := d.written(fromKey), d.written(toKey), d.written(key+".target")
+	switch {
+	case hasTarget && (hasFrom || hasTo):
+		k := fromKey
+		if !hasFrom || hasTo && before(d.keyPos(toKey), d.keyPos(fromKey)) {
+			k = toKey
+		}
+		d.fail(d.keyPos(k), k, "give either target (every link of one validator) or from and to (one link), not both")
+	case hasFrom && !hasTo:
+		d.fail(d.valuePos(key), toKey, "from needs to: the validator at the link's other end")
+	case hasTo && !hasFrom:
+		d.fail(d.valuePos(key), fromKey, "to needs from: the validator at the link's other end")
+	case hasFrom && hasTo:
+		_, fromOK := d.validatorRef(fromKey, rf.From, vals)
+		_, toOK := d.validatorRef(toKey, rf.To, vals)
+		if fromOK && toOK && rf.From == rf.To {
+			d.fail(d.valuePos(toKey), toKey, fmt.Sprintf("from and to are both %s: a link joins two validators", rf.From))
+		} else if fromOK && toOK {
+			fp.From, fp.To = rf.From, rf.To
+		}
+	}
+	if d.written(oneWayKey) && !(hasFrom && hasTo) {
+		d.fail(d.keyPos(oneWayKey), oneWayKey, "one_way needs from and to: it makes the change apply from -> to only")
+	}
+	if rf.OneWay != nil {
+		fp.OneWay = *rf.OneWay
+	}
+	link := &LinkPlan{Bandwidth: d.resolveBandwidth(key+".bandwidth", rf.Bandwidth)}
+	if fp.Latency != nil {
+		link.Latency = fp.Latency.clone()
+	}
+	if rf.Jitter != nil {
+		link.Jitter = *rf.Jitter
+	}
+	fp.Link = link
+}
+
+// resolveGroups checks a partition's groups: at least two, none empty,
+// known names, no validator in two.
+func (d *decoder) resolveGroups(key string, groups [][]string, act faultAction, vals validatorSet) [][]string {
+	switch {
+	case !act.Groups:
+		if d.written(key) {
+			d.fail(d.keyPos(key), key, fmt.Sprintf("only %s takes groups", faultActionsWith(func(a faultAction) bool { return a.Groups })))
+		}
+		return nil
+	case d.failed(key):
+		return nil
+	case groups == nil:
+		d.fail(d.valuePos(key), key, fmt.Sprintf("required for %s: the sides, each a list of validators, e.g. groups: [[v1, v2], [v3, v4]]", act.Name))
+		return nil
+	case len(groups) < 2:
+		d.fail(d.valuePos(key), key, fmt.Sprintf("needs at least 2 groups, got %d: a partition cuts the links between groups (validators in no group keep every link)", len(groups)))
+	}
+	side := make(map[string]int)
+	for gi, g := range groups {
+		gk := fmt.Sprintf("%s[%d]", key, gi)
+		if d.failed(gk) {
+			continue
+		}
+		if len(g) == 0 {
+			d.fail(d.valuePos(gk), gk, "group is empty; list at least one validator")
+			continue
+		}
+		for vi, v := range g {
+			vk := fmt.Sprintf("%s[%d]", gk, vi)
+			if d.failed(vk) {
+				continue
+			}
+			if _, ok := d.validatorRef(vk, v, vals); !ok {
+				continue
+			}
+			switch prev, dup := side[v]; {
+			case dup && prev == gi:
+				d.fail(d.valuePos(vk), vk, fmt.Sprintf("%s is listed twice in this group", v))
+			case dup:
+				d.fail(d.valuePos(vk), vk, fmt.Sprintf("%s is already in %s[%d]; groups must not overlap", v, key, prev))
+			default:
+				side[v] = gi
+			}
+		}
+	}
+	out := make([][]string, len(groups))
+	for i, g := range groups {
+		out[i] = slices.Clone(g)
 	}
 	return out
 }
@@ -151,10 +337,7 @@ func (d *decoder) checkFaultTarget(key, name string, vals validatorSet) (Validat
 		d.fail(d.valuePos(parentKey(key)), key, "required: name the validator the fault hits, e.g. target: v1")
 		return ValidatorPlan{}, false
 	}
-	if len(vals.plans) == 0 && d.failed("validators") {
-		return ValidatorPlan{}, false // no validators to look it up in; that is reported already
-	}
-	return d.checkValidatorRef(key, name, vals)
+	return d.validatorRef(key, name, vals)
 }
 
 // resolveFaultAt checks when a fault starts.
@@ -225,6 +408,10 @@ func (d *decoder) checkFaultDuration(key string, rf rawFault, act faultAction) {
 			d.fail(d.valuePos(key), k, fmt.Sprintf("required for %s: %s, e.g. duration: 15s", act.Name, act.Window))
 		} else if zero {
 			d.fail(d.valuePos(k), k, fmt.Sprintf("must be greater than 0 for %s: %s", act.Name, act.Window))
+		}
+	case durNone:
+		if d.written(k) {
+			d.fail(d.keyPos(k), k, fmt.Sprintf("%s takes no duration: %s", act.Name, act.NoDuration))
 		}
 	case durWindow:
 		atTime := rf.At != nil && rf.At.Time != nil && !d.written(key+".at.height")

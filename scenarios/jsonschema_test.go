@@ -2,11 +2,15 @@ package scenarios
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/valnet/valnet/network"
 )
 
 // The JSON Schema is written by hand for editors; these tests hold it to
@@ -188,6 +192,9 @@ func TestJSONSchemaEnums(t *testing.T) {
 		{"signer.key_type", strs(prop("validators[].signer", "key_type")["enum"]), keyTypes},
 		{"signer.via", strs(prop("validators[].signer", "via")["enum"]), vias},
 		{"signer.decrypt", strs(prop("validators[].signer", "decrypt")["enum"]), decryptModes},
+		{"signer.device", strs(prop("validators[].signer", "device")["enum"]), ledgerDevices},
+		{"signer.provision", strs(prop("validators[].signer", "provision")["enum"]), provisions},
+		{"network.topology (words)", strs(ref(root, prop("network", "topology")["anyOf"].([]any)[0].(map[string]any))["enum"]), topologyWords},
 		{"signer.profile (built-in)", strs(ref(root, prop("validators[].signer", "profile")["anyOf"].([]any)[0].(map[string]any))["enum"]), builtinProfiles},
 		{"profile names (not built-in)", strs(ref(root, schemaLevel(t, root, "")["properties"].(map[string]any)["profiles"].(map[string]any)["propertyNames"].(map[string]any)["not"].(map[string]any))["enum"]), builtinProfiles},
 		{"faults.action", strs(prop("faults[]", "action")["enum"]), faultActionNames()},
@@ -201,6 +208,68 @@ func TestJSONSchemaEnums(t *testing.T) {
 	} {
 		if !reflect.DeepEqual(c.got, c.want) {
 			t.Errorf("%s: schema %v, parser %v", c.what, c.got, c.want)
+		}
+	}
+}
+
+// TestJSONSchemaSignerTypeKeys ties the signer's per-type rules to
+// signerTypeKeys: the keys a rule refuses for other types are the type's.
+func TestJSONSchemaSignerTypeKeys(t *testing.T) {
+	root := loadSchema(t)
+	signer := schemaLevel(t, root, "validators[].signer")
+	seen := map[string]bool{}
+	for _, r := range signer["allOf"].([]any) {
+		r := r.(map[string]any)
+		typ := r["if"].(map[string]any)["properties"].(map[string]any)["type"].(map[string]any)["const"].(string)
+		not := r["else"].(map[string]any)["not"].(map[string]any)
+		var keys []string
+		if list, ok := not["anyOf"].([]any); ok {
+			for _, c := range list {
+				keys = append(keys, strs(c.(map[string]any)["required"])...)
+			}
+		} else {
+			keys = strs(not["required"])
+		}
+		if want := signerTypeKeys[typ]; !reflect.DeepEqual(sortedCopy(keys), sortedCopy(want)) {
+			t.Errorf("type %s: schema keeps %v to it, signerTypeKeys %v", typ, keys, want)
+		}
+		seen[typ] = true
+	}
+	for typ := range signerTypeKeys {
+		if !seen[typ] {
+			t.Errorf("schema.json has no rule for the keys of signer type %s", typ)
+		}
+	}
+}
+
+// TestJSONSchemaPatterns checks the schema's patterns for regions and
+// bandwidths against the parser (both are RE2 and ECMA-262 alike).
+func TestJSONSchemaPatterns(t *testing.T) {
+	root := loadSchema(t)
+	props := schemaLevel(t, root, "network")["properties"].(map[string]any)
+	region := regexp.MustCompile(props["zones"].(map[string]any)["propertyNames"].(map[string]any)["pattern"].(string))
+	var names []string
+	for _, r := range append(network.Regions(), regionCodes...) {
+		names = append(names, r, strings.ToLower(r), strings.ToUpper(r))
+	}
+	for _, n := range names {
+		if !region.MatchString(n) {
+			t.Errorf("schema refuses region %q, which valnet accepts", n)
+		}
+	}
+	for _, n := range []string{"Mars", "us-east-7", "N Virginia", ""} {
+		if region.MatchString(n) {
+			t.Errorf("schema accepts region %q, which valnet refuses", n)
+		}
+	}
+	bw := ref(root, map[string]any{"$ref": "#/$defs/bandwidth"})
+	ok := regexp.MustCompile(bw["pattern"].(string))
+	zero := regexp.MustCompile(bw["not"].(map[string]any)["pattern"].(string))
+	for _, c := range []string{"10mbit", "10Mbit", "1.5 MB", ".5KB", "3.kB", "1GiB", "8bit", "100B", "0mbit", "0.0KB", "10mbps", "10kb", "10", "fast", "-1mbit", "10furlong"} {
+		src := fmt.Sprintf("name: bw\nvalidators: [{name: a}]\nnetwork: {bandwidth: %q}\n", c)
+		_, err := Parse("bw.yaml", []byte(src))
+		if schema := ok.MatchString(c) && !zero.MatchString(c); schema != (err == nil) {
+			t.Errorf("bandwidth %q: schema accepts it: %v; valnet: %v", c, schema, err)
 		}
 	}
 }
@@ -238,6 +307,11 @@ func TestJSONSchemaFaultRules(t *testing.T) {
 		"no phases":         func(a faultAction) bool { return !a.Phases },
 		"duration required": func(a faultAction) bool { return a.Duration == durRequired },
 		"no round":          func(a faultAction) bool { return !a.Round },
+		"target required":   func(a faultAction) bool { return a.Target == targetRequired },
+		"no target":         func(a faultAction) bool { return a.Target == targetNone },
+		"groups":            func(a faultAction) bool { return a.Groups },
+		"no link keys":      func(a faultAction) bool { return !a.Link },
+		"no duration":       func(a faultAction) bool { return a.Duration == durNone },
 	}
 	seen := map[string]bool{}
 	for _, r := range fault["allOf"].([]any) {

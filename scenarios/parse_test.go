@@ -85,6 +85,7 @@ var goodChecks = map[string]func(t *testing.T, p *Plan){
 			},
 			Run:        RunPlan{Backend: "inprocess", Heights: 20, MaxDuration: 10 * time.Minute, Seed: 1},
 			Validators: []ValidatorPlan{{Name: "v1", Power: 10, Signer: SignerPlan{Type: "local", KeyType: "ed25519", Via: "direct", CPUScale: 1}}},
+			Network:    NetworkPlan{Topology: TopologyPlan{Kind: TopologyMesh}},
 		}
 		if !bytes.Contains(p.Text, []byte("name: minimal")) {
 			t.Errorf("plan does not keep the scenario text: %q", p.Text)
@@ -92,6 +93,9 @@ var goodChecks = map[string]func(t *testing.T, p *Plan){
 		want.Text = p.Text
 		if !reflect.DeepEqual(p, want) {
 			t.Errorf("defaults:\n got %+v\nwant %+v", p, want)
+		}
+		if p.NeedsFabric() {
+			t.Errorf("a scenario without network or network faults needs no fabric")
 		}
 	},
 	"count": func(t *testing.T, p *Plan) {

@@ -153,6 +153,8 @@ type LedgerPlan struct {
 	ConfirmDelay time.Duration // emulator: wait before the first signature is confirmed; default 0
 	// Emulator timing; zero values take the profile defaults
 	// (ledger-nano-s-plus: 51ms host stall, 3ms wire per exchange, 525ms on-device).
+	// The parser fills them in for an emulator (never 0 there) and leaves
+	// them 0 for hid.
 	HostStall  time.Duration
 	Wire       time.Duration
 	DeviceSign time.Duration
@@ -239,19 +241,31 @@ const (
 // FaultPlan is one `faults:` entry.
 type FaultPlan struct {
 	Action string
-	Target string  // an expanded validator name
+	Target string  // an expanded validator name; "" for partition and heal, and for network-latency on one link or every link
 	At     FaultAt // when it starts
 	// Duration by action (docs/scenario.md): signer-delay: the window, 0 =
 	// until the end of the run; signer-drop, signer-error: the window, 0 =
 	// only at At.Height (and At.Round if HasRound), never 0 when At is a
-	// time; signer-outage: > 0; signer-restart: downtime between stop and
-	// start, default 0.
+	// time; signer-outage: > 0; signer-restart, node-restart: downtime
+	// between stop and start, default 0; network-latency, partition,
+	// isolate: the window, 0 = until the end of the run (or a heal);
+	// node-stop, node-kill: down time before the node is started again,
+	// 0 = it stays down; node-pause: paused time, 0 = until a node-resume;
+	// heal, node-start, node-resume: always 0.
 	Duration time.Duration
-	Latency  *LatencyPlan // signer-delay: the extra delay (its Phases equal the fault's); nil otherwise
+	Latency  *LatencyPlan // signer-delay: the extra delay (its Phases equal the fault's); network-latency: the links' latency (Link.Latency is a copy); nil otherwise
 	// Phases: signer-delay, signer-drop, signer-error: phases affected,
 	// in consensus order, never empty after resolution (default: all);
-	// nil for signer-outage and signer-restart. Empty = all.
+	// nil for the other actions. Empty = all.
 	Phases []string
+	// network-latency: the links changed: From/To (directed, both ways
+	// unless OneWay), or every link of Target, or (all empty) every link;
+	// Latency is the new one-way latency, Link its jitter and bandwidth.
+	From, To string
+	OneWay   bool
+	Link     *LinkPlan
+	// partition: the validators of each side; links between sides are cut.
+	Groups [][]string
 	Pos    Pos
 }
 

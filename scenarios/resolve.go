@@ -18,18 +18,24 @@ const (
 	defaultHeights = 20
 	defaultMaxDur  = 10 * time.Minute
 	defaultSeed    = 1
-	defaultBackend = "inprocess"
 	chainIDPrefix  = "valnet-"
+)
+
+// Backends.
+const (
+	backendInprocess = "inprocess"
+	backendProcess   = "process"
+	defaultBackend   = backendInprocess
 )
 
 // Backends and signer types: those that work now, and those that are
 // planned (named so that users get "not available yet", not "unknown").
 // The other closed sets of signer values are in signer.go.
 var (
-	backends           = []string{"inprocess"}
-	plannedBackends    = []string{"process", "docker"}
-	signerTypes        = []string{SignerLocal, SignerKeyfile, SignerSimulated}
-	plannedSignerTypes = []string{"pkcs11", "ledger"}
+	backends           = []string{backendInprocess, backendProcess}
+	plannedBackends    = []string{"docker"}
+	signerTypes        = []string{SignerLocal, SignerKeyfile, SignerSimulated, SignerPKCS11, SignerLedger}
+	plannedSignerTypes []string // none for now; a planned type goes here
 )
 
 // Names go into the default chain ID and are likely to end up in file names
@@ -56,10 +62,12 @@ func (d *decoder) resolve(raw *rawScenario) *Plan {
 	p.ChainID = d.resolveChainID(chain.ChainID, raw.Name)
 	p.Timeouts = d.resolveTimeouts(chain.Timeouts)
 	p.Run = d.resolveRun(raw.Run)
+	p.Run.Binary = d.resolveNodeBinary("node", raw.Node, p.Run)
 	profiles := d.resolveProfiles(raw.Profiles)
 	p.Profiles = profiles.plans
-	vals := d.resolveValidators(raw.Validators, profiles)
+	vals := d.resolveValidators(raw.Validators, profiles, p.Run)
 	p.Validators = vals.plans
+	p.Network = d.resolveNetwork(raw.Network, vals)
 	p.Faults = d.resolveFaults(raw.Faults, vals, p.Run)
 	p.Expect = d.resolveExpect(raw.Expect, vals)
 	return p
@@ -170,6 +178,12 @@ func (d *decoder) resolveRun(rr *rawRun) RunPlan {
 	}
 	if rr.Seed != nil {
 		run.Seed = *rr.Seed
+	}
+	if rr.HaltAfter != nil {
+		run.HaltAfter = *rr.HaltAfter
+		if run.HaltAfter == 0 {
+			d.fail(d.valuePos("run.halt_after"), "run.halt_after", "must be greater than 0: a stretch without a commit longer than this is a halt (remove the key for 3 × the run's median block interval)")
+		}
 	}
 	return run
 }

@@ -15,6 +15,8 @@ type rawScenario struct {
 	Description string                `yaml:"description"` // default ""; free text, the first line is the summary
 	Chain       *rawChain             `yaml:"chain"`       // default: all chain defaults
 	Run         *rawRun               `yaml:"run"`         // default: all run defaults
+	Node        *rawNode              `yaml:"node"`        // default: valnet's own node; process backend only
+	Network     *rawNetwork           `yaml:"network"`     // default: plain links, full mesh
 	Profiles    map[string]rawProfile `yaml:"profiles"`    // default: none; device profiles for simulated signers, by name
 	Validators  []rawValidator        `yaml:"validators"`  // required; 1..200 validators after count expansion
 	Faults      []rawFault            `yaml:"faults"`      // default: no faults
@@ -42,10 +44,50 @@ type rawTimeouts struct {
 
 // rawRun says how and for how long to run.
 type rawRun struct {
-	Backend     *string        `yaml:"backend"`      // default "inprocess" (the only one available)
+	Backend     *string        `yaml:"backend"`      // default "inprocess"; inprocess|process (docker: not available yet)
 	Heights     *int64         `yaml:"heights"`      // default 20; >= 1; stop once this height is committed
 	MaxDuration *time.Duration `yaml:"max_duration"` // default 10m; > 0; hard stop
-	Seed        *int64         `yaml:"seed"`         // default 1; any int64; keys and random latency models
+	Seed        *int64         `yaml:"seed"`         // default 1; any int64; keys, random latency models and random topologies
+	HaltAfter   *time.Duration `yaml:"halt_after"`   // default: 3 × the run's median block interval; > 0; a longer stretch without a commit is a halt
+}
+
+// rawNode says what runs a validator's node. Top level: every validator;
+// under a validator: that one, over the top level. Process backend only.
+type rawNode struct {
+	Binary *string `yaml:"binary"` // default: valnet node; a CometBFT-compatible binary, relative to the scenario file's directory
+}
+
+// rawNetwork shapes the links between validators (network.go). Every
+// directed link gets latency, jitter and bandwidth, then the zone matrix
+// between zoned validators, then the links overrides.
+type rawNetwork struct {
+	Latency   *rawLatency         `yaml:"latency"`   // default: none; one-way, every link; a duration or a latency model without phases
+	Jitter    *time.Duration      `yaml:"jitter"`    // default 0; stddev of normal jitter on top of latency
+	Bandwidth *string             `yaml:"bandwidth"` // default: unlimited; > 0, with a unit: bit, kbit, mbit, gbit (per second) or B, KB, MB, GB, KiB, MiB, GiB (bytes per second)
+	Links     []rawLink           `yaml:"links"`     // default: none; overrides, in order (later ones win, over zones too)
+	Zones     map[string][]string `yaml:"zones"`     // default: none; region (network.Regions or an AWS code) -> validators; each validator in at most one zone
+	Topology  *rawTopology        `yaml:"topology"`  // default mesh; mesh | explicit | {ring: K} | {random: K}
+	Peers     map[string][]string `yaml:"peers"`     // explicit topology: validator -> validators it dials; the graph must be connected
+}
+
+// rawLink is one links entry: one link, both ways unless one_way. Keys
+// left out take the network's default, not the zone matrix.
+type rawLink struct {
+	From      string         `yaml:"from"`      // required; an expanded validator name
+	To        string         `yaml:"to"`        // required; another one
+	Latency   *rawLatency    `yaml:"latency"`   // default: network.latency; no phases
+	Jitter    *time.Duration `yaml:"jitter"`    // default: network.jitter
+	Bandwidth *string        `yaml:"bandwidth"` // default: network.bandwidth; same units
+	OneWay    *bool          `yaml:"one_way"`   // default false: the setting applies to from->to and to->from
+}
+
+// rawTopology is mesh or explicit written as a bare word (decodeScalar),
+// or a mapping with exactly one of ring and random.
+type rawTopology struct {
+	Ring   *int64 `yaml:"ring"`   // each validator dials the next K, wrapping; 1 <= K < validators
+	Random *int64 `yaml:"random"` // each validator dials K others drawn from run.seed; 1 <= K < validators
+
+	word string // written as a bare word
 }
 
 // rawValidator is one validators entry, possibly standing for several.
@@ -54,12 +96,13 @@ type rawValidator struct {
 	Count  *int64     `yaml:"count"`  // default 1; >= 1; N > 1 expands to <name>-1 .. <name>-N
 	Power  *int64     `yaml:"power"`  // default 10; >= 1
 	Signer *rawSigner `yaml:"signer"` // default {type: local}
+	Node   *rawNode   `yaml:"node"`   // default: the top-level node; process backend only
 }
 
 // rawSigner picks a validator's signing backend. Keys that belong to one
 // signer type only are listed in signerTypeKeys (signer.go).
 type rawSigner struct {
-	Type     *string     `yaml:"type"`      // default "local"; local|keyfile|simulated (pkcs11, ledger: not available yet)
+	Type     *string     `yaml:"type"`      // default "local"; local|keyfile|simulated|pkcs11|ledger
 	KeyType  *string     `yaml:"key_type"`  // default "ed25519"; ed25519|secp256k1
 	Via      *string     `yaml:"via"`       // default "direct"; direct|tcp|unix (tcp, unix: behind CometBFT's remote-signer protocol)
 	Latency  *rawLatency `yaml:"latency"`   // default: no injected latency
@@ -74,6 +117,26 @@ type rawSigner struct {
 
 	// simulated only
 	Profile *string `yaml:"profile"` // required; a built-in profile or a key of the top-level profiles
+
+	// pkcs11 only. With provision: softhsm the run makes its own token and
+	// only module, token and key may be given; without it module, key, one
+	// of token and slot, and one of pin_env and pin_file are required.
+	Module    *string `yaml:"module"`    // the PKCS#11 library; relative to the scenario file's directory; provision: default the SoftHSM2 module found
+	Token     *string `yaml:"token"`     // token label, 1..32 bytes; provision: default "valnet-<validator>"
+	Slot      *int64  `yaml:"slot"`      // >= 0; instead of token; not with provision
+	Key       *string `yaml:"key"`       // key label (CKA_LABEL); provision: default "consensus"
+	PinEnv    *string `yaml:"pin_env"`   // an environment variable's name; not with provision
+	PinFile   *string `yaml:"pin_file"`  // relative to the scenario file's directory; not with provision
+	Provision *string `yaml:"provision"` // "softhsm": a throwaway SoftHSM2 token and key in the run directory
+
+	// ledger only (ledger.go). Ed25519 only.
+	Device       *string        `yaml:"device"`        // default "emulator"; hid|emulator
+	Serial       *string        `yaml:"serial"`        // hid only; default "" (the first Ledger found)
+	ChunkSize    *int64         `yaml:"chunk_size"`    // default 250; 1..255 bytes of APDU payload per packet
+	ConfirmDelay *time.Duration `yaml:"confirm_delay"` // emulator only; default 0; the wait before the first signature is confirmed
+	HostStall    *time.Duration `yaml:"host_stall"`    // emulator only; default 51ms (ledger-nano-s-plus); > 0; host side per exchange
+	Wire         *time.Duration `yaml:"wire"`          // emulator only; default 3ms; > 0; USB transfer per exchange
+	DeviceSign   *time.Duration `yaml:"device_sign"`   // emulator only; default 525ms; > 0; on-device signing, once per signature
 }
 
 // rawLatency is an injected signing delay. It is written either as a bare
@@ -111,12 +174,18 @@ type rawPayloadPoint struct {
 // rawFault is one faults entry. Which keys each action takes, requires or
 // refuses is in faultActions (faults.go).
 type rawFault struct {
-	Action   string         `yaml:"action"`   // required; a name from faultActions
-	Target   string         `yaml:"target"`   // required; an expanded validator name
-	At       *rawFaultAt    `yaml:"at"`       // required; exactly one of height and time
-	Duration *time.Duration `yaml:"duration"` // meaning depends on the action (docs/scenario.md)
-	Latency  *rawLatency    `yaml:"latency"`  // signer-delay only, required; no phases (they go on the fault)
-	Phases   []string       `yaml:"phases"`   // default all; signer-delay, signer-drop, signer-error only
+	Action    string         `yaml:"action"`    // required; a name from faultActions
+	Target    string         `yaml:"target"`    // an expanded validator name; required, optional or refused by action
+	At        *rawFaultAt    `yaml:"at"`        // required; exactly one of height and time
+	Duration  *time.Duration `yaml:"duration"`  // meaning depends on the action (docs/scenario.md)
+	Latency   *rawLatency    `yaml:"latency"`   // signer-delay and network-latency, required there; no phases (they go on the fault)
+	Phases    []string       `yaml:"phases"`    // default all; signer-delay, signer-drop, signer-error only
+	From      string         `yaml:"from"`      // network-latency: one link, with to; not with target
+	To        string         `yaml:"to"`        // network-latency: with from
+	OneWay    *bool          `yaml:"one_way"`   // network-latency, with from and to; default false (both ways)
+	Jitter    *time.Duration `yaml:"jitter"`    // network-latency; default 0
+	Bandwidth *string        `yaml:"bandwidth"` // network-latency; default unlimited; same units as network.bandwidth
+	Groups    [][]string     `yaml:"groups"`    // partition, required there: >= 2 disjoint, non-empty lists of validators
 }
 
 // rawFaultAt is when a fault starts.

@@ -2,7 +2,9 @@ package scenarios
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 )
@@ -13,7 +15,15 @@ var (
 	keyTypes     = []string{KeyEd25519, KeySecp256k1}
 	vias         = []string{ViaDirect, ViaTCP, ViaUnix}
 	decryptModes = []string{DecryptEverySign, DecryptOnce}
+	provisions   = []string{ProvisionSoftHSM}
 )
+
+// PINs are refused as keys, like passphrases.
+func init() {
+	for _, k := range []string{"pin", "user_pin", "so_pin"} {
+		unknownKeyHints[reflect.TypeFor[rawSigner]()][k] = "PINs never go in a scenario; use pin_env or pin_file"
+	}
+}
 
 // Keyfile defaults and bcrypt's own limits on the cost.
 const (
@@ -28,10 +38,18 @@ const (
 var signerTypeKeys = map[string][]string{
 	SignerKeyfile:   {"path", "decrypt", "bcrypt_cost", "passphrase_env", "passphrase_file"},
 	SignerSimulated: {"profile"},
+	SignerPKCS11:    {"module", "token", "slot", "key", "pin_env", "pin_file", "provision"},
+	SignerLedger:    {"device", "serial", "chunk_size", "confirm_delay", "host_stall", "wire", "device_sign"},
 }
 
 // envNamePattern is what a POSIX shell accepts as a variable name.
 var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// PKCS#11 token labels are at most 32 bytes (CK_TOKEN_INFO.label). A
+// provisioned token's label also names its PIN file, hence the alphabet.
+const maxTokenLabel = 32
+
+var provisionLabelPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 func (d *decoder) resolveSigner(key string, rs *rawSigner, profiles profileSet) SignerPlan {
 	sp := SignerPlan{Type: SignerLocal, KeyType: KeyEd25519, Via: ViaDirect, CPUScale: 1}
@@ -77,6 +95,10 @@ func (d *decoder) resolveSigner(key string, rs *rawSigner, profiles profileSet) 
 		sp.Keyfile = d.resolveKeyfile(key, rs)
 	case SignerSimulated:
 		sp.Profile = d.resolveSignerProfile(key, rs.Profile, profiles)
+	case SignerPKCS11:
+		sp.PKCS11 = d.resolvePKCS11(key, rs, sp.KeyType)
+	case SignerLedger:
+		sp.Ledger = d.resolveLedger(key, rs, sp.KeyType)
 	}
 	return sp
 }
@@ -130,6 +152,122 @@ func (d *decoder) resolveKeyfile(key string, rs *rawSigner) *KeyfilePlan {
 	return kp
 }
 
+// resolvePKCS11 checks a pkcs11 signer's keys. With provision: softhsm
+// the run creates the token, so only module, token and key may be given
+// (the token's default, "valnet-<validator>", is applied per validator by
+// the runner); without it the token, key and PIN source must be named.
+func (d *decoder) resolvePKCS11(key string, rs *rawSigner, keyType string) *PKCS11Plan {
+	pp := &PKCS11Plan{}
+	if k := key + ".key_type"; d.written(k) && keyType != KeyEd25519 && !d.failed(k) {
+		d.fail(d.valuePos(k), k, "type pkcs11 signs with Ed25519 only (CKM_EDDSA); remove key_type")
+	}
+	written := false
+	for _, k := range signerTypeKeys[SignerPKCS11] {
+		written = written || d.written(key+"."+k)
+	}
+	if !written { // one message rather than one per missing key
+		d.fail(d.valuePos(key), key, "type pkcs11 needs a token and key: provision: softhsm (the run makes a throwaway SoftHSM2 token), or module, token (or slot), key, and pin_env (or pin_file)")
+		return pp
+	}
+	provision := d.written(key + ".provision")
+	if rs.Provision != nil && d.checkChoice(key+".provision", "provisioning", *rs.Provision, provisions, nil) {
+		pp.Provision = *rs.Provision
+	}
+	const provisionNote = "not with provision: softhsm"
+	if rs.Module != nil {
+		if k := key + ".module"; *rs.Module == "" {
+			d.fail(d.valuePos(k), k, "must not be empty: the path of the token's PKCS#11 library")
+		} else {
+			pp.Module = d.filePath(*rs.Module)
+		}
+	} else if !provision {
+		d.fail(d.valuePos(key), key+".module", "required for type pkcs11: the path of the token's PKCS#11 library, e.g. /usr/lib/softhsm/libsofthsm2.so (or provision: softhsm for a throwaway SoftHSM2 token)")
+	}
+
+	tokenKey, slotKey := key+".token", key+".slot"
+	hasToken, hasSlot := d.written(tokenKey), d.written(slotKey)
+	switch {
+	case hasToken && hasSlot:
+		later := slotKey
+		if before(d.keyPos(slotKey), d.keyPos(tokenKey)) {
+			later = tokenKey
+		}
+		d.fail(d.keyPos(later), later, "give only one of token and slot")
+	case !hasToken && !hasSlot && !provision:
+		d.fail(d.valuePos(key), tokenKey, "type pkcs11 needs its token: set token (the token's label) or slot (its number)")
+	}
+	if rs.Token != nil {
+		pp.Token = *rs.Token
+		switch l := pp.Token; {
+		case l == "":
+			d.fail(d.valuePos(tokenKey), tokenKey, "must not be empty: the token's label")
+		case len(l) > maxTokenLabel:
+			d.fail(d.valuePos(tokenKey), tokenKey, fmt.Sprintf("%q is %d bytes long; PKCS#11 token labels have at most %d", l, len(l), maxTokenLabel))
+		case provision && !provisionLabelPattern.MatchString(l):
+			d.fail(d.valuePos(tokenKey), tokenKey, fmt.Sprintf("%q cannot name a provisioned token: use letters, digits, '.', '_' and '-', starting with a letter or digit (it also names the PIN file)", l))
+		}
+	}
+	if rs.Slot != nil {
+		switch v := *rs.Slot; {
+		case provision:
+			d.fail(d.keyPos(slotKey), slotKey, provisionNote+": the run creates its own token (name it with token)")
+		case v < 0 || v > math.MaxUint32:
+			d.fail(d.valuePos(slotKey), slotKey, fmt.Sprintf("must be between 0 and %d, got %d", uint32(math.MaxUint32), v))
+		default:
+			pp.Slot, pp.HasSlot = uint(v), true
+		}
+	}
+
+	keyKey := key + ".key"
+	switch {
+	case rs.Key != nil && *rs.Key == "":
+		d.fail(d.valuePos(keyKey), keyKey, "must not be empty: the label (CKA_LABEL) of the signing key")
+	case rs.Key != nil:
+		pp.Key = *rs.Key
+	case provision:
+		pp.Key = defaultPKCS11Key
+	default:
+		d.fail(d.valuePos(key), keyKey, "required for type pkcs11: the label (CKA_LABEL) of the Ed25519 signing key on the token")
+	}
+
+	envKey, fileKey := key+".pin_env", key+".pin_file"
+	hasEnv, hasFile := d.written(envKey), d.written(fileKey)
+	switch {
+	case provision:
+		for _, k := range []string{envKey, fileKey} {
+			if d.written(k) {
+				d.fail(d.keyPos(k), k, provisionNote+": the run gives its throwaway token a random PIN (kept in the run directory)")
+			}
+		}
+		return pp
+	case hasEnv && hasFile:
+		later := fileKey
+		if before(d.keyPos(fileKey), d.keyPos(envKey)) {
+			later = envKey
+		}
+		d.fail(d.keyPos(later), later, "give only one of pin_env and pin_file")
+	case !hasEnv && !hasFile:
+		d.fail(d.valuePos(key), key, "type pkcs11 needs the token's PIN: set pin_env (the name of an environment variable holding it) or pin_file (a file holding it); PINs never go in a scenario")
+	}
+	if rs.PinEnv != nil {
+		pp.PinEnv = *rs.PinEnv
+		if !envNamePattern.MatchString(pp.PinEnv) {
+			d.fail(d.valuePos(envKey), envKey, fmt.Sprintf("%q is not an environment variable name: use letters, digits and '_', not starting with a digit (the variable holds the PIN; the scenario only names it)", pp.PinEnv))
+		}
+	}
+	if rs.PinFile != nil {
+		if *rs.PinFile == "" {
+			d.fail(d.valuePos(fileKey), fileKey, "must not be empty: name the file that holds the PIN")
+		} else {
+			pp.PinFile = d.filePath(*rs.PinFile)
+		}
+	}
+	return pp
+}
+
+// defaultPKCS11Key is the key label of a provisioned token.
+const defaultPKCS11Key = "consensus"
+
 // filePath resolves a path written in the scenario against the scenario
 // file's directory. Absolute paths, and every path when there is no file
 // (a builtin, or Parse), are kept as written.
@@ -169,6 +307,14 @@ func (s SignerPlan) clone() SignerPlan {
 	if s.Keyfile != nil {
 		k := *s.Keyfile
 		s.Keyfile = &k
+	}
+	if s.PKCS11 != nil {
+		p := *s.PKCS11
+		s.PKCS11 = &p
+	}
+	if s.Ledger != nil {
+		l := *s.Ledger
+		s.Ledger = &l
 	}
 	return s
 }

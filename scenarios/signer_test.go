@@ -87,8 +87,11 @@ validators:
 }
 
 // TestStarterExamplesParse uncomments the starter's commented examples
-// (keyfile and simulated validators, a second profile, faults) and checks
-// that the result still parses, so that they can be copied as they are.
+// (keyfile, simulated, pkcs11, ledger validators, a node binary, a second
+// profile, the network keys, one fault of each action) and checks that
+// the result still parses, so that they can be copied as they are. The
+// process-only examples need run.backend: process, which the starter
+// cannot show beside its default: the test switches it.
 func TestStarterExamplesParse(t *testing.T) {
 	commentedKey := regexp.MustCompile(`^(\s*)# (\s*(- |[a-z_][a-z0-9_-]*:))`)
 	var lines []string
@@ -100,7 +103,12 @@ func TestStarterExamplesParse(t *testing.T) {
 		}
 		lines = append(lines, line)
 	}
-	p, err := Parse("starter-uncommented.yaml", []byte(strings.Join(lines, "\n")))
+	src := strings.Join(lines, "\n")
+	if !strings.Contains(src, "\n  backend: inprocess\n") {
+		t.Fatalf("the starter does not show run.backend: inprocess as expected")
+	}
+	src = strings.Replace(src, "\n  backend: inprocess\n", "\n  backend: process\n", 1)
+	p, err := Parse("starter-uncommented.yaml", []byte(src))
 	if err != nil {
 		t.Fatalf("the starter's commented examples do not parse once uncommented:\n%v", err)
 	}
@@ -108,12 +116,16 @@ func TestStarterExamplesParse(t *testing.T) {
 	for _, v := range p.Validators {
 		types = append(types, v.Signer.Type)
 	}
-	for _, want := range []string{SignerKeyfile, SignerSimulated} {
+	for _, want := range []string{SignerKeyfile, SignerSimulated, SignerPKCS11, SignerLedger} {
 		if !slices.Contains(types, want) {
 			t.Errorf("uncommented starter has no %s signer (uncommented %d lines)", want, uncommented)
 		}
 	}
 	if len(p.Faults) != len(faultActions) {
 		t.Errorf("uncommented starter has %d faults, want one per action (%d)", len(p.Faults), len(faultActions))
+	}
+	n := p.Network
+	if p.Run.Binary == "" || p.Run.HaltAfter == 0 || n.Default.Latency == nil || n.Default.Jitter == 0 || n.Default.Bandwidth == 0 || len(n.Links) == 0 || len(n.Zones) == 0 {
+		t.Errorf("uncommented starter lacks a node binary, halt_after or network keys: run %+v network %+v", p.Run, n)
 	}
 }

@@ -34,7 +34,7 @@ func (vs validatorSet) names() []string {
 	return out
 }
 
-func (d *decoder) resolveValidators(raws []rawValidator, profiles profileSet) validatorSet {
+func (d *decoder) resolveValidators(raws []rawValidator, profiles profileSet, run RunPlan) validatorSet {
 	const key = "validators"
 	vs := validatorSet{index: make(map[string]int), groups: make(map[string]string)}
 	if !d.written(key) {
@@ -47,6 +47,7 @@ func (d *decoder) resolveValidators(raws []rawValidator, profiles profileSet) va
 	}
 	owner := make(map[string]int)    // expanded name -> index of the entry that made it
 	keyfiles := make(map[string]int) // key file path -> index of the entry that uses it
+	ledgers := make(map[string]int)  // Ledger serial -> index of the entry that uses it
 	counts := make([]int64, len(raws))
 	for i, rv := range raws {
 		k := fmt.Sprintf("%s[%d]", key, i)
@@ -75,6 +76,8 @@ func (d *decoder) resolveValidators(raws []rawValidator, profiles profileSet) va
 		}
 		signer := d.resolveSigner(k+".signer", rv.Signer, profiles)
 		d.checkKeyfileShared(k, i, counts[i], signer, keyfiles)
+		d.checkLedgerShared(k, i, counts[i], signer, ledgers)
+		binary := d.resolveNodeBinary(k+".node", rv.Node, run)
 		if !nameOK {
 			continue
 		}
@@ -99,7 +102,7 @@ func (d *decoder) resolveValidators(raws []rawValidator, profiles profileSet) va
 		for _, n := range names {
 			owner[n] = i
 			vs.index[n] = len(vs.plans)
-			vs.plans = append(vs.plans, ValidatorPlan{Name: n, Power: power, Signer: signer.clone()})
+			vs.plans = append(vs.plans, ValidatorPlan{Name: n, Power: power, Signer: signer.clone(), Binary: binary})
 		}
 	}
 	if n := len(vs.plans); n > maxValidators {
