@@ -106,6 +106,9 @@ type Event struct {
 	Heights    int64           `json:"heights,omitempty"`
 	Validators []ValidatorInfo `json:"validators,omitempty"`
 	Expect     []Expectation   `json:"expect,omitempty"`
+	// HaltAfterMS: a gap without a commit longer than this is a halt; 0 =
+	// 3 × the run's median block interval.
+	HaltAfterMS int64 `json:"halt_after_ms,omitempty"`
 
 	// fault
 	Action string `json:"action,omitempty"`

@@ -30,6 +30,9 @@ type Summary struct {
 	Validators      []ValidatorSummary `json:"validators"`
 
 	Faults []FaultWindow `json:"faults,omitempty"`
+	// Halts are stretches with no commit longer than the halt threshold
+	// (run.halt_after, default 3 × the median block interval).
+	Halts []Halt `json:"halts"`
 
 	DoubleSigns       int          `json:"double_signs"`
 	DoubleSignDetails []DoubleSign `json:"double_sign_details,omitempty"`
@@ -244,6 +247,7 @@ func Summarize(events []Event) *Summary {
 	summarizeValidators(s, events, start, c)
 	summarizeConsensus(s, events, start, c)
 	summarizeFaults(s, events, start)
+	summarizeHalts(s, c, start, end)
 
 	if start != nil {
 		for _, exp := range start.Expect {
@@ -254,6 +258,22 @@ func Summarize(events []Event) *Summary {
 	// when its expectations hold, so a stalled chain cannot pass CI.
 	s.OK = len(s.Failed()) == 0 && s.StopReason == StopHeights
 	return s
+}
+
+// summarizeHalts finds the halts of the chain (see findHalts).
+func summarizeHalts(s *Summary, c *chain, start, end *Event) {
+	var haltAfter time.Duration
+	if start != nil {
+		haltAfter = time.Duration(start.HaltAfterMS) * time.Millisecond
+	}
+	var stop time.Time
+	if end != nil {
+		stop = end.Time
+	}
+	s.Halts = findHalts(c, haltAfter, s.BlockIntervalMS.P50, stop)
+	if s.Halts == nil {
+		s.Halts = []Halt{} // [] not null in JSON
+	}
 }
 
 // summarizeFaults pairs each fault's start and end events.

@@ -175,7 +175,8 @@ func (r *run) execute(ctx context.Context) error {
 	}
 	r.rec.Emit(results.Event{Time: r.start, Kind: results.KindRunStart, Scenario: r.plan.Name,
 		Backend: r.opts.Backend.Name(), ChainID: r.plan.ChainID, Seed: r.seed,
-		Heights: r.plan.Run.Heights, Validators: infos, Expect: expectations(r.plan)})
+		Heights: r.plan.Run.Heights, Validators: infos, Expect: expectations(r.plan),
+		HaltAfterMS: r.plan.Run.HaltAfter.Milliseconds()})
 	if r.plan.NeedsFabric() {
 		r.fabric = network.NewFabric(network.Options{})
 		if err := r.shapeLinks(); err != nil {
