@@ -32,7 +32,10 @@ type Options struct {
 	Keep     bool          // leave the network up after the run until ctx ends
 	Status   io.Writer     // live progress; nil: none
 	Terminal bool          // Status is a terminal: one line rewritten in place
-	Backend  nodes.Backend // default: nodes.InProcess
+	Backend  nodes.Backend // default: the scenario's run.backend
+	// NodeCommand runs `valnet node` for the process backend; default:
+	// this executable's node subcommand (tests set a built valnet).
+	NodeCommand []string
 	// Metrics, when set, serves live Prometheus metrics on this address
 	// (e.g. 127.0.0.1:9100) while the run goes.
 	Metrics string
@@ -78,8 +81,15 @@ func Run(ctx context.Context, plan *scenarios.Plan, opts Options) (*Outcome, err
 	if opts.Seed != nil {
 		seed = *opts.Seed
 	}
-	if opts.Backend == nil {
-		opts.Backend = nodes.InProcess{}
+	backendName := plan.Run.Backend
+	if opts.Backend != nil {
+		backendName = opts.Backend.Name()
+	}
+	if backendName == "process" {
+		// A runner killed earlier may have left node processes behind.
+		if _, err := nodes.CleanOrphans(); err != nil {
+			return nil, fmt.Errorf("cleaning up nodes of an earlier run: %w", err)
+		}
 	}
 	if opts.OutDir == "" {
 		opts.OutDir = DefaultOutDir(plan.Name, time.Now())
@@ -94,7 +104,8 @@ func Run(ctx context.Context, plan *scenarios.Plan, opts Options) (*Outcome, err
 	if err != nil {
 		return nil, err
 	}
-	r := &run{plan: plan, seed: seed, opts: opts, rec: newRecorder(w), writer: w}
+	r := &run{plan: plan, seed: seed, opts: opts, rec: newRecorder(w), writer: w,
+		backendName: backendName, outOfProcess: backendName != "inprocess"}
 	if opts.Metrics != "" {
 		m, err := startMetrics(opts.Metrics)
 		if err != nil {
@@ -149,6 +160,29 @@ type run struct {
 	network NetworkInfo
 	start   time.Time
 	reason  string
+
+	backendName string
+	// outOfProcess: nodes run in their own processes (or containers), so
+	// every signer runs here and reaches its node over the remote-signer
+	// protocol (the node listens on priv_validator_laddr).
+	outOfProcess bool
+}
+
+// backendFor is the backend that runs m's node.
+func (r *run) backendFor(m *member) nodes.Backend {
+	if r.opts.Backend != nil {
+		return r.opts.Backend
+	}
+	switch r.backendName {
+	case "process":
+		bin := m.plan.Binary
+		if bin == "" {
+			bin = r.plan.Run.Binary
+		}
+		return nodes.Process{Binary: bin, Command: r.opts.NodeCommand}
+	default:
+		return nodes.InProcess{}
+	}
 }
 
 func (r *run) execute(ctx context.Context) error {
@@ -174,7 +208,7 @@ func (r *run) execute(ctx context.Context) error {
 		infos[i].Address = m.address
 	}
 	r.rec.Emit(results.Event{Time: r.start, Kind: results.KindRunStart, Scenario: r.plan.Name,
-		Backend: r.opts.Backend.Name(), ChainID: r.plan.ChainID, Seed: r.seed,
+		Backend: r.backendName, ChainID: r.plan.ChainID, Seed: r.seed,
 		Heights: r.plan.Run.Heights, Validators: infos, Expect: expectations(r.plan),
 		HaltAfterMS: r.plan.Run.HaltAfter.Milliseconds()})
 	if r.plan.NeedsFabric() {
@@ -198,7 +232,7 @@ func (r *run) execute(ctx context.Context) error {
 func (r *run) openSigners() ([]results.ValidatorInfo, []crypto.PubKey, error) {
 	var sockDir string
 	for _, m := range r.members {
-		if m.plan.Signer.Via == scenarios.ViaUnix && sockDir == "" {
+		if (m.plan.Signer.Via == scenarios.ViaUnix || r.outOfProcess && m.plan.Signer.Via != scenarios.ViaTCP) && sockDir == "" {
 			// Unix socket paths are limited to ~108 bytes: keep them short,
 			// outside the (possibly deep) run directory.
 			dir, err := os.MkdirTemp("", "valnet-sock-")
@@ -217,8 +251,11 @@ func (r *run) openSigners() ([]results.ValidatorInfo, []crypto.PubKey, error) {
 		}
 		r.signers = append(r.signers, vs)
 		label := vs.built.Label
-		if via := m.plan.Signer.Via; via == scenarios.ViaTCP || via == scenarios.ViaUnix {
+		switch via := m.plan.Signer.Via; {
+		case via == scenarios.ViaTCP || via == scenarios.ViaUnix:
 			label += " via " + via
+		case r.outOfProcess:
+			label += " via unix (node in its own process)"
 		}
 		infos = append(infos, results.ValidatorInfo{Name: m.plan.Name, Power: m.plan.Power, Signer: label})
 		pubs = append(pubs, vs.built.PubKey)
@@ -249,11 +286,14 @@ func (r *run) startNodes(ctx context.Context, gen *types.GenesisDoc, names map[s
 func (r *run) startAll(ctx context.Context, gen *types.GenesisDoc, names map[string]string) error {
 	for i, m := range r.members {
 		spec := nodes.Spec{Name: m.plan.Name, Config: m.config, Genesis: gen, NodeKey: m.nodeKey,
-			Signer: r.signers[i].node, Names: names, Sink: r.rec}
+			Names: names, Sink: r.rec}
+		if pv := r.signers[i].node; pv != nil {
+			spec.Signer = pv
+		}
 		if err := nodes.WriteHome(spec); err != nil {
 			return err
 		}
-		n, err := r.opts.Backend.Start(ctx, spec)
+		n, err := r.backendFor(m).Start(ctx, spec)
 		if err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/cometbft/cometbft/crypto"
 	cmtlog "github.com/cometbft/cometbft/libs/log"
 
+	"github.com/valnet/valnet/nodes"
 	"github.com/valnet/valnet/results"
 	"github.com/valnet/valnet/scenarios"
 	"github.com/valnet/valnet/signers"
@@ -56,9 +57,11 @@ func (r *run) openSigner(m *member, sockDir string) (*validatorSigner, error) {
 		Seed:      r.seed,
 		Stream:    name,
 	}
-	if remote {
+	if remote && !r.outOfProcess {
 		spec.Obs = obs(results.SideSigner)
 	} else {
+		// Direct, or a node in another process: the signer's view is the
+		// only one valnet has.
 		spec.Obs = obs("")
 	}
 	if l := sp.Latency; l != nil {
@@ -109,6 +112,14 @@ func (r *run) openSigner(m *member, sockDir string) (*validatorSigner, error) {
 		return nil, fmt.Errorf("validator %s: %w", name, err)
 	}
 	vs := &validatorSigner{built: built, node: built.Signer}
+	if r.outOfProcess {
+		vs.node = nil
+		if err := r.serveToNode(vs, m, sockDir); err != nil {
+			vs.close()
+			return nil, fmt.Errorf("validator %s: %w", name, err)
+		}
+		return vs, nil
+	}
 	if !remote {
 		return vs, nil
 	}
@@ -149,6 +160,33 @@ func (r *run) openRemote(vs *validatorSigner, m *member, sockDir string, nodeObs
 	}
 	vs.node = signers.Instrument(vs.client, nodeObs)
 	return nil
+}
+
+// serveToNode is the signer of a node in another process (or container):
+// the node listens on priv_validator_laddr, as any CometBFT node with a
+// remote signer, and the signer dials it until it is up, and again after a
+// restart. via tcp uses TCP with SecretConnection; direct and unix use a
+// unix socket.
+func (r *run) serveToNode(vs *validatorSigner, m *member, sockDir string) error {
+	name := m.plan.Name
+	logFile, err := os.OpenFile(filepath.Join(m.config.RootDir, "signer.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	vs.log = logFile
+	network, addr := signers.NetUnix, filepath.Join(sockDir, name+".sock")
+	if m.plan.Signer.Via == scenarios.ViaTCP {
+		port, err := nodes.FreePort()
+		if err != nil {
+			return err
+		}
+		network, addr = signers.NetTCP, fmt.Sprintf("127.0.0.1:%d", port)
+	}
+	m.config.PrivValidatorListenAddr = signers.FormatAddr(network, addr)
+	vs.server, err = signers.ServeRemote(signers.ServerConfig{Network: network, Address: addr, ChainID: r.plan.ChainID,
+		IdentityKey: signerIdentity(r.seed, name), Signer: vs.built.Signer, RedialForever: true,
+		Logger: cmtlog.NewTMLogger(cmtlog.NewSyncWriter(logFile)).With("side", "signer")})
+	return err
 }
 
 // release ends any signature waiting in a model, so no node is held up

@@ -1,0 +1,87 @@
+package runner
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/valnet/valnet/results"
+)
+
+// processYAML: four validators as OS processes behind shaped links; one is
+// killed and comes back, one is cut off for a while.
+const processYAML = `
+name: e2e-process
+chain:
+  timeouts: {propose: 300ms, propose_delta: 100ms, prevote: 100ms, prevote_delta: 50ms,
+             precommit: 100ms, precommit_delta: 50ms, commit: 100ms}
+run: {backend: process, heights: 14, max_duration: 3m}
+network:
+  latency: 2ms
+validators:
+  - name: v
+    count: 3
+  - name: kms
+    signer: {type: local, via: tcp}
+faults:
+  - {action: node-kill, target: v-2, at: {height: 4}, duration: 2s}
+  - {action: isolate, target: v-3, at: {height: 9}, duration: 2s}
+expect:
+  - {metric: heights_committed, min: 14}
+  - {metric: double_signs, max: 0}
+`
+
+func TestProcessBackendWithNodeAndNetworkFaults(t *testing.T) {
+	bin := valnetBinary(t)
+	dir := filepath.Join(t.TempDir(), "run")
+	showLogsOnFailure(t, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	out, err := Run(ctx, parse(t, processYAML), Options{OutDir: dir, NodeCommand: []string{bin, "node"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := out.Summary
+	if !s.OK || s.DoubleSigns != 0 || s.Backend != "process" {
+		t.Fatalf("%s (backend %s): %+v", results.ResultLine(s), s.Backend, s.Failed())
+	}
+	byName := map[string]results.ValidatorSummary{}
+	for _, v := range s.Validators {
+		byName[v.Name] = v
+	}
+	if v := byName["v-2"]; v.MissedPrecommits == 0 || v.MissedByCause.NodeDown == 0 {
+		t.Errorf("killed v-2: missed %d, by cause %+v: want node-down misses", v.MissedPrecommits, v.MissedByCause)
+	}
+	if v := byName["kms"]; v.SignLatencyMS.Precommit.Count == 0 || !strings.Contains(v.Signer, "via tcp") {
+		t.Errorf("kms: %q precommit signatures %d", v.Signer, v.SignLatencyMS.Precommit.Count)
+	}
+	var ended int
+	for _, f := range s.Faults {
+		if f.EndMS > 0 {
+			ended++
+		}
+	}
+	if len(s.Faults) != 2 || ended != 2 {
+		t.Errorf("faults %+v", s.Faults)
+	}
+	// The killed validator came back: it signed again after its restart.
+	events, err := results.ReadFile(filepath.Join(dir, EventsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back time.Time
+	signedAfter := false
+	for _, e := range events {
+		if e.Kind == results.KindFault && e.Action == "node-kill" && e.State == results.FaultEnd {
+			back = e.Time
+		}
+		if !back.IsZero() && e.Kind == results.KindSign && e.Validator == "v-2" && e.Error == "" && e.Time.After(back) {
+			signedAfter = true
+		}
+	}
+	if !signedAfter {
+		t.Error("v-2 never signed again after its restart")
+	}
+}
