@@ -54,6 +54,9 @@ type Options struct {
 	HoldLimit int64
 	// DialTimeout bounds the dial to a route's target. Default 5 s.
 	DialTimeout time.Duration
+	// ListenHost is the IP the proxies listen on. Default 127.0.0.1; the
+	// docker backend sets its bridge gateway, which containers can reach.
+	ListenHost string
 }
 
 // LinkStats describes one directed link, from -> to.
@@ -163,6 +166,9 @@ func NewFabric(opts Options) *Fabric {
 	if opts.DialTimeout <= 0 {
 		opts.DialTimeout = 5 * time.Second
 	}
+	if opts.ListenHost == "" {
+		opts.ListenHost = "127.0.0.1"
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Fabric{
 		opts: opts, ctx: ctx, cancel: cancel,
@@ -198,11 +204,11 @@ func (f *Fabric) applyLocked() {
 	}
 }
 
-// Route opens a loopback proxy for connections that node from dials to node
-// to, whose real listen address is target, and returns the proxy's address
-// for from to dial instead. Bytes from -> to are shaped by the link
-// (from, to), the replies by (to, from). Routing the same pair again returns
-// the same proxy and updates its target.
+// Route opens a proxy (on Options.ListenHost) for connections that node
+// from dials to node to, whose real listen address is target, and returns
+// the proxy's address for from to dial instead. Bytes from -> to are
+// shaped by the link (from, to), the replies by (to, from). Routing the
+// same pair again returns the same proxy and updates its target.
 func (f *Fabric) Route(from, to, target string) (string, error) {
 	if from == "" || to == "" || from == to {
 		return "", fmt.Errorf("network: route needs two distinct nodes, got %q -> %q", from, to)
@@ -220,7 +226,7 @@ func (f *Fabric) Route(from, to, target string) (string, error) {
 		r.target.Store(&target)
 		return r.ln.Addr().String(), nil
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", net.JoinHostPort(f.opts.ListenHost, "0"))
 	if err != nil {
 		return "", fmt.Errorf("network: route %s -> %s: %w", from, to, err)
 	}

@@ -212,8 +212,11 @@ func chainRows(s *Summary) []htmlKV {
 		{"heights committed", heights},
 		{"heights with round change", rounds},
 		{"block interval", interval},
-		{"double signs", strconv.Itoa(s.DoubleSigns)},
 	}
+	for _, hl := range s.Halts {
+		rows = append(rows, htmlKV{"halt", haltText(hl)})
+	}
+	rows = append(rows, htmlKV{"double signs", strconv.Itoa(s.DoubleSigns)})
 	for _, ds := range s.DoubleSignDetails {
 		rows = append(rows, htmlKV{"", fmt.Sprintf("%s h%d r%d %s: %s", ds.Validator, ds.Height, ds.Round, ds.Phase, formatBlockIDs(ds.BlockIDs))})
 	}

@@ -49,6 +49,13 @@ func WriteMarkdown(w io.Writer, s *Summary) error {
 	} else {
 		p("| block interval ms p50 / p95 / max | - |\n")
 	}
+	for _, hl := range s.Halts {
+		state := "then resumed"
+		if !hl.Resumed {
+			state = "until the end"
+		}
+		p("| halt | no commit after height %d for %d ms, %s |\n", hl.FromHeight, hl.DurationMS, state)
+	}
 	p("| double signs | %d |\n", s.DoubleSigns)
 
 	if len(s.Validators) > 0 {

@@ -44,6 +44,9 @@ func WriteTable(w io.Writer, s *Summary) error {
 		interval = fmt.Sprintf("p50 %s ms, p95 %s ms, max %s ms (%d intervals)", formatMS(bi.P50), formatMS(bi.P95), formatMS(bi.Max), bi.Count)
 	}
 	fmt.Fprintf(tw, "  block interval\t%s\n", interval)
+	for _, hl := range s.Halts {
+		fmt.Fprintf(tw, "  halt\t%s\n", haltText(hl))
+	}
 	fmt.Fprintf(tw, "  double signs\t%d\n", s.DoubleSigns)
 	for _, d := range s.DoubleSignDetails {
 		fmt.Fprintf(tw, "  \t%s h%d r%d %s: %s\n", d.Validator, d.Height, d.Round, d.Phase, formatBlockIDs(d.BlockIDs))
@@ -224,4 +227,14 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// haltText describes a halt in one line, for the table and the HTML report.
+func haltText(hl Halt) string {
+	state := "then resumed"
+	if !hl.Resumed {
+		state = "until the end of the run"
+	}
+	return fmt.Sprintf("no commit after height %d for %s, %s", hl.FromHeight,
+		(time.Duration(hl.DurationMS) * time.Millisecond).String(), state)
 }

@@ -1,0 +1,603 @@
+// Package docker is valnet's Docker backend: every validator runs as
+// `valnet node` in its own container, from the home the runner wrote on
+// this host, on a private bridge network of the run. Nodes can be killed
+// (SIGKILL), frozen (cgroup freezer) and restarted as an operator's
+// machines would, like the process backend, but each in its own network
+// namespace, file system and cgroup.
+//
+// A run goes: NewRun (engine, image, network) → Prepare (container IPs,
+// known before homes are written) → Backend().Start per validator →
+// Node.Stop → Run.Close. See docs/docker.md.
+package docker
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	cfg "github.com/cometbft/cometbft/config"
+	"github.com/ory/dockertest/v3"
+	dc "github.com/ory/dockertest/v3/docker"
+)
+
+// Labels on every container and network of a run. Runner labels say who
+// owns a resource, so that a later run can remove what a killed runner
+// left behind, and nothing of a live one.
+const (
+	LabelRun         = "valnet.run"          // the run ID
+	LabelNode        = "valnet.node"         // containers: the validator's name
+	LabelRunnerPID   = "valnet.runner.pid"   // the runner's pid
+	LabelRunnerHost  = "valnet.runner.host"  // the runner's hostname
+	LabelRunnerStart = "valnet.runner.start" // the runner's start time (/proc ticks): tells a reused pid apart
+	LabelSockDir     = "valnet.sockdir"      // networks: the run's event socket dir on the runner's host
+)
+
+// Fixed ports inside every container: each container has its own IP, so
+// no port needs picking.
+const (
+	P2PPort     = 26656
+	RPCPort     = 26657
+	PrivValPort = 26659 // priv_validator_laddr for a signer that stays on the host (via: tcp)
+)
+
+// In-container paths.
+const (
+	ContainerHome    = "/home/valnet" // the validator's home, bind-mounted read-write
+	ContainerSockDir = "/sock"        // the run's event socket dir, bind-mounted
+)
+
+// maxNodes is how many validators fit the run's /24: .10 to .254.
+const maxNodes = 245
+
+// Options configure a Run; the zero value is usable.
+type Options struct {
+	// Binary is a static Linux valnet binary to put in the node image.
+	// "": $VALNET_DOCKER_BINARY, else one built with CGO_ENABLED=0 from
+	// the valnet module holding the working directory, else this very
+	// executable if it is a static valnet binary (see resolveBinary).
+	Binary string
+	// StartTimeout bounds how long a node may take to answer RPC /status
+	// after its container starts; default 60 s.
+	StartTimeout time.Duration
+	// StopTimeout is how long a clean stop waits after SIGTERM before
+	// Docker kills the node; default 10 s.
+	StopTimeout time.Duration
+	// Logf receives progress (image builds, leftovers removed); nil: none.
+	Logf func(format string, args ...any)
+}
+
+// Run is the Docker side of one valnet run: the engine connection, the
+// node image, the run's bridge network and every container on it.
+type Run struct {
+	id      string
+	opts    Options
+	client  *dc.Client
+	image   string
+	labels  map[string]string
+	netName string
+	netID   string
+	subnet  *net.IPNet
+	gateway net.IP
+	sockDir string
+
+	mu     sync.Mutex
+	ips    map[string]net.IP
+	nodes  []*node
+	closed bool
+}
+
+// NewRun connects to the Docker engine (DOCKER_HOST, else the default
+// unix socket), removes what killed earlier runs left behind, makes sure
+// the node image exists (building it if needed) and creates the run's
+// bridge network valnet-<ID>. runID names the run (e.g. the base name of
+// its output dir); a short random suffix makes the ID unique. Close
+// removes everything the run created.
+func NewRun(ctx context.Context, runID string, opts Options) (*Run, error) {
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = 60 * time.Second
+	}
+	if opts.StopTimeout <= 0 {
+		opts.StopTimeout = 10 * time.Second
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	client, err := connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := localEngine(client); err != nil {
+		return nil, err
+	}
+	if _, err := cleanupLeftovers(ctx, client, opts.Logf); err != nil {
+		opts.Logf("docker: leftovers of earlier runs: %v", err)
+	}
+	image, _, err := ensureImage(ctx, client, opts.Binary, opts.Logf)
+	if err != nil {
+		return nil, err
+	}
+	r := &Run{id: newRunID(runID), opts: opts, client: client, image: image, ips: map[string]net.IP{}}
+	r.netName = "valnet-" + r.id
+	// Unix socket paths are limited to ~108 bytes: a short temp dir.
+	base := os.TempDir()
+	if len(base) > 40 {
+		base = "/tmp"
+	}
+	if r.sockDir, err = os.MkdirTemp(base, "valnet-dk-"); err != nil {
+		return nil, fmt.Errorf("docker: event socket dir: %w", err)
+	}
+	r.labels = runnerLabels(r.id)
+	if err := r.createNetwork(ctx); err != nil {
+		os.RemoveAll(r.sockDir)
+		return nil, err
+	}
+	return r, nil
+}
+
+// connect opens the engine DOCKER_HOST names (dockertest's rules) and
+// pings it.
+func connect(ctx context.Context) (*dc.Client, error) {
+	pool, err := dockertest.NewPool("")
+	if err != nil {
+		return nil, fmt.Errorf("no Docker engine reachable (%v): start Docker or use run.backend: inprocess", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Client.PingWithContext(pctx); err != nil {
+		return nil, fmt.Errorf("no Docker engine reachable (%s: %v): start Docker or use run.backend: inprocess",
+			pool.Client.Endpoint(), err)
+	}
+	return pool.Client, nil
+}
+
+// localEngine refuses an engine that is not on this host: homes and event
+// sockets are bind-mounted from this host's file system, which a remote
+// engine does not see.
+func localEngine(c *dc.Client) error {
+	if ep := c.Endpoint(); !strings.HasPrefix(ep, "unix://") {
+		return fmt.Errorf("docker backend: the engine at %s is not a local unix socket; valnet bind-mounts node homes and event sockets "+
+			"from this host and reaches containers by their bridge IPs, so it needs a local Linux engine (unset DOCKER_HOST, or use run.backend: process)", ep)
+	}
+	return nil
+}
+
+var idChars = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
+
+// newRunID makes a Docker-name-safe, unique run ID from a readable one.
+func newRunID(readable string) string {
+	id := strings.Trim(idChars.ReplaceAllString(readable, "-"), "-._")
+	if len(id) > 40 {
+		id = strings.TrimRight(id[:40], "-._")
+	}
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	if id == "" {
+		return "run-" + hex.EncodeToString(b[:])
+	}
+	return id + "-" + hex.EncodeToString(b[:])
+}
+
+// runnerLabels are the labels of every resource of run id.
+func runnerLabels(id string) map[string]string {
+	host, _ := os.Hostname()
+	l := map[string]string{LabelRun: id, LabelRunnerPID: strconv.Itoa(os.Getpid()), LabelRunnerHost: host}
+	if st, ok := procStart(os.Getpid()); ok {
+		l[LabelRunnerStart] = strconv.FormatUint(st, 10)
+	}
+	return l
+}
+
+func (r *Run) labelsWith(extra map[string]string) map[string]string {
+	out := make(map[string]string, len(r.labels)+len(extra))
+	for k, v := range r.labels {
+		out[k] = v
+	}
+	for k, v := range extra {
+		out[k] = v
+	}
+	return out
+}
+
+// createNetwork creates the run's bridge network on a free /24 (a known
+// subnet, so that Prepare can hand out static IPs before anything runs)
+// and checks that its gateway is an address of this host.
+func (r *Run) createNetwork(ctx context.Context) error {
+	taken := r.takenNets()
+	tries := 0
+	for _, cand := range candidateSubnets() {
+		if overlapsAny(cand, taken) {
+			continue
+		}
+		if tries++; tries > 32 {
+			break
+		}
+		gw := make(net.IP, 4)
+		copy(gw, cand.IP.To4())
+		gw[3] = 1
+		n, err := r.client.CreateNetwork(dc.CreateNetworkOptions{
+			Name: r.netName, Driver: "bridge", CheckDuplicate: true, Context: ctx,
+			Labels: r.labelsWith(map[string]string{LabelSockDir: r.sockDir}),
+			IPAM:   &dc.IPAMOptions{Driver: "default", Config: []dc.IPAMConfig{{Subnet: cand.String(), Gateway: gw.String()}}},
+		})
+		if err != nil {
+			// Another network (maybe a concurrent run's) took the subnet
+			// since we listed them: try the next one.
+			if strings.Contains(strings.ToLower(err.Error()), "overlap") {
+				continue
+			}
+			return fmt.Errorf("docker: create network %s: %w", r.netName, err)
+		}
+		r.netID, r.subnet, r.gateway = n.ID, cand, gw
+		if !isLocalIP(gw) {
+			_ = r.client.RemoveNetwork(n.ID)
+			return fmt.Errorf("docker backend: the bridge gateway %s of network %s is not an address of this host: the engine runs elsewhere "+
+				"(Docker Desktop's VM, a remote engine, or valnet itself runs in a container), and valnet must reach containers by their "+
+				"bridge IPs; run valnet on the engine's Linux host, or use run.backend: process", gw, r.netName)
+		}
+		return nil
+	}
+	return fmt.Errorf("docker: no free /24 for network %s in 172.28.0.0/14 (every candidate overlaps another network or a route of this host)", r.netName)
+}
+
+// candidateSubnets are the /24s the run's network may take, in order.
+func candidateSubnets() []*net.IPNet {
+	var out []*net.IPNet
+	for b := 28; b <= 31; b++ {
+		for c := 0; c < 256; c++ {
+			out = append(out, &net.IPNet{IP: net.IPv4(172, byte(b), byte(c), 0).To4(), Mask: net.CIDRMask(24, 32)})
+		}
+	}
+	return out
+}
+
+// takenNets are the subnets of every Docker network and the networks of
+// this host's interfaces and routes: a run's network must overlap none
+// (Docker checks its own networks, not a VPN's routes).
+func (r *Run) takenNets() []*net.IPNet {
+	var out []*net.IPNet
+	if nets, err := r.client.ListNetworks(); err == nil {
+		for _, n := range nets {
+			for _, c := range n.IPAM.Config {
+				if _, ipn, err := net.ParseCIDR(c.Subnet); err == nil {
+					out = append(out, ipn)
+				}
+			}
+		}
+	}
+	if addrs, err := net.InterfaceAddrs(); err == nil {
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil {
+				out = append(out, &net.IPNet{IP: ipn.IP.Mask(ipn.Mask), Mask: ipn.Mask})
+			}
+		}
+	}
+	return append(out, hostRoutes()...)
+}
+
+// hostRoutes reads the IPv4 routing table (Linux), skipping the default
+// route.
+func hostRoutes() []*net.IPNet {
+	f, err := os.Open("/proc/net/route")
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []*net.IPNet
+	sc := bufio.NewScanner(f)
+	sc.Scan() // header
+	for sc.Scan() {
+		fld := strings.Fields(sc.Text())
+		if len(fld) < 8 {
+			continue
+		}
+		dst, err1 := strconv.ParseUint(fld[1], 16, 32)
+		mask, err2 := strconv.ParseUint(fld[7], 16, 32)
+		if err1 != nil || err2 != nil || mask == 0 {
+			continue
+		}
+		ip, m := make(net.IP, 4), make(net.IPMask, 4)
+		binary.LittleEndian.PutUint32(ip, uint32(dst))
+		binary.LittleEndian.PutUint32(m, uint32(mask))
+		out = append(out, &net.IPNet{IP: ip, Mask: m})
+	}
+	return out
+}
+
+func overlapsAny(n *net.IPNet, others []*net.IPNet) bool {
+	for _, o := range others {
+		if o.Contains(n.IP) || n.Contains(o.IP) {
+			return true
+		}
+	}
+	return false
+}
+
+func isLocalIP(ip net.IP) bool {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return false
+	}
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.Equal(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// ID is the run's unique ID: the value of the valnet.run label.
+func (r *Run) ID() string { return r.id }
+
+// NetworkName is the run's Docker network, valnet-<ID>.
+func (r *Run) NetworkName() string { return r.netName }
+
+// Image is the node image's tag, valnet-node:<12 hex of the binary's sha256>.
+func (r *Run) Image() string { return r.image }
+
+// Gateway is the bridge's IP on this host. Containers reach the host
+// there: the link fabric's proxies listen on it (network.Options.ListenHost).
+func (r *Run) Gateway() string { return r.gateway.String() }
+
+// Addresses are where the validators of a run can be reached, known before
+// any container exists: static IPs on the run's network.
+type Addresses struct {
+	Network string // the Docker network, valnet-<run ID>
+	Subnet  string // e.g. 172.28.3.0/24
+	// Gateway is this host's IP on the bridge: listen there for containers
+	// to reach the host (network.Options{ListenHost: Gateway}).
+	Gateway string
+	Nodes   map[string]NodeAddresses
+}
+
+// NodeAddresses are one validator's addresses, reachable from this host and
+// from every container of the run.
+type NodeAddresses struct {
+	IP      string // the container's IP
+	P2P     string // IP:26656, for persistent_peers (or a fabric route's target)
+	RPC     string // IP:26657
+	PrivVal string // IP:26659, where a host signer dials (via: tcp)
+}
+
+// Prepare gives every named validator a static IP on the run's network
+// (.10, .11, … in order) and returns the addresses, so that the runner can
+// write persistent peers, RPC addresses and signer addresses into homes
+// before any container exists. A name prepared before keeps its IP.
+func (r *Run) Prepare(names []string) (Addresses, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return Addresses{}, errors.New("docker: run closed")
+	}
+	used := map[string]bool{}
+	for _, ip := range r.ips {
+		used[ip.String()] = true
+	}
+	next := 10
+	for _, name := range names {
+		if name == "" {
+			return Addresses{}, errors.New("docker: Prepare: empty validator name")
+		}
+		if _, ok := r.ips[name]; ok {
+			continue
+		}
+		base := r.subnet.IP.To4()
+		for next <= 254 && used[net.IPv4(base[0], base[1], base[2], byte(next)).String()] {
+			next++
+		}
+		if next > 254 {
+			return Addresses{}, fmt.Errorf("docker: at most %d validators fit network %s", maxNodes, r.netName)
+		}
+		ip := net.IPv4(base[0], base[1], base[2], byte(next)).To4()
+		r.ips[name] = ip
+		used[ip.String()] = true
+	}
+	return r.addressesLocked(), nil
+}
+
+func (r *Run) addressesLocked() Addresses {
+	a := Addresses{Network: r.netName, Subnet: r.subnet.String(), Gateway: r.gateway.String(), Nodes: map[string]NodeAddresses{}}
+	for name, ip := range r.ips {
+		s := ip.String()
+		a.Nodes[name] = NodeAddresses{IP: s,
+			P2P:     net.JoinHostPort(s, strconv.Itoa(P2PPort)),
+			RPC:     net.JoinHostPort(s, strconv.Itoa(RPCPort)),
+			PrivVal: net.JoinHostPort(s, strconv.Itoa(PrivValPort))}
+	}
+	return a
+}
+
+// Configure sets a node config's listen addresses for a container: P2P
+// and RPC on every interface of the container at the fixed ports, and,
+// with remoteSigner, priv_validator_laddr for a signer on the host that
+// dials NodeAddresses.PrivVal (via: tcp). Persistent peers are the
+// runner's to set.
+func Configure(c *cfg.Config, remoteSigner bool) {
+	c.P2P.ListenAddress = fmt.Sprintf("tcp://0.0.0.0:%d", P2PPort)
+	c.RPC.ListenAddress = fmt.Sprintf("tcp://0.0.0.0:%d", RPCPort)
+	if remoteSigner {
+		c.PrivValidatorListenAddr = fmt.Sprintf("tcp://0.0.0.0:%d", PrivValPort)
+	}
+}
+
+// KeepCommand is the shell command that removes the run's containers and
+// network, for a user who kept the network up (--keep).
+func (r *Run) KeepCommand() string {
+	return fmt.Sprintf("docker rm -f $(docker ps -aq --filter label=%s=%s); docker network rm %s", LabelRun, r.id, r.netName)
+}
+
+// Close removes every container and the network of the run and its event
+// socket dir, whatever state they are in; nodes not stopped before are
+// killed. It is safe to call more than once.
+func (r *Run) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	started := append([]*node(nil), r.nodes...)
+	r.mu.Unlock()
+	var errs []error
+	for _, n := range started {
+		if err := n.remove(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	// Anything else labelled with the run (a container whose Start failed
+	// half-way).
+	errs = append(errs, removeRun(context.Background(), r.client, r.id)...)
+	if err := os.RemoveAll(r.sockDir); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// removeRun force-removes the containers and networks labelled with run id.
+func removeRun(ctx context.Context, c *dc.Client, id string) []error {
+	var errs []error
+	cs, err := c.ListContainers(dc.ListContainersOptions{All: true, Context: ctx,
+		Filters: map[string][]string{"label": {LabelRun + "=" + id}}})
+	if err != nil {
+		return []error{fmt.Errorf("docker: list containers of run %s: %w", id, err)}
+	}
+	for _, ct := range cs {
+		err := c.RemoveContainer(dc.RemoveContainerOptions{ID: ct.ID, Force: true, RemoveVolumes: true, Context: ctx})
+		var nsc *dc.NoSuchContainer
+		if err != nil && !errors.As(err, &nsc) {
+			errs = append(errs, fmt.Errorf("docker: remove container %s: %w", ct.ID[:12], err))
+		}
+	}
+	nets, err := c.FilteredListNetworks(dc.NetworkFilterOpts{"label": {LabelRun + "=" + id: true}})
+	if err != nil {
+		return append(errs, fmt.Errorf("docker: list networks of run %s: %w", id, err))
+	}
+	for _, n := range nets {
+		err := c.RemoveNetwork(n.ID)
+		var nsn *dc.NoSuchNetwork
+		if err != nil && !errors.As(err, &nsn) {
+			errs = append(errs, fmt.Errorf("docker: remove network %s: %w", n.Name, err))
+		}
+	}
+	return errs
+}
+
+// CleanupLeftovers removes the containers and networks (and event socket
+// dirs) of runs whose runner is gone: labelled with this host's name and
+// the pid of a process that no longer exists (or is another process now).
+// Runs of live runners and of other hosts are left alone. It returns the
+// IDs of the runs removed. NewRun calls it; so may a user.
+func CleanupLeftovers(ctx context.Context) ([]string, error) {
+	c, err := connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return cleanupLeftovers(ctx, c, nil)
+}
+
+func cleanupLeftovers(ctx context.Context, c *dc.Client, logf func(string, ...any)) ([]string, error) {
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	runs := map[string]map[string]string{} // run ID -> labels
+	cs, err := c.ListContainers(dc.ListContainersOptions{All: true, Context: ctx,
+		Filters: map[string][]string{"label": {LabelRun}}})
+	if err != nil {
+		return nil, fmt.Errorf("docker: list containers: %w", err)
+	}
+	for _, ct := range cs {
+		if id := ct.Labels[LabelRun]; id != "" && runs[id] == nil {
+			runs[id] = ct.Labels
+		}
+	}
+	nets, err := c.FilteredListNetworks(dc.NetworkFilterOpts{"label": {LabelRun: true}})
+	if err != nil {
+		return nil, fmt.Errorf("docker: list networks: %w", err)
+	}
+	sockDirs := map[string]string{}
+	for _, n := range nets {
+		id := n.Labels[LabelRun]
+		if id == "" {
+			continue
+		}
+		if runs[id] == nil {
+			runs[id] = n.Labels
+		}
+		if d := n.Labels[LabelSockDir]; d != "" {
+			sockDirs[id] = d
+		}
+	}
+	host, _ := os.Hostname()
+	var removed []string
+	var errs []error
+	for id, l := range runs {
+		if !runnerGone(l, host) {
+			continue
+		}
+		if e := removeRun(ctx, c, id); len(e) > 0 {
+			errs = append(errs, e...)
+			continue
+		}
+		if d := sockDirs[id]; d != "" && strings.HasPrefix(filepath.Base(d), "valnet-dk-") {
+			_ = os.RemoveAll(d)
+		}
+		logf("docker: removed the leftovers of run %s (its runner, pid %s, is gone)", id, l[LabelRunnerPID])
+		removed = append(removed, id)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// runnerGone reports whether the runner that labelled a resource is known
+// to be gone: same host, and its pid is no longer that process. Anything
+// unsure (another host, no labels, no /proc) counts as alive.
+func runnerGone(l map[string]string, host string) bool {
+	if host == "" || l[LabelRunnerHost] != host {
+		return false
+	}
+	pid, err := strconv.Atoi(l[LabelRunnerPID])
+	if err != nil || pid <= 0 {
+		return false
+	}
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		return false // cannot tell
+	}
+	st, ok := procStart(pid)
+	if !ok {
+		return true
+	}
+	if want, err := strconv.ParseUint(l[LabelRunnerStart], 10, 64); err == nil && want != st {
+		return true // the pid was reused
+	}
+	return false
+}
+
+// procStart is the start time of pid (clock ticks since boot, field 22 of
+// /proc/<pid>/stat); false if there is no such (live) process.
+func procStart(pid int) (uint64, bool) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 || f[0] == "Z" || f[0] == "X" {
+		return 0, false
+	}
+	st, err := strconv.ParseUint(f[19], 10, 64)
+	return st, err == nil
+}
