@@ -38,6 +38,11 @@ const (
 	// KindFault: a scenario fault on Validator (the target) changed State
 	// ("start" or "end"): Action (e.g. signer-delay), Detail (what it does).
 	KindFault Kind = "fault"
+	// KindMissed: Validator's precommit for Height is absent from the next
+	// block while its node was down (Cause "node-down": stopped, killed or
+	// paused by a fault), recorded as it happens. Every other cause is
+	// derived at report time from the observations (missed.csv).
+	KindMissed Kind = "missed"
 	// KindNodeError: something went wrong inside node Node (Error), e.g. an
 	// event subscription that CometBFT cancelled; events may be missing.
 	KindNodeError Kind = "node_error"
@@ -109,6 +114,9 @@ type Event struct {
 	// HaltAfterMS: a gap without a commit longer than this is a halt; 0 =
 	// 3 × the run's median block interval.
 	HaltAfterMS int64 `json:"halt_after_ms,omitempty"`
+
+	// missed
+	Cause string `json:"cause,omitempty"`
 
 	// fault
 	Action string `json:"action,omitempty"`

@@ -72,8 +72,11 @@ func TestProcessBackendWithNodeAndNetworkFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	var back time.Time
-	signedAfter := false
+	signedAfter, markedDown := false, false
 	for _, e := range events {
+		if e.Kind == results.KindMissed && e.Validator == "v-2" && e.Cause == results.CauseNodeDown {
+			markedDown = true
+		}
 		if e.Kind == results.KindFault && e.Action == "node-kill" && e.State == results.FaultEnd {
 			back = e.Time
 		}
@@ -83,5 +86,8 @@ func TestProcessBackendWithNodeAndNetworkFaults(t *testing.T) {
 	}
 	if !signedAfter {
 		t.Error("v-2 never signed again after its restart")
+	}
+	if !markedDown {
+		t.Error("no missed event marks v-2's misses node-down in events.jsonl")
 	}
 }
