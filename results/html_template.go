@@ -135,6 +135,34 @@ code { font-family: ui-monospace, monospace; }
 </div>
 </section>
 
+<section id="causes">
+<h2>Why votes were missed</h2>
+<p class="note">Each missed precommit classified from the event stream (missed.csv lists each): signer-late = signed after the height was decided; signer-failed = the signer refused or failed; node-down = the node was stopped, killed or paused; network = signed in time but absent from the next block. Late votes: rounds whose vote reached most nodes after they already had +2/3.</p>
+<div class="scroll">
+<table>
+<thead><tr><th>validator</th><th>missed</th><th>signer-late</th><th>signer-failed</th><th>node-down</th><th>network</th><th>unknown</th><th>longest run</th><th>late prevotes</th><th>late precommits</th></tr></thead>
+<tbody>
+{{- range .S.Validators}}
+<tr><td><code>{{.Name}}</code></td><td class="num">{{.MissedPrecommits}}</td><td class="num">{{.MissedByCause.SignerLate}}</td><td class="num">{{.MissedByCause.SignerFailed}}</td><td class="num">{{.MissedByCause.NodeDown}}</td><td class="num">{{.MissedByCause.Network}}</td><td class="num">{{.MissedByCause.Unknown}}</td><td class="num">{{.ConsecutiveMissedMax}}</td><td class="num">{{.LatePrevotes}}</td><td class="num">{{.LatePrecommits}}</td></tr>
+{{- end}}
+</tbody>
+</table>
+</div>
+{{- if .S.RoundChanges}}
+<h3>Round changes</h3>
+<table>
+<thead><tr><th>height</th><th>round</th><th>cause</th><th>proposer</th><th>detail</th></tr></thead>
+<tbody>
+{{- range .S.RoundChanges}}
+<tr><td class="num">{{.Height}}</td><td class="num">{{.Round}}</td><td>{{.Cause}}</td><td><code>{{.Proposer}}</code></td><td>{{.Detail}}</td></tr>
+{{- end}}
+</tbody>
+</table>
+{{- else}}
+<p class="note">Every height was decided in its first round.</p>
+{{- end}}
+</section>
+
 <section id="expectations">
 <h2>Expectations</h2>
 {{- if .Expect}}
