@@ -20,13 +20,18 @@ test:
 	$(GO) vet $(PKGS)
 	$(GO) test $(TESTFLAGS) $(PKGS)
 
-# Slower end-to-end checks (full-size built-in scenarios).
+# Slower end-to-end checks: every built-in scenario at full size, a stock
+# cometbft node signing through valnet signer serve, a stock cometbft as one
+# of four validators (process backend).
 integ:
-	$(GO) test -tags integ -timeout 40m -run Integ -v ./runner/
+	$(GO) test -tags integ -timeout 50m -run 'Integ|UserBinary' -v ./runner/ ./nodes/
 
-bench:
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x -timeout 30m ./runner/
-	$(GO) test -run '^$$' -bench . -benchmem ./results/ ./signers/
+# Benchmarks print numbers; nothing is asserted.
+bench: build
+	$(GO) test -run '^$$' -bench Network -benchmem -benchtime 1x -timeout 30m ./runner/
+	$(GO) test -run '^$$' -bench . -benchmem -timeout 20m ./results/ ./network/ ./signers/ ./signers/pkcs11/
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./docker/
+	$(BIN) bench signers
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

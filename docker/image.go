@@ -167,7 +167,9 @@ func buildBinary(ctx context.Context, root, dst, goos, goarch string, logf func(
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("docker: CGO_ENABLED=0 go build ./cmd/valnet in %s: %w\n%s", root, err, tail(string(out), 2000))
 	}
-	logf("docker: built the node binary in %v", time.Since(start).Round(time.Millisecond))
+	if logf != nil {
+		logf("docker: built the node binary in %v", time.Since(start).Round(time.Millisecond))
+	}
 	return nil
 }
 

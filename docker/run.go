@@ -14,6 +14,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -429,6 +430,41 @@ func Configure(c *cfg.Config, remoteSigner bool) {
 	if remoteSigner {
 		c.PrivValidatorListenAddr = fmt.Sprintf("tcp://0.0.0.0:%d", PrivValPort)
 	}
+}
+
+// SockDir is the run's socket dir on this host, bind-mounted in every
+// container at /sock: event sockets, and unix signer sockets.
+func (r *Run) SockDir() string { return r.sockDir }
+
+// SignerSocket is where validator name's node listens for a signer over a
+// unix socket: laddr is its priv_validator_laddr inside the container
+// (unix:///sock/<name>.signer.sock), hostPath the same socket as a signer on
+// this host dials it (signers.ServeRemote with NetUnix). The runner uses
+// it for signers that stay on the host without TCP (via: direct or unix).
+func (r *Run) SignerSocket(name string) (laddr, hostPath string) {
+	file := r.sockFile(name, ".signer.sock")
+	return "unix://" + ContainerSockDir + "/" + file, filepath.Join(r.sockDir, file)
+}
+
+// sockFile names a socket of validator name in the socket dir: its name
+// when the path fits a unix socket address (~108 bytes), else a hash.
+func (r *Run) sockFile(name, suffix string) string {
+	file := idChars.ReplaceAllString(name, "-") + suffix
+	if len(r.sockDir)+1+len(file) > 100 {
+		h := sha256.Sum256([]byte(name))
+		file = hex.EncodeToString(h[:6]) + suffix
+	}
+	return file
+}
+
+// hostSocket maps a unix laddr inside a container (in /sock) to its path
+// on this host; "" for any other address.
+func (r *Run) hostSocket(laddr string) string {
+	rest, ok := strings.CutPrefix(laddr, "unix://"+ContainerSockDir+"/")
+	if !ok || rest == "" || strings.Contains(rest, "/") {
+		return ""
+	}
+	return filepath.Join(r.sockDir, rest)
 }
 
 // KeepCommand is the shell command that removes the run's containers and

@@ -26,7 +26,9 @@ func TestIntegBuiltinScenarios(t *testing.T) {
 			showLogsOnFailure(t, dir)
 			ctx, cancel := context.WithTimeout(context.Background(), plan.Run.MaxDuration+time.Minute)
 			defer cancel()
-			out, err := Run(ctx, plan, Options{OutDir: dir})
+			// The process backend runs `valnet node`; the test binary is
+			// not valnet.
+			out, err := Run(ctx, plan, Options{OutDir: dir, NodeCommand: []string{valnetBinary(t), "node"}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/cometbft/cometbft/p2p"
 	"github.com/cometbft/cometbft/types"
 
+	vdocker "github.com/valnet/valnet/docker"
 	"github.com/valnet/valnet/network"
 	"github.com/valnet/valnet/nodes"
 	"github.com/valnet/valnet/scenarios"
@@ -89,6 +90,11 @@ func applyTimeouts(c *cfg.Config, t scenarios.Timeouts) {
 // the link fabric, a node dials each peer through that pair's proxy.
 func (r *run) assignPorts() error {
 	for _, m := range r.members {
+		if r.docker != nil {
+			// Fixed ports inside each container, on its own IP.
+			vdocker.Configure(m.config, false)
+			continue
+		}
 		releasePorts(m)
 		p2pPort, err := nodes.FreePort()
 		if err != nil {
@@ -118,6 +124,9 @@ func (r *run) assignPorts() error {
 		for _, name := range peers[m.plan.Name] {
 			o := byName[name]
 			addr := strings.TrimPrefix(o.config.P2P.ListenAddress, "tcp://")
+			if r.docker != nil {
+				addr = r.dockerAddrs.Nodes[name].P2P
+			}
 			if r.fabric != nil {
 				if addr, err = r.fabric.Route(m.plan.Name, name, addr); err != nil {
 					return err

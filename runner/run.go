@@ -19,6 +19,7 @@ import (
 	"github.com/cometbft/cometbft/crypto"
 	"github.com/cometbft/cometbft/types"
 
+	vdocker "github.com/valnet/valnet/docker"
 	"github.com/valnet/valnet/network"
 	"github.com/valnet/valnet/nodes"
 	"github.com/valnet/valnet/results"
@@ -57,6 +58,9 @@ type NetworkInfo struct {
 	Scenario   string             `json:"scenario"`
 	ChainID    string             `json:"chain_id"`
 	Validators []NetworkValidator `json:"validators"`
+	// Cleanup removes what the run left in Docker, should valnet be killed
+	// before it could (docker backend only).
+	Cleanup string `json:"cleanup,omitempty"`
 }
 
 // NetworkValidator is one entry of network.json.
@@ -106,6 +110,17 @@ func Run(ctx context.Context, plan *scenarios.Plan, opts Options) (*Outcome, err
 	}
 	r := &run{plan: plan, seed: seed, opts: opts, rec: newRecorder(w), writer: w,
 		backendName: backendName, outOfProcess: backendName != "inprocess"}
+	if backendName == "docker" && opts.Backend == nil {
+		dr, err := vdocker.NewRun(ctx, filepath.Base(opts.OutDir), vdocker.Options{})
+		if err != nil {
+			w.Close()
+			return &Outcome{OutDir: opts.OutDir}, err
+		}
+		// Runs last, after the nodes are stopped (also with --keep and on
+		// Ctrl-C): every container and the network of this run go.
+		defer dr.Close()
+		r.docker = dr
+	}
 	if opts.Metrics != "" {
 		m, err := startMetrics(opts.Metrics)
 		if err != nil {
@@ -162,6 +177,8 @@ type run struct {
 	reason  string
 
 	backendName string
+	docker      *vdocker.Run      // the docker backend's run; nil otherwise
+	dockerAddrs vdocker.Addresses // containers' addresses, known before they start
 	// outOfProcess: nodes run in their own processes (or containers), so
 	// every signer runs here and reaches its node over the remote-signer
 	// protocol (the node listens on priv_validator_laddr).
@@ -174,6 +191,8 @@ func (r *run) backendFor(m *member) nodes.Backend {
 		return r.opts.Backend
 	}
 	switch r.backendName {
+	case "docker":
+		return r.docker.Backend()
 	case "process":
 		bin := m.plan.Binary
 		if bin == "" {
@@ -192,6 +211,15 @@ func (r *run) execute(ctx context.Context) error {
 		return err
 	}
 	r.members = members
+	if r.docker != nil {
+		names := make([]string, len(members))
+		for i, m := range members {
+			names[i] = m.plan.Name
+		}
+		if r.dockerAddrs, err = r.docker.Prepare(names); err != nil {
+			return err
+		}
+	}
 	// Signers first: a wrong passphrase or a missing profile must stop the
 	// run before any node starts, and the genesis needs their keys.
 	infos, pubs, err := r.openSigners()
@@ -212,7 +240,12 @@ func (r *run) execute(ctx context.Context) error {
 		Heights: r.plan.Run.Heights, Validators: infos, Expect: expectations(r.plan),
 		HaltAfterMS: r.plan.Run.HaltAfter.Milliseconds()})
 	if r.plan.NeedsFabric() {
-		r.fabric = network.NewFabric(network.Options{})
+		opts := network.Options{}
+		if r.docker != nil {
+			// Containers reach the proxies on this host's bridge address.
+			opts.ListenHost = r.dockerAddrs.Gateway
+		}
+		r.fabric = network.NewFabric(opts)
 		if err := r.shapeLinks(); err != nil {
 			return err
 		}
@@ -310,6 +343,9 @@ func isAddrInUse(err error) bool {
 
 func (r *run) writeNetwork() (NetworkInfo, error) {
 	info := NetworkInfo{Scenario: r.plan.Name, ChainID: r.plan.ChainID}
+	if r.docker != nil {
+		info.Cleanup = r.docker.KeepCommand()
+	}
 	for i, n := range r.nodes {
 		a := n.Addrs()
 		info.Validators = append(info.Validators, NetworkValidator{Name: n.Name(), Address: r.members[i].address,

@@ -9,6 +9,7 @@ import (
 	"github.com/cometbft/cometbft/crypto"
 	cmtlog "github.com/cometbft/cometbft/libs/log"
 
+	vdocker "github.com/valnet/valnet/docker"
 	"github.com/valnet/valnet/nodes"
 	"github.com/valnet/valnet/results"
 	"github.com/valnet/valnet/scenarios"
@@ -175,14 +176,27 @@ func (r *run) serveToNode(vs *validatorSigner, m *member, sockDir string) error 
 	}
 	vs.log = logFile
 	network, addr := signers.NetUnix, filepath.Join(sockDir, name+".sock")
-	if m.plan.Signer.Via == scenarios.ViaTCP {
+	laddr := ""
+	switch {
+	case r.docker != nil && m.plan.Signer.Via == scenarios.ViaTCP:
+		// The signer stays on this host and dials into the container.
+		m.config.PrivValidatorListenAddr = fmt.Sprintf("tcp://0.0.0.0:%d", vdocker.PrivValPort)
+		network, addr = signers.NetTCP, r.dockerAddrs.Nodes[name].PrivVal
+		laddr = m.config.PrivValidatorListenAddr
+	case r.docker != nil:
+		// A unix socket in a directory bind-mounted into the container.
+		laddr, addr = r.docker.SignerSocket(name)
+	case m.plan.Signer.Via == scenarios.ViaTCP:
 		port, err := nodes.FreePort()
 		if err != nil {
 			return err
 		}
 		network, addr = signers.NetTCP, fmt.Sprintf("127.0.0.1:%d", port)
 	}
-	m.config.PrivValidatorListenAddr = signers.FormatAddr(network, addr)
+	if laddr == "" {
+		laddr = signers.FormatAddr(network, addr)
+	}
+	m.config.PrivValidatorListenAddr = laddr
 	vs.server, err = signers.ServeRemote(signers.ServerConfig{Network: network, Address: addr, ChainID: r.plan.ChainID,
 		IdentityKey: signerIdentity(r.seed, name), Signer: vs.built.Signer, RedialForever: true,
 		Logger: cmtlog.NewTMLogger(cmtlog.NewSyncWriter(logFile)).With("side", "signer")})

@@ -164,21 +164,13 @@ func (d *decoder) resolveFaults(raws []rawFault, vals validatorSet, run RunPlan)
 		}
 		d.resolveFaultLink(key, rf, act, vals, &fp)
 		fp.Groups = d.resolveGroups(key+".groups", rf.Groups, act, vals)
-		if act.Process != "" && run.Backend != backendProcess && !d.failed("run.backend") {
+		if act.Process != "" && run.Backend != backendProcess && run.Backend != backendDocker && !d.failed("run.backend") {
 			k := key + ".action"
-			d.fail(d.valuePos(k), k, fmt.Sprintf("%s needs run.backend: process; %s", act.Name, act.Process))
+			d.fail(d.valuePos(k), k, fmt.Sprintf("%s needs run.backend: process or docker; %s", act.Name, act.Process))
 		}
 		if act.Remote && targetOK && target.Signer.Via == ViaDirect {
 			k := key + ".target"
 			d.fail(d.valuePos(k), k, fmt.Sprintf("%s needs a remote signer (via: tcp or unix) on %s; %s signs in-process (via: direct)", act.Name, target.Name, target.Name))
-		}
-		if act.Signer && run.Backend == backendProcess && targetOK && target.Signer.Via == ViaDirect {
-			k := key + ".target"
-			msg := fmt.Sprintf("with run.backend: process, %s needs %s's signer in the runner, where faults are injected: set via: tcp or unix on %s", act.Name, target.Name, target.Name)
-			if target.Binary == "" && run.Binary == "" {
-				msg += " (with via: direct it signs inside the node's own process)"
-			}
-			d.fail(d.valuePos(k), k, msg)
 		}
 		out = append(out, fp)
 	}

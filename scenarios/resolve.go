@@ -25,6 +25,7 @@ const (
 const (
 	backendInprocess = "inprocess"
 	backendProcess   = "process"
+	backendDocker    = "docker"
 	defaultBackend   = backendInprocess
 )
 
@@ -32,8 +33,8 @@ const (
 // planned (named so that users get "not available yet", not "unknown").
 // The other closed sets of signer values are in signer.go.
 var (
-	backends           = []string{backendInprocess, backendProcess}
-	plannedBackends    = []string{"docker"}
+	backends           = []string{backendInprocess, backendProcess, backendDocker}
+	plannedBackends    = []string{}
 	signerTypes        = []string{SignerLocal, SignerKeyfile, SignerSimulated, SignerPKCS11, SignerLedger}
 	plannedSignerTypes []string // none for now; a planned type goes here
 )

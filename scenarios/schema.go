@@ -44,7 +44,7 @@ type rawTimeouts struct {
 
 // rawRun says how and for how long to run.
 type rawRun struct {
-	Backend     *string        `yaml:"backend"`      // default "inprocess"; inprocess|process (docker: not available yet)
+	Backend     *string        `yaml:"backend"`      // default "inprocess"; inprocess|process|docker
 	Heights     *int64         `yaml:"heights"`      // default 20; >= 1; stop once this height is committed
 	MaxDuration *time.Duration `yaml:"max_duration"` // default 10m; > 0; hard stop
 	Seed        *int64         `yaml:"seed"`         // default 1; any int64; keys, random latency models and random topologies

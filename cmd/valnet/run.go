@@ -58,6 +58,9 @@ func newRunCmd() *cobra.Command {
 				for _, v := range n.Validators {
 					fmt.Fprintf(stdout, "  %-12s rpc %s  p2p %s\n", v.Name, v.RPC, v.P2P)
 				}
+				if n.Cleanup != "" {
+					fmt.Fprintf(stdout, "Should valnet be killed, remove the containers with:\n  %s\n", n.Cleanup)
+				}
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()

@@ -1,0 +1,448 @@
+package docker
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	dc "github.com/ory/dockertest/v3/docker"
+
+	"github.com/valnet/valnet/nodes"
+	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/signers"
+)
+
+// assertNoLeftovers checks that no container or network carries the label
+// of run id (what `docker ps -a --filter label=valnet.run=<id>` shows).
+func assertNoLeftovers(t testing.TB, c *dc.Client, id string) {
+	t.Helper()
+	cs, err := c.ListContainers(dc.ListContainersOptions{All: true, Filters: map[string][]string{"label": {LabelRun + "=" + id}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ct := range cs {
+		t.Errorf("container %v (%s) of run %s left behind", ct.Names, ct.State, id)
+	}
+	nets, err := c.FilteredListNetworks(dc.NetworkFilterOpts{"label": {LabelRun + "=" + id: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nets {
+		t.Errorf("network %s of run %s left behind", n.Name, id)
+	}
+}
+
+// The image is built once per binary and reused while its tag exists;
+// what it holds runs.
+func TestImageBuildAndReuse(t *testing.T) {
+	bin := engine(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A binary of its own (the valnet binary with a nonce appended, which
+	// an ELF ignores): a tag nobody else builds or removes meanwhile, and
+	// a real build.
+	bin = uniqueBinary(t, bin)
+	sum, err := fileSHA256(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ImageRepo + ":" + sum[:12]
+	t.Cleanup(func() { _ = c.RemoveImage(want) })
+
+	start := time.Now()
+	tag, built, err := ensureImage(ctx, c, bin, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := time.Since(start)
+	if tag != want {
+		t.Fatalf("tag %s, want %s", tag, want)
+	}
+	if !built {
+		t.Fatal("the first ensureImage did not build")
+	}
+	start = time.Now()
+	tag2, built2, err := ensureImage(ctx, c, bin, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if built2 || tag2 != tag {
+		t.Fatalf("second ensureImage: tag %s built %v; want %s reused", tag2, built2, tag)
+	}
+	t.Logf("first ensureImage (build: %v) %v, second (reuse) %v", built, first.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+
+	// The image runs valnet: `valnet version` instead of `valnet node`.
+	ct, err := c.CreateContainer(dc.CreateContainerOptions{Context: ctx,
+		Config:     &dc.Config{Image: tag, Entrypoint: []string{"/valnet", "version"}, Labels: map[string]string{"valnet.test": "image"}},
+		HostConfig: &dc.HostConfig{NetworkMode: "none"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.RemoveContainer(dc.RemoveContainerOptions{ID: ct.ID, Force: true})
+	if err := c.StartContainer(ct.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	if code, err := c.WaitContainerWithContext(ct.ID, ctx); err != nil || code != 0 {
+		t.Fatalf("valnet version in the image: exit %d, %v", code, err)
+	}
+	var out bytes.Buffer
+	if err := c.Logs(dc.LogsOptions{Container: ct.ID, OutputStream: &out, ErrorStream: &out, Stdout: true, Stderr: true}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "valnet") {
+		t.Fatalf("valnet version in the image said %q", out.String())
+	}
+}
+
+// With no binary given, the node binary comes from $VALNET_DOCKER_BINARY,
+// else from building valnet's module: reproducibly, so the image tag of
+// unchanged code stays the same.
+func TestResolveBinary(t *testing.T) {
+	bin := engine(t)
+	want, err := fileSHA256(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	c, err := connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	goos, goarch, err := engineArch(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, env := range []string{"", bin} {
+		t.Setenv(BinaryEnv, env)
+		dst := filepath.Join(t.TempDir(), "valnet")
+		if err := resolveBinary(ctx, "", dst, goos, goarch, t.Logf); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := fileSHA256(dst); got != want {
+			t.Errorf("%s=%q: binary %s, want %s (the test's own build)", BinaryEnv, env, got[:12], want[:12])
+		}
+	}
+	t.Setenv(BinaryEnv, "/bin/sh")
+	if err := resolveBinary(ctx, "", filepath.Join(t.TempDir(), "valnet"), goos, goarch, t.Logf); err == nil {
+		t.Errorf("%s=/bin/sh was accepted", BinaryEnv)
+	}
+}
+
+// uniqueBinary copies bin with a random nonce appended.
+func uniqueBinary(t *testing.T, bin string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "valnet")
+	if err := copyFile(bin, dst); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(dst, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := fmt.Fprintf(f, "valnet-test-nonce-%d-%d", time.Now().UnixNano(), os.Getpid()); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// What cannot run in a scratch image is refused before any build.
+func TestBinaryChecks(t *testing.T) {
+	if err := checkStatic("/bin/sh", runtime.GOARCH); err == nil || !strings.Contains(err.Error(), "dynamically linked") {
+		if _, statErr := os.Stat("/bin/sh"); statErr == nil {
+			t.Errorf("/bin/sh: %v, want dynamically linked", err)
+		}
+	}
+	if err := checkStatic(os.Args[0], "s390x"); err == nil {
+		t.Error("an executable of another architecture was accepted")
+	}
+	if err := checkStatic("docker_test.go", runtime.GOARCH); err == nil {
+		t.Error("a text file was accepted")
+	}
+	c, err := dc.NewClient("tcp://127.0.0.1:2375")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := localEngine(c); err == nil || !strings.Contains(err.Error(), "not a local unix socket") {
+		t.Errorf("a tcp engine: %v", err)
+	}
+}
+
+// Four validators, each in its container, peers through the link fabric
+// on the bridge gateway; v0 and v1 sign with the FilePV of their homes, v2
+// and v3 on the host, over priv_validator_laddr (a unix socket in the
+// bind-mounted socket dir, and TCP): height 5 with events at the Sink; a
+// paused node stops and catches up once resumed; a killed node (v3, and a
+// paused v2) restarts from its home and signs again. Nothing of the run
+// is left.
+func TestDockerNetwork(t *testing.T) {
+	root := t.TempDir()
+	showNodeLogsOnFailure(t, root)
+	testStart := time.Now()
+	r := newTestRun(t, t.Logf)
+	t.Logf("run %s: network %s (%s, gateway %s), image %s, in %v", r.ID(), r.NetworkName(), r.subnet, r.Gateway(), r.Image(),
+		time.Since(testStart).Round(time.Millisecond))
+	tn := newTestNet(t, r, root, 4, netOptions{fabric: true, remote: map[string]string{"v2": signers.NetUnix, "v3": signers.NetTCP}})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	// Misuse is refused before any container exists.
+	bad := tn.specs[0]
+	bad.Name = "stranger"
+	if _, err := r.Backend().Start(ctx, bad); err == nil || !strings.Contains(err.Error(), "Prepare") {
+		t.Fatalf("an unprepared node: %v", err)
+	}
+	loop := tn.specs[0]
+	c, rpc := *loop.Config, *loop.Config.RPC
+	rpc.ListenAddress = "tcp://127.0.0.1:26657"
+	c.RPC = &rpc
+	loop.Config = &c
+	if _, err := r.Backend().Start(ctx, loop); err == nil || !strings.Contains(err.Error(), "0.0.0.0") {
+		t.Fatalf("a node on loopback: %v", err)
+	}
+
+	start := time.Now()
+	tn.start(ctx)
+	t.Logf("4 containers up in %v", time.Since(start).Round(time.Millisecond))
+	for _, n := range tn.nodes {
+		if a := n.Addrs(); !strings.HasPrefix(a.RPC, "http://172.") || !strings.Contains(a.P2P, "@172.") {
+			t.Errorf("%s: addrs %+v", n.Name(), a)
+		}
+	}
+	all := []string{"v0", "v1", "v2", "v3"}
+	waitFor(t, time.Minute, "every node at height 5 (block events)", func() bool { return tn.log.minBlock(all...) >= 5 })
+	t.Logf("height 5 after %v", time.Since(start).Round(time.Millisecond))
+	for _, name := range all {
+		if tn.log.count(results.KindVote, name) == 0 {
+			t.Errorf("no vote events from %s", name)
+		}
+	}
+	if h := tn.height("v0"); h < 5 {
+		t.Errorf("v0's RPC height %d < 5", h)
+	}
+
+	// Pause v2: it stops while the others go on; resumed, it catches up.
+	if err := tn.ctl("v2").Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pausedAt := tn.log.block("v2")
+	live := []string{"v0", "v1", "v3"}
+	waitFor(t, time.Minute, "v0, v1, v3 go on without v2", func() bool { return tn.log.minBlock(live...) >= pausedAt+4 })
+	// One block may have been in flight when the container froze.
+	if b, h := tn.log.block("v2"), tn.height("v2"); b > pausedAt+1 || h > pausedAt+1 {
+		t.Fatalf("paused v2 went on: paused at %d, now block events at %d, RPC height %d", pausedAt, b, h)
+	}
+	if err := tn.ctl("v2").Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	resumedAt := tn.log.minBlock(live...)
+	waitFor(t, time.Minute, "v2 catches up", func() bool {
+		return tn.height("v2") >= resumedAt+1 && tn.log.block("v2") >= resumedAt+1
+	})
+	t.Logf("pause/resume done after %v", time.Since(start).Round(time.Millisecond))
+
+	// Kill v3 (its signer on the host): the others go on; restarted, it
+	// catches up and its signer (which redials) signs again.
+	if err := tn.ctl("v3").Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	killedAt := tn.height("v3")
+	others := []string{"v0", "v1", "v2"}
+	waitFor(t, time.Minute, "v0-v2 go on without v3", func() bool { return tn.log.minBlock(others...) >= killedAt+3 })
+	if h := tn.height("v3"); h != killedAt {
+		t.Fatalf("killed v3 moved from height %d to %d", killedAt, h)
+	}
+	if err := tn.ctl("v3").Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	restartedAt := tn.log.minBlock(others...)
+	waitFor(t, time.Minute, "v3 catches up", func() bool {
+		return tn.height("v3") >= restartedAt+2 && tn.log.block("v3") >= restartedAt+2
+	})
+	waitFor(t, time.Minute, "v3 signs again", func() bool { return signedIn(tn.log.snapshot(), "v3", restartedAt) })
+	t.Logf("kill/restart of v3 done after %v", time.Since(start).Round(time.Millisecond))
+
+	// Kill a paused node: docker kills a frozen container too. It restarts
+	// over the signer socket its killed self left behind.
+	if err := tn.ctl("v2").Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := tn.ctl("v2").Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := tn.ctl("v2").Pause(ctx); err == nil || !strings.Contains(err.Error(), "not running") {
+		t.Fatalf("pausing a killed node: %v", err)
+	}
+	if err := tn.ctl("v2").Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	top := tn.log.minBlock("v0", "v1", "v3")
+	waitFor(t, time.Minute, "v2 catches up after kill while paused", func() bool { return tn.log.block("v2") >= top+1 })
+	waitFor(t, time.Minute, "v2 signs again", func() bool { return signedIn(tn.log.snapshot(), "v2", top) })
+	t.Logf("kill while paused + restart of v2 done after %v", time.Since(start).Round(time.Millisecond))
+
+	if c := conflictingVotes(tn.log.snapshot()); len(c) > 0 {
+		t.Fatalf("conflicting votes: %v", c)
+	}
+	stopStart := time.Now()
+	tn.stop()
+	t.Logf("clean stop of 4 containers in %v", time.Since(stopStart).Round(time.Millisecond))
+	for _, n := range tn.nodes {
+		if err := n.Stop(ctx); err != nil {
+			t.Errorf("second stop of %s: %v", n.Name(), err)
+		}
+		if err := n.(nodes.Controller).Restart(ctx); err == nil {
+			t.Errorf("restart of stopped %s succeeded", n.Name())
+		}
+	}
+	ids := r.ID()
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	assertNoLeftovers(t, r.client, ids)
+	if cmd := r.KeepCommand(); !strings.Contains(cmd, "label=valnet.run="+ids) || !strings.Contains(cmd, "docker network rm valnet-"+ids) {
+		t.Errorf("keep command %q", cmd)
+	}
+	t.Logf("whole test %v", time.Since(testStart).Round(time.Millisecond))
+}
+
+// signedIn reports whether validator signed the commit of a block after
+// height (a block event after height+1 whose LastCommit does not list it
+// as absent).
+func signedIn(events []results.Event, validator string, height int64) bool {
+	for _, e := range events {
+		if e.Kind == results.KindBlock && e.Height > height+1 && !slices.Contains(e.LastCommitAbsent, validator) {
+			return true
+		}
+	}
+	return false
+}
+
+// conflictingVotes lists every validator that, as any node saw it, voted
+// for two different blocks in one height, round and phase.
+func conflictingVotes(events []results.Event) []string {
+	type hrp struct {
+		val    string
+		height int64
+		round  int32
+		phase  string
+	}
+	seen := map[hrp]string{}
+	var out []string
+	for _, e := range events {
+		if e.Kind != results.KindVote {
+			continue
+		}
+		k := hrp{e.Validator, e.Height, e.Round, e.Phase}
+		if b, ok := seen[k]; ok && b != e.BlockID {
+			out = append(out, e.Validator+" at "+strconv.FormatInt(e.Height, 10)+" "+e.Phase)
+			continue
+		}
+		seen[k] = e.BlockID
+	}
+	return out
+}
+
+// What a killed runner left (a network and a container labelled with a
+// dead pid on this host, or with a pid since reused) is removed; what a
+// live runner, or another host's, owns stays.
+func TestCleanupLeftovers(t *testing.T) {
+	bin := engine(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	image, _, err := ensureImage(ctx, c, bin, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A pid that was alive and is not any more.
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	deadPID := dead.Process.Pid
+	if _, ok := procStart(deadPID); ok {
+		t.Skipf("pid %d was reused at once", deadPID)
+	}
+	host, _ := os.Hostname()
+	self := runnerLabels("x")
+	fake := func(id string, pid int, start, host string) map[string]string {
+		return map[string]string{LabelRun: id, LabelRunnerPID: strconv.Itoa(pid), LabelRunnerStart: start, LabelRunnerHost: host}
+	}
+	sockDir, err := os.MkdirTemp("", "valnet-dk-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(sockDir)
+	cases := []struct {
+		labels map[string]string
+		gone   bool
+	}{
+		{fake(newRunID("dead-runner"), deadPID, "", host), true},
+		{fake(newRunID("reused-pid"), os.Getpid(), "1", host), true},
+		{fake(newRunID("live-runner"), os.Getpid(), self[LabelRunnerStart], host), false},
+		{fake(newRunID("other-host"), deadPID, "", host+"-elsewhere"), false},
+	}
+	for i, tc := range cases {
+		id := tc.labels[LabelRun]
+		t.Cleanup(func() { removeRun(context.Background(), c, id) })
+		nl := map[string]string{LabelSockDir: sockDir}
+		for k, v := range tc.labels {
+			nl[k] = v
+		}
+		if i != 0 {
+			delete(nl, LabelSockDir)
+		}
+		n, err := c.CreateNetwork(dc.CreateNetworkOptions{Name: "valnet-" + id, Driver: "bridge", Labels: nl, Context: ctx})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.CreateContainer(dc.CreateContainerOptions{Context: ctx, Name: ContainerName(id, "v0"),
+			Config:     &dc.Config{Image: image, Labels: tc.labels},
+			HostConfig: &dc.HostConfig{NetworkMode: n.Name}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed, err := CleanupLeftovers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range cases {
+		id := tc.labels[LabelRun]
+		// Another valnet on this engine may have removed a dead run's
+		// leftovers first: what counts is that they are gone, and that a
+		// live run's are neither removed nor reported.
+		if slices.Contains(removed, id) && !tc.gone {
+			t.Errorf("run %s of a live runner was removed", id)
+		}
+		cs, _ := c.ListContainers(dc.ListContainersOptions{All: true, Filters: map[string][]string{"label": {LabelRun + "=" + id}}})
+		nets, _ := c.FilteredListNetworks(dc.NetworkFilterOpts{"label": {LabelRun + "=" + id: true}})
+		if left := len(cs) + len(nets); (left == 0) != tc.gone {
+			t.Errorf("run %s: %d containers and %d networks left; want gone: %v", id, len(cs), len(nets), tc.gone)
+		}
+		if !tc.gone {
+			if errs := removeRun(ctx, c, id); len(errs) > 0 {
+				t.Error(errs)
+			}
+		}
+	}
+	if _, err := os.Stat(sockDir); err == nil {
+		t.Errorf("the dead run's socket dir %s was not removed", sockDir)
+	}
+}

@@ -1,0 +1,627 @@
+package docker
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	dc "github.com/ory/dockertest/v3/docker"
+
+	"github.com/valnet/valnet/nodes"
+	"github.com/valnet/valnet/results"
+)
+
+// Backend starts the validators of one Run as containers: get it from
+// Run.Backend.
+type Backend struct{ run *Run }
+
+var _ nodes.Backend = Backend{}
+
+// Backend is the nodes.Backend that starts this run's containers.
+func (r *Run) Backend() Backend { return Backend{run: r} }
+
+func (Backend) Name() string { return "docker" }
+
+// Start creates and starts the container of spec's validator, which must
+// have been Prepared, from its home on this host (already written, with
+// Configure's listen addresses and a FilePV or priv_validator_laddr), and
+// returns once the node answers RPC /status as itself. Spec.Signer is not
+// used: the container signs with its home's FilePV or a remote signer.
+func (b Backend) Start(ctx context.Context, spec nodes.Spec) (nodes.Node, error) {
+	r := b.run
+	if r == nil {
+		return nil, errors.New("docker backend: no run (use docker.NewRun(...).Backend())")
+	}
+	r.mu.Lock()
+	ip, ok := r.ips[spec.Name]
+	closed := r.closed
+	r.mu.Unlock()
+	if closed {
+		return nil, errors.New("docker backend: run closed")
+	}
+	if !ok {
+		return nil, fmt.Errorf("node %s: no IP on network %s; call (*docker.Run).Prepare with every validator before writing homes", spec.Name, r.netName)
+	}
+	c := spec.Config
+	p2pPort, err := containerPort(c.P2P.ListenAddress, ip)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: p2p laddr: %w", spec.Name, err)
+	}
+	rpcPort, err := containerPort(c.RPC.ListenAddress, ip)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: rpc laddr: %w", spec.Name, err)
+	}
+	if la := c.PrivValidatorListenAddr; la != "" {
+		if _, err := containerPort(la, ip); err != nil && r.hostSocket(la) == "" {
+			return nil, fmt.Errorf("node %s: priv_validator_laddr: %w (or a unix socket in %s: Run.SignerSocket)", spec.Name, err, ContainerSockDir)
+		}
+	} else if _, err := os.Stat(c.PrivValidatorKeyFile()); err != nil {
+		return nil, fmt.Errorf("node %s: a docker node signs through priv_validator_laddr (a remote signer) or a FilePV in its home, and it has neither: %w", spec.Name, err)
+	}
+	home, err := filepath.Abs(c.RootDir)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(home, "config", "config.toml")); err != nil {
+		return nil, fmt.Errorf("node %s: home not written: %w", spec.Name, err)
+	}
+	n := &node{run: r, name: spec.Name, spec: spec, home: home, ip: ip,
+		rpc:  "http://" + net.JoinHostPort(ip.String(), strconv.Itoa(rpcPort)),
+		http: &http.Client{Timeout: time.Second}}
+	n.addrs = nodes.Addrs{RPC: n.rpc, P2P: nodes.NodeID(spec.NodeKey) + "@" + net.JoinHostPort(ip.String(), strconv.Itoa(p2pPort))}
+	args := []string{"--home", ContainerHome, "--name", spec.Name}
+	if spec.Sink != nil {
+		file, err := n.listenEvents()
+		if err != nil {
+			return nil, fmt.Errorf("node %s: %w", spec.Name, err)
+		}
+		args = append(args, "--events", "unix://"+ContainerSockDir+"/"+file)
+	}
+	if err := n.create(ctx, args); err != nil {
+		n.closeEvents()
+		return nil, err
+	}
+	r.mu.Lock()
+	r.nodes = append(r.nodes, n)
+	r.mu.Unlock()
+	if err := n.startContainer(ctx); err != nil {
+		_ = n.remove()
+		return nil, err
+	}
+	return n, nil
+}
+
+// containerPort checks that a listen address can be reached from outside
+// the container (0.0.0.0 or the container's own IP) and returns its port.
+func containerPort(laddr string, ip net.IP) (int, error) {
+	hostport, ok := strings.CutPrefix(laddr, "tcp://")
+	if !ok {
+		return 0, fmt.Errorf("%q: want tcp://0.0.0.0:PORT (docker.Configure sets it)", laddr)
+	}
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return 0, fmt.Errorf("%q: %w", laddr, err)
+	}
+	if h := net.ParseIP(host); host != "" && (h == nil || (!h.IsUnspecified() && !h.Equal(ip))) {
+		return 0, fmt.Errorf("%q: a container listening on %s cannot be reached by its peers or the runner; listen on 0.0.0.0 (docker.Configure)", laddr, host)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p <= 0 {
+		return 0, fmt.Errorf("%q: bad port", laddr)
+	}
+	return p, nil
+}
+
+// node is one validator's container.
+type node struct {
+	run    *Run
+	name   string
+	spec   nodes.Spec
+	home   string
+	ip     net.IP
+	id     string // container ID
+	addrs  nodes.Addrs
+	rpc    string
+	http   *http.Client
+	height atomic.Int64
+
+	// The event socket, open across restarts; the container reaches it
+	// through the bind-mounted socket dir.
+	sockPath string
+	ln       net.Listener
+	readers  sync.WaitGroup
+	connsMu  sync.Mutex
+	conns    map[net.Conn]bool
+
+	// mu serialises Stop, the Controller methods and Close.
+	mu      sync.Mutex
+	killed  bool // by Kill, since the last start: its exit code is ours
+	stopped bool
+	stopErr error
+	removed bool
+}
+
+var (
+	_ nodes.Node           = (*node)(nil)
+	_ nodes.HeightReporter = (*node)(nil)
+	_ nodes.Controller     = (*node)(nil)
+)
+
+func (n *node) Name() string       { return n.name }
+func (n *node) Addrs() nodes.Addrs { return n.addrs }
+
+// ContainerName is the container of validator name in run id.
+func ContainerName(runID, name string) string {
+	return "valnet-" + runID + "-" + idChars.ReplaceAllString(name, "-")
+}
+
+// create creates the container: home and socket dir bind-mounted, static
+// IP, the runner's uid (files it writes into the home stay the runner's,
+// and the 0700 home stays readable), labels for cleanup.
+func (n *node) create(ctx context.Context, args []string) error {
+	r := n.run
+	mounts := []dc.HostMount{{Type: "bind", Source: n.home, Target: ContainerHome}}
+	if n.ln != nil || r.hostSocket(n.spec.Config.PrivValidatorListenAddr) != "" {
+		mounts = append(mounts, dc.HostMount{Type: "bind", Source: r.sockDir, Target: ContainerSockDir})
+	}
+	ct, err := r.client.CreateContainer(dc.CreateContainerOptions{
+		Context: ctx,
+		Name:    ContainerName(r.id, n.name),
+		Config: &dc.Config{
+			Image:      r.image,
+			Cmd:        args,
+			User:       fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid()),
+			Env:        []string{"HOME=" + ContainerHome},
+			WorkingDir: ContainerHome,
+			Labels:     r.labelsWith(map[string]string{LabelNode: n.name}),
+			Hostname:   idChars.ReplaceAllString(n.name, "-"),
+		},
+		HostConfig: &dc.HostConfig{
+			Mounts:      mounts,
+			NetworkMode: r.netName,
+			// Docker's own log of the container: only `valnet node`'s
+			// stderr (CometBFT logs to node.log in the home); bounded.
+			LogConfig: dc.LogConfig{Type: "json-file", Config: map[string]string{"max-size": "10m", "max-file": "2"}},
+		},
+		NetworkingConfig: &dc.NetworkingConfig{EndpointsConfig: map[string]*dc.EndpointConfig{
+			r.netName: {IPAMConfig: &dc.EndpointIPAMConfig{IPv4Address: n.ip.String()}},
+		}},
+	})
+	if err != nil {
+		return fmt.Errorf("node %s: create container: %w", n.name, err)
+	}
+	n.id = ct.ID
+	return nil
+}
+
+// startContainer starts the container and waits until RPC answers as this
+// node (its node ID), the container exits, or StartTimeout passes.
+func (n *node) startContainer(ctx context.Context) error {
+	c := n.run.client
+	// A killed node leaves its signer socket file behind, and CometBFT
+	// cannot listen over it.
+	removeStaleSocket(n.run.hostSocket(n.spec.Config.PrivValidatorListenAddr))
+	if err := c.StartContainerWithContext(n.id, nil, ctx); err != nil {
+		var already *dc.ContainerAlreadyRunning
+		if !errors.As(err, &already) {
+			return fmt.Errorf("node %s: start container: %w", n.name, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, n.run.opts.StartTimeout)
+	defer cancel()
+	want := nodes.NodeID(n.spec.NodeKey)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for i := 0; ; i++ {
+		st, err := n.status(ctx)
+		if err == nil && st.Result.NodeInfo.ID == want {
+			if h, err := strconv.ParseInt(st.Result.SyncInfo.LatestBlockHeight, 10, 64); err == nil {
+				n.height.Store(h)
+			}
+			return nil
+		}
+		if i%5 == 4 { // every 0.5 s: did it exit?
+			if ins, err := c.InspectContainerWithContext(n.id, ctx); err == nil && !ins.State.Running {
+				return fmt.Errorf("node %s: container exited during start (code %d): %s", n.name, ins.State.ExitCode, n.logTail())
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("node %s: RPC %s did not answer /status within %v (see node.log in %s; %s)",
+				n.name, n.rpc, n.run.opts.StartTimeout, n.home, n.logTail())
+		case <-tick.C:
+		}
+	}
+}
+
+type statusResult struct {
+	Result struct {
+		NodeInfo struct {
+			ID string `json:"id"`
+		} `json:"node_info"`
+		SyncInfo struct {
+			LatestBlockHeight string `json:"latest_block_height"`
+		} `json:"sync_info"`
+	} `json:"result"`
+}
+
+func (n *node) status(ctx context.Context) (*statusResult, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.rpc+"/status", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := n.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("/status: %s", resp.Status)
+	}
+	var st statusResult
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// Height is the node's last block height from RPC /status; while the node
+// cannot answer (killed, paused) it is the last height it reported.
+func (n *node) Height() int64 {
+	if st, err := n.status(context.Background()); err == nil {
+		if h, err := strconv.ParseInt(st.Result.SyncInfo.LatestBlockHeight, 10, 64); err == nil {
+			n.height.Store(h)
+		}
+	}
+	return n.height.Load()
+}
+
+// ContainerID is the ID of the node's container.
+func (n *node) ContainerID() string { return n.id }
+
+// logs is what Docker kept of the container's stdout and stderr (every
+// start of it); tailLines 0 means all.
+func (n *node) logs(tailLines int) string {
+	var buf bytes.Buffer
+	t := "all"
+	if tailLines > 0 {
+		t = strconv.Itoa(tailLines)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = n.run.client.Logs(dc.LogsOptions{Context: ctx, Container: n.id, OutputStream: &buf, ErrorStream: &buf,
+		Stdout: true, Stderr: true, Tail: t})
+	return buf.String()
+}
+
+func (n *node) logTail() string {
+	s := tail(n.logs(30), 2000)
+	if s == "" {
+		return "no output"
+	}
+	return "container output: " + s
+}
+
+// saveLogs appends the container's output to node.stderr in the home, as
+// the process backend keeps a child's stderr, before the container goes.
+func (n *node) saveLogs() {
+	out := n.logs(0)
+	if out == "" {
+		return
+	}
+	f, err := os.OpenFile(filepath.Join(n.home, nodes.StderrFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "--- valnet docker %s: container %s\n%s", time.Now().Format(time.RFC3339Nano), ContainerName(n.run.id, n.name), out)
+}
+
+func (n *node) inspect(ctx context.Context) (*dc.State, error) {
+	ins, err := n.run.client.InspectContainerWithContext(n.id, ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &ins.State, nil
+}
+
+// Stop stops the node cleanly (docker stop: SIGTERM, SIGKILL after
+// StopTimeout), keeps its output in node.stderr, removes the container and
+// closes the event socket once drained. A node that exited non-zero is an
+// error carrying its output.
+func (n *node) Stop(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.stopped {
+		return n.stopErr
+	}
+	n.stopped = true
+	if !n.removed {
+		n.stopErr = n.stopContainer(ctx)
+		if st, err := n.inspect(ctx); n.stopErr == nil && err == nil && !n.killed && st.ExitCode != 0 {
+			// It had exited by itself before this stop: a crash.
+			why := fmt.Sprintf("code %d", st.ExitCode)
+			if st.OOMKilled {
+				why = "killed: out of memory"
+			}
+			n.stopErr = fmt.Errorf("node %s: had exited (%s): %s", n.name, why, n.logTail())
+		}
+		n.saveLogs()
+		if err := n.run.client.RemoveContainer(dc.RemoveContainerOptions{ID: n.id, Force: true, RemoveVolumes: true}); err != nil && n.stopErr == nil {
+			var nsc *dc.NoSuchContainer
+			if !errors.As(err, &nsc) {
+				n.stopErr = fmt.Errorf("node %s: remove container: %w", n.name, err)
+			}
+		}
+		n.removed = true
+	}
+	n.closeEvents()
+	return n.stopErr
+}
+
+// stopContainer stops a running (or paused) container cleanly; a stopped
+// one is left as it is.
+func (n *node) stopContainer(ctx context.Context) error {
+	st, err := n.inspect(ctx)
+	if err != nil {
+		return fmt.Errorf("node %s: %w", n.name, err)
+	}
+	if !st.Running {
+		return nil
+	}
+	if st.Paused {
+		// A frozen process cannot act on SIGTERM.
+		if err := n.run.client.UnpauseContainer(n.id); err != nil {
+			return fmt.Errorf("node %s: unpause before stop: %w", n.name, err)
+		}
+	}
+	timeout := n.run.opts.StopTimeout
+	if err := n.run.client.StopContainerWithContext(n.id, uint(timeout/time.Second), ctx); err != nil {
+		var nr *dc.ContainerNotRunning
+		if !errors.As(err, &nr) {
+			return fmt.Errorf("node %s: docker stop: %w", n.name, err)
+		}
+	}
+	st, err = n.inspect(context.Background())
+	if err != nil {
+		return fmt.Errorf("node %s: %w", n.name, err)
+	}
+	switch {
+	case st.Running:
+		return fmt.Errorf("node %s: still running after docker stop", n.name)
+	case st.ExitCode == 137:
+		return fmt.Errorf("node %s: did not stop within %v of SIGTERM; killed", n.name, timeout)
+	case st.ExitCode != 0:
+		return fmt.Errorf("node %s: exited with code %d: %s", n.name, st.ExitCode, n.logTail())
+	}
+	return nil
+}
+
+// Kill SIGKILLs the node (docker kill; a paused node too) and returns once
+// its container has stopped. The home keeps whatever was written.
+func (n *node) Kill(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.stopped {
+		return fmt.Errorf("node %s: already stopped", n.name)
+	}
+	st, err := n.inspect(ctx)
+	if err != nil {
+		return fmt.Errorf("node %s: %w", n.name, err)
+	}
+	if !st.Running {
+		return nil
+	}
+	if err := n.run.client.KillContainer(dc.KillContainerOptions{ID: n.id, Signal: dc.SIGKILL, Context: ctx}); err != nil {
+		var nr *dc.ContainerNotRunning
+		if !errors.As(err, &nr) {
+			return fmt.Errorf("node %s: docker kill: %w", n.name, err)
+		}
+	}
+	n.killed = true
+	if _, err := n.run.client.WaitContainerWithContext(n.id, ctx); err != nil {
+		return fmt.Errorf("node %s: wait for kill: %w", n.name, err)
+	}
+	return nil
+}
+
+// Pause freezes the container (docker pause: the cgroup freezer, like
+// SIGSTOP but for every process of it and invisible to them). Peers see a
+// silent peer; TCP connections stay open.
+func (n *node) Pause(ctx context.Context) error {
+	return n.freeze(ctx, true)
+}
+
+// Resume thaws a paused container (docker unpause).
+func (n *node) Resume(ctx context.Context) error {
+	return n.freeze(ctx, false)
+}
+
+func (n *node) freeze(ctx context.Context, pause bool) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.stopped {
+		return fmt.Errorf("node %s: already stopped", n.name)
+	}
+	st, err := n.inspect(ctx)
+	if err != nil {
+		return fmt.Errorf("node %s: %w", n.name, err)
+	}
+	if !st.Running {
+		return fmt.Errorf("node %s: not running (killed)", n.name)
+	}
+	if st.Paused == pause {
+		return nil
+	}
+	if pause {
+		err = n.run.client.PauseContainer(n.id)
+	} else {
+		err = n.run.client.UnpauseContainer(n.id)
+	}
+	if err != nil {
+		return fmt.Errorf("node %s: %w", n.name, err)
+	}
+	return nil
+}
+
+// Restart starts the container again (same IP, same home: WAL, block
+// store, FilePV state), stopping it cleanly first if it runs, and returns
+// once RPC answers. It catches up from its peers; `valnet node` reconnects
+// to the same event socket.
+func (n *node) Restart(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.stopped {
+		return fmt.Errorf("node %s: already stopped", n.name)
+	}
+	if err := n.stopContainer(ctx); err != nil {
+		return fmt.Errorf("restart: %w", err)
+	}
+	n.killed = false
+	if err := n.startContainer(ctx); err != nil {
+		return fmt.Errorf("restart: %w", err)
+	}
+	return nil
+}
+
+// remove force-removes the container (keeping its output) and closes the
+// event socket: Run.Close, for nodes nobody stopped.
+func (n *node) remove() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var err error
+	if !n.removed && n.id != "" {
+		n.saveLogs()
+		err = n.run.client.RemoveContainer(dc.RemoveContainerOptions{ID: n.id, Force: true, RemoveVolumes: true})
+		var nsc *dc.NoSuchContainer
+		if errors.As(err, &nsc) {
+			err = nil
+		}
+		if err != nil {
+			err = fmt.Errorf("node %s: remove container: %w", n.name, err)
+		}
+	}
+	n.removed = true
+	n.stopped = true
+	n.closeEvents()
+	return err
+}
+
+// removeStaleSocket removes a unix socket file nobody listens on any more
+// (as the process backend does; unexported in nodes).
+func removeStaleSocket(path string) {
+	if path == "" {
+		return
+	}
+	if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeSocket == 0 {
+		return
+	}
+	if conn, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		conn.Close() // somebody listens: not ours to remove
+		return
+	}
+	_ = os.Remove(path)
+}
+
+// listenEvents opens the node's event socket in the run's socket dir and
+// returns its file name there.
+func (n *node) listenEvents() (string, error) {
+	file := n.run.sockFile(n.name, ".events.sock")
+	n.sockPath = filepath.Join(n.run.sockDir, file)
+	_ = os.Remove(n.sockPath)
+	ln, err := net.Listen("unix", n.sockPath)
+	if err != nil {
+		return "", fmt.Errorf("event socket: %w", err)
+	}
+	n.ln = ln
+	n.readers.Add(1)
+	go n.acceptEvents()
+	return file, nil
+}
+
+// acceptEvents reads every connection of the node (one per start).
+func (n *node) acceptEvents() {
+	defer n.readers.Done()
+	for {
+		conn, err := n.ln.Accept()
+		if err != nil {
+			return
+		}
+		n.connsMu.Lock()
+		if n.conns == nil {
+			n.conns = map[net.Conn]bool{}
+		}
+		n.conns[conn] = true
+		n.connsMu.Unlock()
+		n.readers.Add(1)
+		go n.readEvents(conn)
+	}
+}
+
+// readEvents forwards one connection's event lines to the Sink until the
+// node closes it (it stops, or is killed). As the process backend does
+// (nodes/process.go, unexported there).
+func (n *node) readEvents(conn net.Conn) {
+	defer n.readers.Done()
+	defer func() {
+		conn.Close()
+		n.connsMu.Lock()
+		delete(n.conns, conn)
+		n.connsMu.Unlock()
+	}()
+	sink := n.spec.Sink
+	sc := bufio.NewScanner(conn)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		var e results.Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			sink.Emit(results.Event{Time: time.Now(), Kind: results.KindNodeError, Node: n.name,
+				Error: "event socket: bad line: " + err.Error()})
+			continue
+		}
+		sink.Emit(e)
+	}
+	if err := sc.Err(); err != nil && !errors.Is(err, net.ErrClosed) {
+		sink.Emit(results.Event{Time: time.Now(), Kind: results.KindNodeError, Node: n.name,
+			Error: "event socket: " + err.Error()})
+	}
+}
+
+// closeEvents closes the socket once no container can write to it and
+// waits for the readers to drain what was sent. A connection still open
+// after drainGrace (a container that could not be removed) is cut.
+func (n *node) closeEvents() {
+	if n.ln == nil {
+		return
+	}
+	n.ln.Close()
+	done := make(chan struct{})
+	go func() { n.readers.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(drainGrace):
+		n.connsMu.Lock()
+		for c := range n.conns {
+			c.Close()
+		}
+		n.connsMu.Unlock()
+		<-done
+	}
+	_ = os.Remove(n.sockPath)
+	n.ln = nil
+}
+
+// drainGrace is how long closeEvents waits for the node to close its end.
+const drainGrace = 5 * time.Second
