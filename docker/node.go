@@ -1,10 +1,8 @@
 package docker
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -20,7 +18,6 @@ import (
 	dc "github.com/ory/dockertest/v3/docker"
 
 	"github.com/valnet/valnet/nodes"
-	"github.com/valnet/valnet/results"
 )
 
 // Backend starts the validators of one Run as containers: get it from
@@ -212,7 +209,7 @@ func (n *node) startContainer(ctx context.Context) error {
 	c := n.run.client
 	// A killed node leaves its signer socket file behind, and CometBFT
 	// cannot listen over it.
-	removeStaleSocket(n.run.hostSocket(n.spec.Config.PrivValidatorListenAddr))
+	nodes.RemoveStaleSocket(n.run.hostSocket(n.spec.Config.PrivValidatorListenAddr))
 	if err := c.StartContainerWithContext(n.id, nil, ctx); err != nil {
 		var already *dc.ContainerAlreadyRunning
 		if !errors.As(err, &already) {
@@ -246,35 +243,8 @@ func (n *node) startContainer(ctx context.Context) error {
 	}
 }
 
-type statusResult struct {
-	Result struct {
-		NodeInfo struct {
-			ID string `json:"id"`
-		} `json:"node_info"`
-		SyncInfo struct {
-			LatestBlockHeight string `json:"latest_block_height"`
-		} `json:"sync_info"`
-	} `json:"result"`
-}
-
-func (n *node) status(ctx context.Context) (*statusResult, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.rpc+"/status", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := n.http.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("/status: %s", resp.Status)
-	}
-	var st statusResult
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		return nil, err
-	}
-	return &st, nil
+func (n *node) status(ctx context.Context) (*nodes.StatusResult, error) {
+	return nodes.RPCStatus(ctx, n.http, n.rpc)
 }
 
 // Height is the node's last block height from RPC /status; while the node
@@ -519,22 +489,6 @@ func (n *node) remove() error {
 	return err
 }
 
-// removeStaleSocket removes a unix socket file nobody listens on any more
-// (as the process backend does; unexported in nodes).
-func removeStaleSocket(path string) {
-	if path == "" {
-		return
-	}
-	if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeSocket == 0 {
-		return
-	}
-	if conn, err := net.DialTimeout("unix", path, time.Second); err == nil {
-		conn.Close() // somebody listens: not ours to remove
-		return
-	}
-	_ = os.Remove(path)
-}
-
 // listenEvents opens the node's event socket in the run's socket dir and
 // returns its file name there.
 func (n *node) listenEvents() (string, error) {
@@ -571,8 +525,7 @@ func (n *node) acceptEvents() {
 }
 
 // readEvents forwards one connection's event lines to the Sink until the
-// node closes it (it stops, or is killed). As the process backend does
-// (nodes/process.go, unexported there).
+// node closes it (it stops, or is killed).
 func (n *node) readEvents(conn net.Conn) {
 	defer n.readers.Done()
 	defer func() {
@@ -581,22 +534,7 @@ func (n *node) readEvents(conn net.Conn) {
 		delete(n.conns, conn)
 		n.connsMu.Unlock()
 	}()
-	sink := n.spec.Sink
-	sc := bufio.NewScanner(conn)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for sc.Scan() {
-		var e results.Event
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			sink.Emit(results.Event{Time: time.Now(), Kind: results.KindNodeError, Node: n.name,
-				Error: "event socket: bad line: " + err.Error()})
-			continue
-		}
-		sink.Emit(e)
-	}
-	if err := sc.Err(); err != nil && !errors.Is(err, net.ErrClosed) {
-		sink.Emit(results.Event{Time: time.Now(), Kind: results.KindNodeError, Node: n.name,
-			Error: "event socket: " + err.Error()})
-	}
+	nodes.ReadEvents(conn, n.name, n.spec.Sink)
 }
 
 // closeEvents closes the socket once no container can write to it and

@@ -1,9 +1,7 @@
 package nodes
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -16,8 +14,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/valnet/valnet/results"
 )
 
 // Process runs every validator as its own OS process, from the home the
@@ -278,53 +274,16 @@ func portsFree(addrs ...string) error {
 	return nil
 }
 
-// removeStaleSocket removes the unix socket file of a signer listener
-// that nobody listens on any more: a killed node leaves it behind, and
-// CometBFT's listener cannot bind over it.
+// removeStaleSocket removes the stale unix socket of a signer listener
+// (laddr unix://PATH); see RemoveStaleSocket.
 func removeStaleSocket(laddr string) {
-	path, ok := strings.CutPrefix(laddr, "unix://")
-	if !ok {
-		return
+	if path, ok := strings.CutPrefix(laddr, "unix://"); ok {
+		RemoveStaleSocket(path)
 	}
-	if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeSocket == 0 {
-		return
-	}
-	if conn, err := net.DialTimeout("unix", path, time.Second); err == nil {
-		conn.Close() // somebody listens: not ours to remove
-		return
-	}
-	_ = os.Remove(path)
 }
 
-type statusResult struct {
-	Result struct {
-		NodeInfo struct {
-			ID string `json:"id"`
-		} `json:"node_info"`
-		SyncInfo struct {
-			LatestBlockHeight string `json:"latest_block_height"`
-		} `json:"sync_info"`
-	} `json:"result"`
-}
-
-func (n *processNode) status(ctx context.Context) (*statusResult, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.rpc+"/status", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := n.http.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("/status: %s", resp.Status)
-	}
-	var st statusResult
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		return nil, err
-	}
-	return &st, nil
+func (n *processNode) status(ctx context.Context) (*StatusResult, error) {
+	return RPCStatus(ctx, n.http, n.rpc)
 }
 
 // waitUp polls /status until the node answers with its own node ID (not
@@ -551,21 +510,7 @@ func (n *processNode) acceptEvents() {
 func (n *processNode) readEvents(conn net.Conn) {
 	defer n.readers.Done()
 	defer conn.Close()
-	sc := bufio.NewScanner(conn)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for sc.Scan() {
-		var e results.Event
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			n.spec.Sink.Emit(results.Event{Time: time.Now(), Kind: results.KindNodeError, Node: n.name,
-				Error: "event socket: bad line: " + err.Error()})
-			continue
-		}
-		n.spec.Sink.Emit(e)
-	}
-	if err := sc.Err(); err != nil && !errors.Is(err, net.ErrClosed) {
-		n.spec.Sink.Emit(results.Event{Time: time.Now(), Kind: results.KindNodeError, Node: n.name,
-			Error: "event socket: " + err.Error()})
-	}
+	ReadEvents(conn, n.name, n.spec.Sink)
 }
 
 // closeEvents closes the socket once no child can write to it, waits for
