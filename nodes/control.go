@@ -35,6 +35,11 @@ func (n *inProcessNode) Kill(context.Context) error {
 	return nil
 }
 
+// Halt is a clean stop; in-process it is what Kill does already.
+func (n *inProcessNode) Halt(ctx context.Context) error { return n.Kill(ctx) }
+
+var _ Halter = (*inProcessNode)(nil)
+
 // Pause is not possible in-process; see ErrPauseInProcess.
 func (n *inProcessNode) Pause(context.Context) error { return ErrPauseInProcess }
 

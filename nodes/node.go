@@ -77,6 +77,13 @@ type Controller interface {
 	Restart(ctx context.Context) error
 }
 
+// Halter is an optional ability: a clean stop (SIGTERM: consensus state,
+// WAL and stores flushed) after which Controller.Restart starts the node
+// again. Without it, node-stop falls back to Kill.
+type Halter interface {
+	Halt(ctx context.Context) error
+}
+
 // Backend starts nodes.
 type Backend interface {
 	Name() string

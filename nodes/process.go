@@ -385,6 +385,27 @@ func (n *processNode) Stop(ctx context.Context) error {
 	return n.stopErr
 }
 
+// Halt stops the node cleanly (SIGTERM, then SIGKILL after 10 s); Restart
+// starts it again.
+func (n *processNode) Halt(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.stopped {
+		return errStopped(n.name)
+	}
+	if n.cur == nil {
+		return nil
+	}
+	err := n.terminate(ctx, n.cur)
+	n.cur = nil
+	if err != nil {
+		return fmt.Errorf("node %s: stop: %w", n.name, err)
+	}
+	return nil
+}
+
+var _ Halter = (*processNode)(nil)
+
 // Kill SIGKILLs the node's process group and waits until it is gone.
 func (n *processNode) Kill(ctx context.Context) error {
 	n.mu.Lock()

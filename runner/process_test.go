@@ -28,6 +28,7 @@ validators:
 faults:
   - {action: node-kill, target: v-2, at: {height: 4}, duration: 2s}
   - {action: isolate, target: v-3, at: {height: 9}, duration: 2s}
+  - {action: node-stop, target: v-1, at: {height: 11}, duration: 1s}
 expect:
   - {metric: heights_committed, min: 14}
   - {metric: double_signs, max: 0}
@@ -63,7 +64,7 @@ func TestProcessBackendWithNodeAndNetworkFaults(t *testing.T) {
 			ended++
 		}
 	}
-	if len(s.Faults) != 2 || ended != 2 {
+	if len(s.Faults) != 3 || ended != 3 {
 		t.Errorf("faults %+v", s.Faults)
 	}
 	// The killed validator came back: it signed again after its restart.

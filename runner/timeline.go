@@ -322,7 +322,11 @@ func (t *timeline) nodeFault(task *faultTask, now time.Time) {
 	case scenarios.FaultNodeStop, scenarios.FaultNodeKill:
 		// Emitted first: the node's missed votes start now.
 		t.emit(task, results.FaultStart, f.Target+" down ("+f.Action+")")
-		if do(f.Action, ctl.Kill) {
+		stop := ctl.Kill
+		if h, ok := task.node.(nodes.Halter); ok && f.Action == scenarios.FaultNodeStop {
+			stop = h.Halt // a clean stop where the backend can
+		}
+		if do(f.Action, stop) {
 			back("started again from its home", func(ctx context.Context) error {
 				return ctl.Restart(ctx)
 			})
