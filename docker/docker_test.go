@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,7 +48,7 @@ func TestImageBuildAndReuse(t *testing.T) {
 	bin := engine(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := connect(ctx)
+	c, err := connect(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +118,7 @@ func TestResolveBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	c, err := connect(ctx)
+	c, err := connect(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,8 +177,11 @@ func TestBinaryChecks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := localEngine(c); err == nil || !strings.Contains(err.Error(), "not a local unix socket") {
-		t.Errorf("a tcp engine: %v", err)
+	if !engineRemote(c) {
+		t.Error("a tcp engine is not taken for a remote one")
+	}
+	if _, err := connect(context.Background(), "ssh://user@host"); err == nil || !strings.Contains(err.Error(), "ssh://") {
+		t.Errorf("an ssh engine: %v", err)
 	}
 }
 
@@ -363,7 +367,7 @@ func TestCleanupLeftovers(t *testing.T) {
 	bin := engine(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := connect(ctx)
+	c, err := connect(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -444,5 +448,163 @@ func TestCleanupLeftovers(t *testing.T) {
 	}
 	if _, err := os.Stat(sockDir); err == nil {
 		t.Errorf("the dead run's socket dir %s was not removed", sockDir)
+	}
+}
+
+// A remote engine, simulated with the local one behind a TCP endpoint
+// (socat): no bind mounts (homes uploaded, node.log copied back), events
+// over TCP to this host's address as containers see it, RPC and the
+// signer port published on the engine host (127.0.0.1 here); v2 asks for
+// a unix signer and gets TCP through the relay, v3 signs over TCP. Height
+// 5, a kill and restart of v3 (new published ports), full cleanup.
+func TestDockerRemoteEngine(t *testing.T) {
+	engine(t)
+	endpoint := socatEngine(t)
+	testStart := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	local, err := connect(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// This host as the run's containers reach it: the default bridge's
+	// gateway, an address of this host (a real remote engine: the
+	// default, this host's source address towards the engine).
+	hostAddr := ""
+	if br, err := local.NetworkInfo("bridge"); err == nil && len(br.IPAM.Config) > 0 {
+		if hostAddr = br.IPAM.Config[0].Gateway; hostAddr == "" {
+			if _, ipn, err := net.ParseCIDR(br.IPAM.Config[0].Subnet); err == nil && ipn.IP.To4() != nil {
+				gw := append(net.IP(nil), ipn.IP.To4()...)
+				gw[3]++
+				hostAddr = gw.String() // Docker's default: the subnet's first address
+			}
+		}
+	}
+	if hostAddr == "" || !isLocalIP(net.ParseIP(hostAddr)) {
+		t.Skipf("no default bridge gateway on this host (%q) for containers to reach it", hostAddr)
+	}
+	r := newTestRunWith(t, Options{Logf: t.Logf, Endpoint: endpoint, HostAddr: hostAddr})
+	if !r.Remote() || r.EngineHost() != "127.0.0.1" || r.HostAddr() != hostAddr {
+		t.Fatalf("remote %v, engine host %q, host addr %q", r.Remote(), r.EngineHost(), r.HostAddr())
+	}
+	if _, network, addr := r.SignerAddr("nobody-yet"); network != signers.NetTCP || !strings.HasPrefix(addr, "127.0.0.1:") {
+		t.Errorf("remote SignerAddr: %s %s", network, addr)
+	}
+	root := t.TempDir()
+	showNodeLogsOnFailure(t, root)
+	tn := newTestNet(t, r, root, 4, netOptions{remote: map[string]string{"v2": signers.NetUnix, "v3": signers.NetTCP}})
+	for _, s := range tn.specs {
+		if s.Config.PrivValidatorListenAddr != "" && !strings.HasPrefix(s.Config.PrivValidatorListenAddr, "tcp://0.0.0.0:") {
+			t.Fatalf("%s: priv_validator_laddr %s", s.Name, s.Config.PrivValidatorListenAddr)
+		}
+		if _, err := os.Stat(nodes.LogFile(s.Config)); err == nil {
+			t.Fatalf("%s: node.log exists before the start", s.Name)
+		}
+	}
+	start := time.Now()
+	tn.start(ctx)
+	t.Logf("4 containers up in %v", time.Since(start).Round(time.Millisecond))
+	for _, n := range tn.nodes {
+		if a := n.Addrs(); !strings.HasPrefix(a.RPC, "http://127.0.0.1:") || !strings.Contains(a.P2P, "@172.") {
+			t.Errorf("%s: addrs %+v", n.Name(), a)
+		}
+		ins, err := r.client.InspectContainer(n.(*node).id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ins.Mounts) != 0 || len(ins.HostConfig.Mounts) != 0 || len(ins.HostConfig.Binds) != 0 {
+			t.Errorf("%s: mounts %+v %+v %v", n.Name(), ins.Mounts, ins.HostConfig.Mounts, ins.HostConfig.Binds)
+		}
+	}
+	all := []string{"v0", "v1", "v2", "v3"}
+	waitFor(t, time.Minute, "every node at height 5 (block events over TCP)", func() bool { return tn.log.minBlock(all...) >= 5 })
+	t.Logf("height 5 after %v", time.Since(start).Round(time.Millisecond))
+	for _, name := range all {
+		if tn.log.count(results.KindVote, name) == 0 {
+			t.Errorf("no vote events from %s", name)
+		}
+	}
+	if h := tn.height("v0"); h < 5 {
+		t.Errorf("v0's RPC height %d < 5", h)
+	}
+
+	// Kill v3 (its signer on this host, through the relay) and restart it:
+	// new published ports, the same relay.
+	before := tn.node("v3").Addrs().RPC
+	if err := tn.ctl("v3").Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	killedAt := tn.height("v3")
+	others := []string{"v0", "v1", "v2"}
+	waitFor(t, time.Minute, "v0-v2 go on without v3", func() bool { return tn.log.minBlock(others...) >= killedAt+3 })
+	if err := tn.ctl("v3").Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("v3 RPC %s before the kill, %s after the restart", before, tn.node("v3").Addrs().RPC)
+	restartedAt := tn.log.minBlock(others...)
+	waitFor(t, time.Minute, "v3 catches up", func() bool {
+		return tn.height("v3") >= restartedAt+2 && tn.log.block("v3") >= restartedAt+2
+	})
+	waitFor(t, time.Minute, "v3 signs again", func() bool { return signedIn(tn.log.snapshot(), "v3", restartedAt) })
+	waitFor(t, time.Minute, "v2 signs (relay)", func() bool { return signedIn(tn.log.snapshot(), "v2", 1) })
+	t.Logf("kill/restart of v3 done after %v", time.Since(start).Round(time.Millisecond))
+	if c := conflictingVotes(tn.log.snapshot()); len(c) > 0 {
+		t.Fatalf("conflicting votes: %v", c)
+	}
+
+	stopStart := time.Now()
+	tn.stop()
+	t.Logf("clean stop of 4 containers in %v", time.Since(stopStart).Round(time.Millisecond))
+	for _, s := range tn.specs {
+		data, err := os.ReadFile(nodes.LogFile(s.Config))
+		if err != nil || len(data) == 0 {
+			t.Errorf("%s: node.log not copied back: %v", s.Name, err)
+		}
+	}
+	id := r.ID()
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	assertNoLeftovers(t, local, id)
+	t.Logf("whole test %v", time.Since(testStart).Round(time.Millisecond))
+}
+
+// socatEngine serves the local engine's socket on a TCP port of loopback
+// (socat) and returns that endpoint; it skips the test when socat is
+// missing or cannot start.
+func socatEngine(t *testing.T) string {
+	t.Helper()
+	sock := "/var/run/docker.sock"
+	if h := os.Getenv("DOCKER_HOST"); strings.HasPrefix(h, "unix://") {
+		sock = strings.TrimPrefix(h, "unix://")
+	} else if h != "" {
+		t.Skipf("DOCKER_HOST=%s is not a unix socket to put behind TCP", h)
+	}
+	socat, err := exec.LookPath("socat")
+	if err != nil {
+		t.Skip("socat not installed (apt-get install socat): it simulates a remote engine over TCP")
+	}
+	port, err := nodes.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(socat, fmt.Sprintf("TCP-LISTEN:%d,bind=127.0.0.1,fork,reuseaddr", port), "UNIX-CONNECT:"+sock)
+	if err := cmd.Start(); err != nil {
+		t.Skipf("socat: %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	endpoint := "tcp://127.0.0.1:" + strconv.Itoa(port)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := connect(ctx, endpoint)
+		cancel()
+		if err == nil {
+			return endpoint
+		}
+		if time.Now().After(deadline) {
+			t.Skipf("socat on %s does not answer as an engine: %v", endpoint, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -45,7 +45,7 @@ func engine(t testing.TB) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := connect(ctx)
+	c, err := connect(ctx, "")
 	if err != nil {
 		t.Skip(err)
 	}
@@ -78,10 +78,16 @@ func engine(t testing.TB) string {
 // nothing labelled with it is left.
 func newTestRun(t testing.TB, logf func(string, ...any)) *Run {
 	t.Helper()
-	bin := engine(t)
+	return newTestRunWith(t, Options{Logf: logf})
+}
+
+// newTestRunWith is newTestRun with options (the test binary is set).
+func newTestRunWith(t testing.TB, o Options) *Run {
+	t.Helper()
+	o.Binary = engine(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	r, err := NewRun(ctx, t.Name(), Options{Binary: bin, Logf: logf})
+	r, err := NewRun(ctx, t.Name(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,8 +167,9 @@ func newTestNet(t testing.TB, r *Run, root string, n int, o netOptions) *testNet
 		Configure(c, o.remote[name] == signers.NetTCP)
 		signerNet, signerAddr := signers.NetTCP, addrs.Nodes[name].PrivVal
 		if o.remote[name] == signers.NetUnix {
-			c.PrivValidatorListenAddr, signerAddr = r.SignerSocket(name)
-			signerNet = signers.NetUnix
+			// As the runner serves via: direct/unix (a unix socket, or
+			// TCP through a relay with a remote engine).
+			c.PrivValidatorListenAddr, signerNet, signerAddr = r.SignerAddr(name)
 		}
 		var peers []string
 		for j, other := range names {

@@ -40,7 +40,7 @@ ENTRYPOINT ["/valnet", "node"]
 // Options.Binary; "" finds or builds one), building the image if no image
 // has that tag yet; built says whether it did.
 func EnsureImage(ctx context.Context, binary string) (tag string, built bool, err error) {
-	c, err := connect(ctx)
+	c, err := connect(ctx, "")
 	if err != nil {
 		return "", false, err
 	}

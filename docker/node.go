@@ -61,7 +61,9 @@ func (b Backend) Start(ctx context.Context, spec nodes.Spec) (nodes.Node, error)
 		return nil, fmt.Errorf("node %s: rpc laddr: %w", spec.Name, err)
 	}
 	if la := c.PrivValidatorListenAddr; la != "" {
-		if _, err := containerPort(la, ip); err != nil && r.hostSocket(la) == "" {
+		if _, err := containerPort(la, ip); err != nil && r.remote {
+			return nil, fmt.Errorf("node %s: priv_validator_laddr: %w (with a remote engine signers use TCP only: Run.SignerAddr)", spec.Name, err)
+		} else if err != nil && r.hostSocket(la) == "" {
 			return nil, fmt.Errorf("node %s: priv_validator_laddr: %w (or a unix socket in %s: Run.SignerSocket)", spec.Name, err, ContainerSockDir)
 		}
 	} else if _, err := os.Stat(c.PrivValidatorKeyFile()); err != nil {
@@ -78,17 +80,31 @@ func (b Backend) Start(ctx context.Context, spec nodes.Spec) (nodes.Node, error)
 		rpc:  "http://" + net.JoinHostPort(ip.String(), strconv.Itoa(rpcPort)),
 		http: &http.Client{Timeout: time.Second}}
 	n.addrs = nodes.Addrs{RPC: n.rpc, P2P: nodes.NodeID(spec.NodeKey) + "@" + net.JoinHostPort(ip.String(), strconv.Itoa(p2pPort))}
+	if r.remote {
+		if rpcPort != RPCPort {
+			return nil, fmt.Errorf("node %s: rpc laddr: with a remote engine RPC must listen on port %d (docker.Configure), which is published", spec.Name, RPCPort)
+		}
+		// Published at each start (readPorts).
+		n.rpc, n.addrs.RPC = "", ""
+	}
 	args := []string{"--home", ContainerHome, "--name", spec.Name}
 	if spec.Sink != nil {
-		file, err := n.listenEvents()
+		events, err := n.listenEvents()
 		if err != nil {
 			return nil, fmt.Errorf("node %s: %w", spec.Name, err)
 		}
-		args = append(args, "--events", "unix://"+ContainerSockDir+"/"+file)
+		args = append(args, "--events", events)
 	}
 	if err := n.create(ctx, args); err != nil {
 		n.closeEvents()
 		return nil, err
+	}
+	if r.remote {
+		if err := n.uploadHome(); err != nil {
+			_ = r.client.RemoveContainer(dc.RemoveContainerOptions{ID: n.id, Force: true})
+			n.closeEvents()
+			return nil, err
+		}
 	}
 	r.mu.Lock()
 	r.nodes = append(r.nodes, n)
@@ -129,10 +145,15 @@ type node struct {
 	home   string
 	ip     net.IP
 	id     string // container ID
-	addrs  nodes.Addrs
-	rpc    string
 	http   *http.Client
 	height atomic.Int64
+
+	// addrMu guards the addresses, which a remote engine's published
+	// ports change at every start.
+	addrMu sync.Mutex
+	addrs  nodes.Addrs
+	rpc    string
+	ports  map[int]string // container port -> engine host port (remote engine)
 
 	// The event socket, open across restarts; the container reaches it
 	// through the bind-mounted socket dir.
@@ -156,8 +177,18 @@ var (
 	_ nodes.Controller     = (*node)(nil)
 )
 
-func (n *node) Name() string       { return n.name }
-func (n *node) Addrs() nodes.Addrs { return n.addrs }
+func (n *node) Name() string { return n.name }
+func (n *node) Addrs() nodes.Addrs {
+	n.addrMu.Lock()
+	defer n.addrMu.Unlock()
+	return n.addrs
+}
+
+func (n *node) rpcURL() string {
+	n.addrMu.Lock()
+	defer n.addrMu.Unlock()
+	return n.rpc
+}
 
 // ContainerName is the container of validator name in run id.
 func ContainerName(runID, name string) string {
@@ -169,25 +200,43 @@ func ContainerName(runID, name string) string {
 // and the 0700 home stays readable), labels for cleanup.
 func (n *node) create(ctx context.Context, args []string) error {
 	r := n.run
-	mounts := []dc.HostMount{{Type: "bind", Source: n.home, Target: ContainerHome}}
-	if n.ln != nil || r.hostSocket(n.spec.Config.PrivValidatorListenAddr) != "" {
-		mounts = append(mounts, dc.HostMount{Type: "bind", Source: r.sockDir, Target: ContainerSockDir})
+	var (
+		mounts     []dc.HostMount
+		exposed    map[dc.Port]struct{}
+		bindings   map[dc.Port][]dc.PortBinding
+		extraHosts []string
+	)
+	if r.remote {
+		// Nothing of this host is visible to the engine: the home is
+		// uploaded (uploadHome), RPC and the signer port published.
+		exposed, bindings = r.portBindings()
+		if r.hostAddr == hostGatewayName {
+			extraHosts = []string{hostGatewayName + ":host-gateway"}
+		}
+	} else {
+		mounts = []dc.HostMount{{Type: "bind", Source: n.home, Target: ContainerHome}}
+		if n.ln != nil || r.hostSocket(n.spec.Config.PrivValidatorListenAddr) != "" {
+			mounts = append(mounts, dc.HostMount{Type: "bind", Source: r.sockDir, Target: ContainerSockDir})
+		}
 	}
 	ct, err := r.client.CreateContainer(dc.CreateContainerOptions{
 		Context: ctx,
 		Name:    ContainerName(r.id, n.name),
 		Config: &dc.Config{
-			Image:      r.image,
-			Cmd:        args,
-			User:       fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid()),
-			Env:        []string{"HOME=" + ContainerHome},
-			WorkingDir: ContainerHome,
-			Labels:     r.labelsWith(map[string]string{LabelNode: n.name}),
-			Hostname:   idChars.ReplaceAllString(n.name, "-"),
+			Image:        r.image,
+			Cmd:          args,
+			User:         fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid()),
+			Env:          []string{"HOME=" + ContainerHome},
+			WorkingDir:   ContainerHome,
+			Labels:       r.labelsWith(map[string]string{LabelNode: n.name}),
+			Hostname:     idChars.ReplaceAllString(n.name, "-"),
+			ExposedPorts: exposed,
 		},
 		HostConfig: &dc.HostConfig{
-			Mounts:      mounts,
-			NetworkMode: r.netName,
+			Mounts:       mounts,
+			PortBindings: bindings,
+			ExtraHosts:   extraHosts,
+			NetworkMode:  r.netName,
 			// Docker's own log of the container: only `valnet node`'s
 			// stderr (CometBFT logs to node.log in the home); bounded.
 			LogConfig: dc.LogConfig{Type: "json-file", Config: map[string]string{"max-size": "10m", "max-file": "2"}},
@@ -216,6 +265,17 @@ func (n *node) startContainer(ctx context.Context) error {
 			return fmt.Errorf("node %s: start container: %w", n.name, err)
 		}
 	}
+	if n.run.remote {
+		// The engine picks new host ports at every start.
+		ins, err := c.InspectContainerWithContext(n.id, ctx)
+		if err != nil {
+			return fmt.Errorf("node %s: inspect container: %w", n.name, err)
+		}
+		n.readPorts(ins)
+		if n.rpcURL() == "" {
+			return fmt.Errorf("node %s: the engine published no port for RPC %d/tcp (%s)", n.name, RPCPort, n.logTail())
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, n.run.opts.StartTimeout)
 	defer cancel()
 	want := nodes.NodeID(n.spec.NodeKey)
@@ -237,14 +297,18 @@ func (n *node) startContainer(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("node %s: RPC %s did not answer /status within %v (see node.log in %s; %s)",
-				n.name, n.rpc, n.run.opts.StartTimeout, n.home, n.logTail())
+				n.name, n.rpcURL(), n.run.opts.StartTimeout, n.home, n.logTail())
 		case <-tick.C:
 		}
 	}
 }
 
 func (n *node) status(ctx context.Context) (*nodes.StatusResult, error) {
-	return nodes.RPCStatus(ctx, n.http, n.rpc)
+	rpc := n.rpcURL()
+	if rpc == "" {
+		return nil, errors.New("not started")
+	}
+	return nodes.RPCStatus(ctx, n.http, rpc)
 }
 
 // Height is the node's last block height from RPC /status; while the node
@@ -329,6 +393,7 @@ func (n *node) Stop(ctx context.Context) error {
 			n.stopErr = fmt.Errorf("node %s: had exited (%s): %s", n.name, why, n.logTail())
 		}
 		n.saveLogs()
+		n.fetchFiles()
 		if err := n.run.client.RemoveContainer(dc.RemoveContainerOptions{ID: n.id, Force: true, RemoveVolumes: true}); err != nil && n.stopErr == nil {
 			var nsc *dc.NoSuchContainer
 			if !errors.As(err, &nsc) {
@@ -474,6 +539,7 @@ func (n *node) remove() error {
 	var err error
 	if !n.removed && n.id != "" {
 		n.saveLogs()
+		n.fetchFiles()
 		err = n.run.client.RemoveContainer(dc.RemoveContainerOptions{ID: n.id, Force: true, RemoveVolumes: true})
 		var nsc *dc.NoSuchContainer
 		if errors.As(err, &nsc) {
@@ -489,9 +555,21 @@ func (n *node) remove() error {
 	return err
 }
 
-// listenEvents opens the node's event socket in the run's socket dir and
-// returns its file name there.
+// listenEvents opens the node's event socket in the run's socket dir, or
+// with a remote engine a TCP listener on every interface of this host, and
+// returns the address the node dials (--events).
 func (n *node) listenEvents() (string, error) {
+	if n.run.remote {
+		ln, err := net.Listen("tcp", ":0")
+		if err != nil {
+			return "", fmt.Errorf("event listener: %w", err)
+		}
+		n.ln = ln
+		n.readers.Add(1)
+		go n.acceptEvents()
+		port := ln.Addr().(*net.TCPAddr).Port
+		return "tcp://" + net.JoinHostPort(n.run.hostAddr, strconv.Itoa(port)), nil
+	}
 	file := n.run.sockFile(n.name, ".events.sock")
 	n.sockPath = filepath.Join(n.run.sockDir, file)
 	_ = os.Remove(n.sockPath)
@@ -502,7 +580,7 @@ func (n *node) listenEvents() (string, error) {
 	n.ln = ln
 	n.readers.Add(1)
 	go n.acceptEvents()
-	return file, nil
+	return "unix://" + ContainerSockDir + "/" + file, nil
 }
 
 // acceptEvents reads every connection of the node (one per start).
@@ -557,7 +635,9 @@ func (n *node) closeEvents() {
 		n.connsMu.Unlock()
 		<-done
 	}
-	_ = os.Remove(n.sockPath)
+	if n.sockPath != "" {
+		_ = os.Remove(n.sockPath)
+	}
 	n.ln = nil
 }
 

@@ -77,7 +77,34 @@ type Options struct {
 	StopTimeout time.Duration
 	// Logf receives progress (image builds, leftovers removed); nil: none.
 	Logf func(format string, args ...any)
+
+	// Endpoint is the engine to use, e.g. "tcp://10.0.0.7:2375"; "":
+	// DOCKER_HOST, else the default unix socket (dockertest's rules).
+	Endpoint string
+	// Remote forces the remote-engine path (no bind mounts, events over
+	// TCP, published ports; see docs/docker.md) even for a local engine.
+	// Without it the path is chosen by itself: an endpoint that is not a
+	// unix socket, or a bridge gateway that is not an address of this
+	// host, is a remote engine.
+	Remote bool
+	// HostAddr is this host's address as the engine's containers reach it
+	// (remote engine: nodes dial their event stream there). "":
+	// $VALNET_DOCKER_HOST_ADDR, else this host's source address on its
+	// route to the engine host (host.docker.internal when the engine host
+	// is a loopback address).
+	HostAddr string
+	// EngineHost is where this host reaches ports the engine publishes
+	// (remote engine: RPC, signer). "": $VALNET_DOCKER_ENGINE_HOST, else
+	// the endpoint's host (tcp://HOST:PORT), else 127.0.0.1.
+	EngineHost string
 }
+
+// Environment variables for the remote-engine path (Options.HostAddr,
+// Options.EngineHost).
+const (
+	HostAddrEnv   = "VALNET_DOCKER_HOST_ADDR"
+	EngineHostEnv = "VALNET_DOCKER_ENGINE_HOST"
+)
 
 // Run is the Docker side of one valnet run: the engine connection, the
 // node image, the run's bridge network and every container on it.
@@ -93,7 +120,15 @@ type Run struct {
 	gateway net.IP
 	sockDir string
 
+	// The remote-engine path (Remote): where published ports are reached,
+	// where containers reach this host, and the local relays of the
+	// runner's signers (see remote.go).
+	remote     bool
+	engineHost string
+	hostAddr   string
+
 	mu     sync.Mutex
+	relays map[string]*signerRelay
 	ips    map[string]net.IP
 	nodes  []*node
 	closed bool
@@ -115,13 +150,11 @@ func NewRun(ctx context.Context, runID string, opts Options) (*Run, error) {
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
 	}
-	client, err := connect(ctx)
+	client, err := connect(ctx, opts.Endpoint)
 	if err != nil {
 		return nil, err
 	}
-	if err := localEngine(client); err != nil {
-		return nil, err
-	}
+	remote := opts.Remote || engineRemote(client)
 	if _, err := cleanupLeftovers(ctx, client, opts.Logf); err != nil {
 		opts.Logf("docker: leftovers of earlier runs: %v", err)
 	}
@@ -129,7 +162,8 @@ func NewRun(ctx context.Context, runID string, opts Options) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Run{id: newRunID(runID), opts: opts, client: client, image: image, ips: map[string]net.IP{}}
+	r := &Run{id: newRunID(runID), opts: opts, client: client, image: image, ips: map[string]net.IP{},
+		remote: remote, relays: map[string]*signerRelay{}}
 	r.netName = "valnet-" + r.id
 	// Unix socket paths are limited to ~108 bytes: a short temp dir.
 	base := os.TempDir()
@@ -144,13 +178,31 @@ func NewRun(ctx context.Context, runID string, opts Options) (*Run, error) {
 		os.RemoveAll(r.sockDir)
 		return nil, err
 	}
+	if r.remote {
+		if err := r.resolveRemote(); err != nil {
+			_ = r.client.RemoveNetwork(r.netID)
+			os.RemoveAll(r.sockDir)
+			return nil, err
+		}
+		opts.Logf("docker: remote engine %s: published ports reached at %s, containers reach this host at %s (no bind mounts, events over TCP)",
+			client.Endpoint(), r.engineHost, r.hostAddr)
+	}
 	return r, nil
 }
 
-// connect opens the engine DOCKER_HOST names (dockertest's rules) and
-// pings it.
-func connect(ctx context.Context) (*dc.Client, error) {
-	pool, err := dockertest.NewPool("")
+// connect opens the engine endpoint names, else the one DOCKER_HOST names
+// (dockertest's rules), and pings it.
+func connect(ctx context.Context, endpoint string) (*dc.Client, error) {
+	ep := endpoint
+	if ep == "" {
+		ep = os.Getenv("DOCKER_HOST")
+	}
+	if strings.HasPrefix(ep, "ssh://") {
+		return nil, fmt.Errorf("docker backend: DOCKER_HOST=%s: ssh:// engines are not supported by valnet's Docker client; "+
+			"forward the engine's socket (ssh -NL 127.0.0.1:2375:/var/run/docker.sock HOST), set DOCKER_HOST=tcp://127.0.0.1:2375 "+
+			"and %s=HOST (where the engine publishes ports), see docs/docker.md", ep, EngineHostEnv)
+	}
+	pool, err := dockertest.NewPool(endpoint)
 	if err != nil {
 		return nil, fmt.Errorf("no Docker engine reachable (%v): start Docker or use run.backend: inprocess", err)
 	}
@@ -163,15 +215,11 @@ func connect(ctx context.Context) (*dc.Client, error) {
 	return pool.Client, nil
 }
 
-// localEngine refuses an engine that is not on this host: homes and event
-// sockets are bind-mounted from this host's file system, which a remote
-// engine does not see.
-func localEngine(c *dc.Client) error {
-	if ep := c.Endpoint(); !strings.HasPrefix(ep, "unix://") {
-		return fmt.Errorf("docker backend: the engine at %s is not a local unix socket; valnet bind-mounts node homes and event sockets "+
-			"from this host and reaches containers by their bridge IPs, so it needs a local Linux engine (unset DOCKER_HOST, or use run.backend: process)", ep)
-	}
-	return nil
+// engineRemote reports whether the engine is reached otherwise than by a
+// unix socket of this host (tcp://, http(s)://): a remote engine, whose
+// host sees neither this host's files nor its sockets.
+func engineRemote(c *dc.Client) bool {
+	return !strings.HasPrefix(c.Endpoint(), "unix://")
 }
 
 var idChars = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
@@ -241,11 +289,11 @@ func (r *Run) createNetwork(ctx context.Context) error {
 			return fmt.Errorf("docker: create network %s: %w", r.netName, err)
 		}
 		r.netID, r.subnet, r.gateway = n.ID, cand, gw
-		if !isLocalIP(gw) {
-			_ = r.client.RemoveNetwork(n.ID)
-			return fmt.Errorf("docker backend: the bridge gateway %s of network %s is not an address of this host: the engine runs elsewhere "+
-				"(Docker Desktop's VM, a remote engine, or valnet itself runs in a container), and valnet must reach containers by their "+
-				"bridge IPs; run valnet on the engine's Linux host, or use run.backend: process", gw, r.netName)
+		if !r.remote && !isLocalIP(gw) {
+			// Docker Desktop's VM, rootless Docker, valnet in a container:
+			// the engine's bridge is not on this host.
+			r.opts.Logf("docker: the bridge gateway %s of network %s is not an address of this host: using the remote-engine path", gw, r.netName)
+			r.remote = true
 		}
 		return nil
 	}
@@ -363,12 +411,16 @@ type Addresses struct {
 }
 
 // NodeAddresses are one validator's addresses, reachable from this host and
-// from every container of the run.
+// from every container of the run. With a remote engine (Run.Remote) IP,
+// P2P and RPC are on the engine's bridge, reachable from the containers
+// only (the runner reaches RPC at Node.Addrs().RPC, a published port), and
+// PrivVal is a relay on this host's loopback to the node's published
+// signer port.
 type NodeAddresses struct {
 	IP      string // the container's IP
 	P2P     string // IP:26656, for persistent_peers (or a fabric route's target)
 	RPC     string // IP:26657
-	PrivVal string // IP:26659, where a host signer dials (via: tcp)
+	PrivVal string // IP:26659 (remote engine: 127.0.0.1:<relay>), where a host signer dials (via: tcp)
 }
 
 // Prepare gives every named validator a static IP on the run's network
@@ -404,6 +456,13 @@ func (r *Run) Prepare(names []string) (Addresses, error) {
 		r.ips[name] = ip
 		used[ip.String()] = true
 	}
+	if r.remote {
+		for _, name := range names {
+			if _, err := r.relayLocked(name); err != nil {
+				return Addresses{}, err
+			}
+		}
+	}
 	return r.addressesLocked(), nil
 }
 
@@ -415,6 +474,11 @@ func (r *Run) addressesLocked() Addresses {
 			P2P:     net.JoinHostPort(s, strconv.Itoa(P2PPort)),
 			RPC:     net.JoinHostPort(s, strconv.Itoa(RPCPort)),
 			PrivVal: net.JoinHostPort(s, strconv.Itoa(PrivValPort))}
+		if rl := r.relays[name]; rl != nil {
+			na := a.Nodes[name]
+			na.PrivVal = rl.addr()
+			a.Nodes[name] = na
+		}
 	}
 	return a
 }
@@ -484,7 +548,12 @@ func (r *Run) Close() error {
 	}
 	r.closed = true
 	started := append([]*node(nil), r.nodes...)
+	relays := r.relays
+	r.relays = map[string]*signerRelay{}
 	r.mu.Unlock()
+	for _, rl := range relays {
+		rl.close()
+	}
 	var errs []error
 	for _, n := range started {
 		if err := n.remove(); err != nil {
@@ -535,7 +604,7 @@ func removeRun(ctx context.Context, c *dc.Client, id string) []error {
 // Runs of live runners and of other hosts are left alone. It returns the
 // IDs of the runs removed. NewRun calls it; so may a user.
 func CleanupLeftovers(ctx context.Context) ([]string, error) {
-	c, err := connect(ctx)
+	c, err := connect(ctx, "")
 	if err != nil {
 		return nil, err
 	}

@@ -33,7 +33,8 @@ import (
 type NodeOptions struct {
 	Home string
 	// Events is where to stream results.Event JSON lines: "unix:///path"
-	// (the process backend listens there); "" streams nothing.
+	// (the process backend listens there) or "tcp://HOST:PORT" (the docker
+	// backend with a remote engine); "" streams nothing.
 	Events string
 	// Name is the node's name in events; default: the config's moniker.
 	Name string
@@ -204,11 +205,19 @@ type socketSink struct {
 const socketQueue = 100_000
 
 func dialEvents(addr string) (*socketSink, error) {
-	path, ok := strings.CutPrefix(addr, "unix://")
-	if !ok || path == "" {
-		return nil, fmt.Errorf("--events %q: want unix:///path/to/socket", addr)
+	network, target := "unix", ""
+	if path, ok := strings.CutPrefix(addr, "unix://"); ok {
+		target = path
+	} else if hostport, ok := strings.CutPrefix(addr, "tcp://"); ok {
+		if _, _, err := net.SplitHostPort(hostport); err != nil {
+			return nil, fmt.Errorf("--events %q: want tcp://HOST:PORT: %w", addr, err)
+		}
+		network, target = "tcp", hostport
 	}
-	conn, err := net.DialTimeout("unix", path, 5*time.Second)
+	if target == "" {
+		return nil, fmt.Errorf("--events %q: want unix:///path/to/socket or tcp://HOST:PORT", addr)
+	}
+	conn, err := net.DialTimeout(network, target, 5*time.Second)
 	if err != nil {
 		return nil, fmt.Errorf("event socket: %w", err)
 	}

@@ -119,6 +119,10 @@ func Run(ctx context.Context, plan *scenarios.Plan, opts Options) (*Outcome, err
 		// Runs last, after the nodes are stopped (also with --keep and on
 		// Ctrl-C): every container and the network of this run go.
 		defer dr.Close()
+		if dr.Remote() && plan.NeedsFabric() {
+			w.Close()
+			return &Outcome{OutDir: opts.OutDir}, errors.New("backend docker on a remote engine: shaped links and network faults need valnet's link fabric between the containers, which cannot run on the engine's host; use unshaped links or a local engine")
+		}
 		r.docker = dr
 	}
 	if opts.Metrics != "" {

@@ -184,8 +184,9 @@ func (r *run) serveToNode(vs *validatorSigner, m *member, sockDir string) error 
 		network, addr = signers.NetTCP, r.dockerAddrs.Nodes[name].PrivVal
 		laddr = m.config.PrivValidatorListenAddr
 	case r.docker != nil:
-		// A unix socket in a directory bind-mounted into the container.
-		laddr, addr = r.docker.SignerSocket(name)
+		// A unix socket in a directory bind-mounted into the container,
+		// or, with a remote engine, TCP through a relay on this host.
+		laddr, network, addr = r.docker.SignerAddr(name)
 	case m.plan.Signer.Via == scenarios.ViaTCP:
 		port, err := nodes.FreePort()
 		if err != nil {
