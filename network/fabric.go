@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -57,6 +58,10 @@ type Options struct {
 	// ListenHost is the IP the proxies listen on. Default 127.0.0.1; the
 	// docker backend sets its bridge gateway, which containers can reach.
 	ListenHost string
+	// PickPort, when set, chooses each proxy's port (0 = any). A caller
+	// that also picks ports for the nodes themselves passes its picker,
+	// so a proxy never takes a port a node is about to bind.
+	PickPort func() (int, error)
 }
 
 // LinkStats describes one directed link, from -> to.
@@ -226,7 +231,15 @@ func (f *Fabric) Route(from, to, target string) (string, error) {
 		r.target.Store(&target)
 		return r.ln.Addr().String(), nil
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(f.opts.ListenHost, "0"))
+	port := 0
+	if f.opts.PickPort != nil {
+		p, err := f.opts.PickPort()
+		if err != nil {
+			return "", err
+		}
+		port = p
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(f.opts.ListenHost, strconv.Itoa(port)))
 	if err != nil {
 		return "", fmt.Errorf("network: route %s -> %s: %w", from, to, err)
 	}

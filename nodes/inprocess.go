@@ -10,7 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	dbm "github.com/cometbft/cometbft-db"
 	"github.com/cometbft/cometbft/abci/example/kvstore"
+	cfg "github.com/cometbft/cometbft/config"
 	cmtlog "github.com/cometbft/cometbft/libs/log"
 	cmtpubsub "github.com/cometbft/cometbft/libs/pubsub"
 	"github.com/cometbft/cometbft/node"
@@ -106,13 +108,29 @@ func (n *inProcessNode) launch(ctx context.Context) (*inProcessRun, error) {
 		// The checksum only matters for a --genesis_hash check, not used here.
 		return node.ChecksummedGenesisDoc{GenesisDoc: gen, Sha256Checksum: make([]byte, 32)}, nil
 	}
+	// The databases this incarnation opens, so that a node that fails to
+	// build or start releases them (and their file locks) for a retry.
+	var opened []*guardedDB
+	provider := func(c *cfg.DBContext) (dbm.DB, error) {
+		db, err := guardedDBProvider(c)
+		if g, ok := db.(*guardedDB); ok {
+			opened = append(opened, g)
+		}
+		return db, err
+	}
+	closeDBs := func() {
+		for _, db := range opened {
+			_ = db.Close()
+		}
+	}
 	nd, err := node.NewNode(ctx, spec.Config, spec.Signer, spec.NodeKey,
 		proxy.NewLocalClientCreator(kvstore.NewInMemoryApplication()),
 		genesisProvider,
-		guardedDBProvider,
+		provider,
 		node.DefaultMetricsProvider(spec.Config.Instrumentation),
 		n.logger)
 	if err != nil {
+		closeDBs()
 		return nil, fmt.Errorf("node %s: %w", spec.Name, err)
 	}
 	pumpCtx, cancel := context.WithCancel(context.Background())
@@ -130,6 +148,10 @@ func (n *inProcessNode) launch(ctx context.Context) (*inProcessRun, error) {
 	if err := nd.Start(); err != nil {
 		cancel()
 		r.pumps.Wait()
+		if nd.IsRunning() {
+			_ = nd.Stop()
+		}
+		closeDBs()
 		return nil, fmt.Errorf("node %s: start: %w", spec.Name, err)
 	}
 	n.last.Store(nd)

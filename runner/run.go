@@ -244,7 +244,9 @@ func (r *run) execute(ctx context.Context) error {
 		Heights: r.plan.Run.Heights, Validators: infos, Expect: expectations(r.plan),
 		HaltAfterMS: r.plan.Run.HaltAfter.Milliseconds()})
 	if r.plan.NeedsFabric() {
-		opts := network.Options{}
+		// Proxy ports come from the same picker as the nodes' ports, so a
+		// proxy never takes a port a node is about to bind.
+		opts := network.Options{PickPort: nodes.FreePort}
 		if r.docker != nil {
 			// Containers reach the proxies on this host's bridge address.
 			opts.ListenHost = r.dockerAddrs.Gateway
