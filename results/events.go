@@ -112,7 +112,8 @@ type Event struct {
 	Validators []ValidatorInfo `json:"validators,omitempty"`
 	Expect     []Expectation   `json:"expect,omitempty"`
 	// HaltAfterMS: a gap without a commit longer than this is a halt; 0 =
-	// 3 × the run's median block interval.
+	// 3 × the run's median block interval
+	// (the runner always records its default, from the timeouts).
 	HaltAfterMS int64 `json:"halt_after_ms,omitempty"`
 
 	// missed

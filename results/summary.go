@@ -31,7 +31,7 @@ type Summary struct {
 
 	Faults []FaultWindow `json:"faults,omitempty"`
 	// Halts are stretches with no commit longer than the halt threshold
-	// (run.halt_after, default 3 × the median block interval).
+	// (run_start's halt_after_ms; 3 × the median block interval when absent).
 	Halts []Halt `json:"halts"`
 
 	DoubleSigns       int          `json:"double_signs"`

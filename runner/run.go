@@ -242,7 +242,7 @@ func (r *run) execute(ctx context.Context) error {
 	r.rec.Emit(results.Event{Time: r.start, Kind: results.KindRunStart, Scenario: r.plan.Name,
 		Backend: r.backendName, ChainID: r.plan.ChainID, Seed: r.seed,
 		Heights: r.plan.Run.Heights, Validators: infos, Expect: expectations(r.plan),
-		HaltAfterMS: r.plan.Run.HaltAfter.Milliseconds()})
+		HaltAfterMS: haltAfter(r.plan).Milliseconds()})
 	if r.plan.NeedsFabric() {
 		// Proxy ports come from the same picker as the nodes' ports, so a
 		// proxy never takes a port a node is about to bind.
@@ -497,6 +497,17 @@ func Report(dir string) (*results.Summary, error) {
 		return s, err
 	}
 	return s, writeCIFiles(dir, events, s)
+}
+
+// haltAfter is run.halt_after, or by default 3 × the longest a height
+// takes in one round when every timeout fires (propose + prevote +
+// precommit + commit): a round change is not a halt, a stall is.
+func haltAfter(p *scenarios.Plan) time.Duration {
+	if p.Run.HaltAfter > 0 {
+		return p.Run.HaltAfter
+	}
+	t := p.Timeouts
+	return 3 * (t.Propose + t.Prevote + t.Precommit + t.Commit)
 }
 
 func expectations(p *scenarios.Plan) []results.Expectation {

@@ -101,7 +101,8 @@ type Timeouts struct {
 type RunPlan struct {
 	Backend string // inprocess | process
 	// HaltAfter: a stretch with no commit longer than this is a halt in
-	// summary.json; 0 = 3 × the run's median block interval.
+	// summary.json; 0 = the runner's default, 3 × (propose + prevote +
+	// precommit + commit timeouts).
 	HaltAfter time.Duration
 	// Binary: run this CometBFT-compatible binary for every validator
 	// (process backend) instead of `valnet node`; ValidatorPlan.Binary
