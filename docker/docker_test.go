@@ -227,7 +227,7 @@ func TestDockerNetwork(t *testing.T) {
 		}
 	}
 	all := []string{"v0", "v1", "v2", "v3"}
-	waitFor(t, time.Minute, "every node at height 5 (block events)", func() bool { return tn.log.minBlock(all...) >= 5 })
+	waitFor(t, 3*time.Minute, "every node at height 5 (block events)", func() bool { return tn.log.minBlock(all...) >= 5 })
 	t.Logf("height 5 after %v", time.Since(start).Round(time.Millisecond))
 	for _, name := range all {
 		if tn.log.count(results.KindVote, name) == 0 {
@@ -244,7 +244,7 @@ func TestDockerNetwork(t *testing.T) {
 	}
 	pausedAt := tn.log.block("v2")
 	live := []string{"v0", "v1", "v3"}
-	waitFor(t, time.Minute, "v0, v1, v3 go on without v2", func() bool { return tn.log.minBlock(live...) >= pausedAt+4 })
+	waitFor(t, 3*time.Minute, "v0, v1, v3 go on without v2", func() bool { return tn.log.minBlock(live...) >= pausedAt+4 })
 	// One block may have been in flight when the container froze.
 	if b, h := tn.log.block("v2"), tn.height("v2"); b > pausedAt+1 || h > pausedAt+1 {
 		t.Fatalf("paused v2 went on: paused at %d, now block events at %d, RPC height %d", pausedAt, b, h)
@@ -253,7 +253,7 @@ func TestDockerNetwork(t *testing.T) {
 		t.Fatal(err)
 	}
 	resumedAt := tn.log.minBlock(live...)
-	waitFor(t, time.Minute, "v2 catches up", func() bool {
+	waitFor(t, 3*time.Minute, "v2 catches up", func() bool {
 		return tn.height("v2") >= resumedAt+1 && tn.log.block("v2") >= resumedAt+1
 	})
 	t.Logf("pause/resume done after %v", time.Since(start).Round(time.Millisecond))
@@ -265,7 +265,7 @@ func TestDockerNetwork(t *testing.T) {
 	}
 	killedAt := tn.height("v3")
 	others := []string{"v0", "v1", "v2"}
-	waitFor(t, time.Minute, "v0-v2 go on without v3", func() bool { return tn.log.minBlock(others...) >= killedAt+3 })
+	waitFor(t, 3*time.Minute, "v0-v2 go on without v3", func() bool { return tn.log.minBlock(others...) >= killedAt+3 })
 	if h := tn.height("v3"); h != killedAt {
 		t.Fatalf("killed v3 moved from height %d to %d", killedAt, h)
 	}
@@ -273,10 +273,10 @@ func TestDockerNetwork(t *testing.T) {
 		t.Fatal(err)
 	}
 	restartedAt := tn.log.minBlock(others...)
-	waitFor(t, time.Minute, "v3 catches up", func() bool {
+	waitFor(t, 3*time.Minute, "v3 catches up", func() bool {
 		return tn.height("v3") >= restartedAt+2 && tn.log.block("v3") >= restartedAt+2
 	})
-	waitFor(t, time.Minute, "v3 signs again", func() bool { return signedIn(tn.log.snapshot(), "v3", restartedAt) })
+	waitFor(t, 3*time.Minute, "v3 signs again", func() bool { return signedIn(tn.log.snapshot(), "v3", restartedAt) })
 	t.Logf("kill/restart of v3 done after %v", time.Since(start).Round(time.Millisecond))
 
 	// Kill a paused node: docker kills a frozen container too. It restarts
@@ -294,8 +294,8 @@ func TestDockerNetwork(t *testing.T) {
 		t.Fatal(err)
 	}
 	top := tn.log.minBlock("v0", "v1", "v3")
-	waitFor(t, time.Minute, "v2 catches up after kill while paused", func() bool { return tn.log.block("v2") >= top+1 })
-	waitFor(t, time.Minute, "v2 signs again", func() bool { return signedIn(tn.log.snapshot(), "v2", top) })
+	waitFor(t, 3*time.Minute, "v2 catches up after kill while paused", func() bool { return tn.log.block("v2") >= top+1 })
+	waitFor(t, 3*time.Minute, "v2 signs again", func() bool { return signedIn(tn.log.snapshot(), "v2", top) })
 	t.Logf("kill while paused + restart of v2 done after %v", time.Since(start).Round(time.Millisecond))
 
 	if c := conflictingVotes(tn.log.snapshot()); len(c) > 0 {
@@ -517,7 +517,7 @@ func TestDockerRemoteEngine(t *testing.T) {
 		}
 	}
 	all := []string{"v0", "v1", "v2", "v3"}
-	waitFor(t, time.Minute, "every node at height 5 (block events over TCP)", func() bool { return tn.log.minBlock(all...) >= 5 })
+	waitFor(t, 3*time.Minute, "every node at height 5 (block events over TCP)", func() bool { return tn.log.minBlock(all...) >= 5 })
 	t.Logf("height 5 after %v", time.Since(start).Round(time.Millisecond))
 	for _, name := range all {
 		if tn.log.count(results.KindVote, name) == 0 {
@@ -536,17 +536,17 @@ func TestDockerRemoteEngine(t *testing.T) {
 	}
 	killedAt := tn.height("v3")
 	others := []string{"v0", "v1", "v2"}
-	waitFor(t, time.Minute, "v0-v2 go on without v3", func() bool { return tn.log.minBlock(others...) >= killedAt+3 })
+	waitFor(t, 3*time.Minute, "v0-v2 go on without v3", func() bool { return tn.log.minBlock(others...) >= killedAt+3 })
 	if err := tn.ctl("v3").Restart(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("v3 RPC %s before the kill, %s after the restart", before, tn.node("v3").Addrs().RPC)
 	restartedAt := tn.log.minBlock(others...)
-	waitFor(t, time.Minute, "v3 catches up", func() bool {
+	waitFor(t, 3*time.Minute, "v3 catches up", func() bool {
 		return tn.height("v3") >= restartedAt+2 && tn.log.block("v3") >= restartedAt+2
 	})
-	waitFor(t, time.Minute, "v3 signs again", func() bool { return signedIn(tn.log.snapshot(), "v3", restartedAt) })
-	waitFor(t, time.Minute, "v2 signs (relay)", func() bool { return signedIn(tn.log.snapshot(), "v2", 1) })
+	waitFor(t, 3*time.Minute, "v3 signs again", func() bool { return signedIn(tn.log.snapshot(), "v3", restartedAt) })
+	waitFor(t, 3*time.Minute, "v2 signs (relay)", func() bool { return signedIn(tn.log.snapshot(), "v2", 1) })
 	t.Logf("kill/restart of v3 done after %v", time.Since(start).Round(time.Millisecond))
 	if c := conflictingVotes(tn.log.snapshot()); len(c) > 0 {
 		t.Fatalf("conflicting votes: %v", c)

@@ -15,13 +15,13 @@ func TestInProcessKillRestart(t *testing.T) {
 	tn := newTestNet(t, t.TempDir(), 4)
 	victim := newCountingSigner(tn.specs[3].Signer)
 	tn.specs[3].Signer = victim
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	tn.start(ctx, InProcess{})
 	all := []string{"v0", "v1", "v2", "v3"}
 	others := all[:3]
 
-	waitFor(t, time.Minute, "every node at height 4", func() bool { return tn.log.minBlock(all...) >= 4 })
+	waitFor(t, 3*time.Minute, "every node at height 4", func() bool { return tn.log.minBlock(all...) >= 4 })
 	ctl := tn.ctl("v3")
 	if err := ctl.Pause(ctx); !errors.Is(err, ErrPauseInProcess) {
 		t.Fatalf("Pause in-process: got %v, want ErrPauseInProcess", err)
@@ -30,7 +30,7 @@ func TestInProcessKillRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	killedAt := tn.height("v3")
-	waitFor(t, time.Minute, "3 of 4 go on without v3", func() bool { return tn.log.minBlock(others...) >= killedAt+3 })
+	waitFor(t, 3*time.Minute, "3 of 4 go on without v3", func() bool { return tn.log.minBlock(others...) >= killedAt+3 })
 	if h := tn.height("v3"); h != killedAt {
 		t.Fatalf("killed v3 went from height %d to %d", killedAt, h)
 	}
@@ -39,13 +39,13 @@ func TestInProcessKillRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	target := tn.log.minBlock(others...) + 2
-	waitFor(t, time.Minute, "v3 catches up", func() bool { return tn.height("v3") >= target && tn.log.block("v3") >= target })
+	waitFor(t, 3*time.Minute, "v3 catches up", func() bool { return tn.height("v3") >= target && tn.log.block("v3") >= target })
 	// Restarting a running node stops it first.
 	if err := ctl.Restart(ctx); err != nil {
 		t.Fatal(err)
 	}
 	target = tn.log.minBlock(others...) + 2
-	waitFor(t, time.Minute, "v3 catches up again", func() bool { return tn.height("v3") >= target })
+	waitFor(t, 3*time.Minute, "v3 catches up again", func() bool { return tn.height("v3") >= target })
 
 	votes, doubles := victim.report()
 	if len(doubles) > 0 {

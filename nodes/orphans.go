@@ -79,6 +79,10 @@ func CleanOrphans() (killed []int, err error) {
 		return nil, err
 	}
 	var errs []error
+	// Socket directories a killed runner left behind go too.
+	if err := CleanStaleTempDirs(); err != nil {
+		errs = append(errs, err)
+	}
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {

@@ -494,11 +494,7 @@ func (n *processNode) Restart(ctx context.Context) error {
 // Unix socket paths are limited to ~108 bytes: it lives in a short temp
 // dir, not in the (possibly deep) home.
 func (n *processNode) listenEvents() error {
-	base := os.TempDir()
-	if len(base) > 60 {
-		base = "/tmp"
-	}
-	dir, err := os.MkdirTemp(base, "valnet-ev-")
+	dir, err := MkRunTempDir("ev")
 	if err != nil {
 		return fmt.Errorf("event socket: %w", err)
 	}

@@ -45,7 +45,7 @@ func TestProcessUserBinary(t *testing.T) {
 		tn.nodes = append(tn.nodes, n)
 	}
 	all := []string{"v0", "v1", "v2", "v3"}
-	waitFor(t, time.Minute, "every node at height 5", func() bool { return tn.log.minBlock(all...) >= 5 })
+	waitFor(t, 3*time.Minute, "every node at height 5", func() bool { return tn.log.minBlock(all...) >= 5 })
 	kinds := map[results.Kind]int{}
 	for _, e := range tn.log.snapshot() {
 		if e.Node != "v0" {
@@ -72,12 +72,12 @@ func TestProcessUserBinary(t *testing.T) {
 	}
 	others := []string{"v1", "v2", "v3"}
 	killedAt := tn.log.minBlock(others...)
-	waitFor(t, time.Minute, "v1-v3 go on", func() bool { return tn.log.minBlock(others...) >= killedAt+2 })
+	waitFor(t, 3*time.Minute, "v1-v3 go on", func() bool { return tn.log.minBlock(others...) >= killedAt+2 })
 	if err := tn.ctl("v0").Restart(ctx); err != nil {
 		t.Fatal(err)
 	}
 	target := tn.log.minBlock(others...) + 3
-	waitFor(t, time.Minute, "the restarted cometbft node reports blocks again", func() bool {
+	waitFor(t, 3*time.Minute, "the restarted cometbft node reports blocks again", func() bool {
 		return tn.log.block("v0") >= target && tn.height("v0") >= target
 	})
 	if c := conflictingVotes(tn.log.snapshot()); len(c) > 0 {

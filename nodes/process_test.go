@@ -107,7 +107,7 @@ func TestProcessNetwork(t *testing.T) {
 			t.Errorf("%s: no pid registry entry: %v", n.Name(), err)
 		}
 	}
-	waitFor(t, time.Minute, "every node at height 5 (block events)", func() bool { return tn.log.minBlock(all...) >= 5 })
+	waitFor(t, 3*time.Minute, "every node at height 5 (block events)", func() bool { return tn.log.minBlock(all...) >= 5 })
 	t.Logf("height 5 after %v", time.Since(start).Round(time.Millisecond))
 
 	// Kill v3: the others go on.
@@ -117,7 +117,7 @@ func TestProcessNetwork(t *testing.T) {
 	killedAt := tn.height("v3")
 	signedBefore := lastSignHeight(t, tn.specs[3])
 	others := []string{"v0", "v1", "v2"}
-	waitFor(t, time.Minute, "v0-v2 go on without v3", func() bool { return tn.log.minBlock(others...) >= killedAt+3 })
+	waitFor(t, 3*time.Minute, "v0-v2 go on without v3", func() bool { return tn.log.minBlock(others...) >= killedAt+3 })
 	if h := tn.height("v3"); h != killedAt {
 		t.Fatalf("killed v3 moved from height %d to %d", killedAt, h)
 	}
@@ -127,10 +127,10 @@ func TestProcessNetwork(t *testing.T) {
 		t.Fatal(err)
 	}
 	restartedAt := tn.log.minBlock(others...)
-	waitFor(t, time.Minute, "v3 catches up", func() bool {
+	waitFor(t, 3*time.Minute, "v3 catches up", func() bool {
 		return tn.height("v3") >= restartedAt+2 && tn.log.block("v3") >= restartedAt+2
 	})
-	waitFor(t, time.Minute, "v3 signs again", func() bool { return signedIn(tn.log.snapshot(), "v3", restartedAt) })
+	waitFor(t, 3*time.Minute, "v3 signs again", func() bool { return signedIn(tn.log.snapshot(), "v3", restartedAt) })
 	if after := lastSignHeight(t, tn.specs[3]); after < signedBefore {
 		t.Fatalf("v3's FilePV went back from height %d to %d", signedBefore, after)
 	}
@@ -141,7 +141,7 @@ func TestProcessNetwork(t *testing.T) {
 	}
 	pausedAt := tn.log.block("v2")
 	live := []string{"v0", "v1", "v3"}
-	waitFor(t, time.Minute, "v0, v1, v3 go on without v2", func() bool { return tn.log.minBlock(live...) >= pausedAt+4 })
+	waitFor(t, 3*time.Minute, "v0, v1, v3 go on without v2", func() bool { return tn.log.minBlock(live...) >= pausedAt+4 })
 	// One block may have been in flight when the process froze.
 	if b, h := tn.log.block("v2"), tn.height("v2"); b > pausedAt+1 || h > pausedAt+1 {
 		t.Fatalf("paused v2 went on: paused at %d, now block events at %d, RPC height %d", pausedAt, b, h)
@@ -150,7 +150,7 @@ func TestProcessNetwork(t *testing.T) {
 		t.Fatal(err)
 	}
 	resumedAt := tn.log.minBlock(live...)
-	waitFor(t, time.Minute, "v2 catches up", func() bool {
+	waitFor(t, 3*time.Minute, "v2 catches up", func() bool {
 		return tn.height("v2") >= resumedAt+1 && tn.log.block("v2") >= resumedAt+1
 	})
 
@@ -464,10 +464,10 @@ func TestProcessRemoteSigner(t *testing.T) {
 			// node whose signer is gone is slow to stop (it retries it).
 			t.Cleanup(func() { server.Stop() })
 
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 			defer cancel()
 			tn.start(ctx, Process{Command: []string{bin, "node"}})
-			waitFor(t, time.Minute, "height 3", func() bool { return tn.log.block("v0") >= 3 })
+			waitFor(t, 3*time.Minute, "height 3", func() bool { return tn.log.block("v0") >= 3 })
 			if err := tn.ctl("v0").Kill(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -475,7 +475,7 @@ func TestProcessRemoteSigner(t *testing.T) {
 				t.Fatal(err)
 			}
 			target := tn.log.block("v0") + 3
-			waitFor(t, time.Minute, "blocks after the restart", func() bool { return tn.log.block("v0") >= target })
+			waitFor(t, 3*time.Minute, "blocks after the restart", func() bool { return tn.log.block("v0") >= target })
 			votes, doubles := signer.report()
 			if votes == 0 || len(doubles) > 0 {
 				t.Fatalf("remote signer: %d votes, double signs %v", votes, doubles)
@@ -519,7 +519,7 @@ func TestProcessStartErrors(t *testing.T) {
 	bin := valnetBinary(t)
 	tn := newTestNet(t, t.TempDir(), 1)
 	spec := tn.specs[0]
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 
 	// The child exits at once: the error carries its stderr.
@@ -544,7 +544,7 @@ func TestProcessStartErrors(t *testing.T) {
 	}
 
 	tn.start(ctx, Process{Command: []string{bin, "node"}})
-	waitFor(t, time.Minute, "height 2", func() bool { return tn.log.block("v0") >= 2 })
+	waitFor(t, 3*time.Minute, "height 2", func() bool { return tn.log.block("v0") >= 2 })
 	ctl := tn.ctl("v0")
 	if err := ctl.Kill(ctx); err != nil {
 		t.Fatal(err)
@@ -565,7 +565,7 @@ func TestProcessStartErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := tn.log.block("v0")
-	waitFor(t, time.Minute, "blocks after the restart", func() bool { return tn.log.block("v0") > h+1 })
+	waitFor(t, 3*time.Minute, "blocks after the restart", func() bool { return tn.log.block("v0") > h+1 })
 }
 
 // The runner's homes may be relative to its working directory (runs/...);
@@ -577,5 +577,5 @@ func TestProcessRelativeHome(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	tn.start(ctx, Process{Command: []string{bin, "node"}})
-	waitFor(t, time.Minute, "height 2", func() bool { return tn.log.block("v0") >= 2 })
+	waitFor(t, 3*time.Minute, "height 2", func() bool { return tn.log.block("v0") >= 2 })
 }

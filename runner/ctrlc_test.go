@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/valnet/valnet/nodes"
 )
 
 // processesUnder lists live processes whose command line mentions dir.
@@ -113,5 +116,16 @@ func TestKilledRunnerLeavesNoNode(t *testing.T) {
 			t.Fatalf("node processes outlived their killed runner:\n%s", strings.Join(left, "\n"))
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+	// Its socket directories stay until the next run cleans them.
+	pattern := filepath.Join(os.TempDir(), fmt.Sprintf("valnet-*-%d-*", cmd.Process.Pid))
+	if stale, _ := filepath.Glob(pattern); len(stale) == 0 {
+		t.Fatal("expected the killed runner's socket directories (the test checks their cleanup)")
+	}
+	if _, err := nodes.CleanOrphans(); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := filepath.Glob(pattern); len(left) > 0 {
+		t.Errorf("the next run's cleanup left %v", left)
 	}
 }

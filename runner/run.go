@@ -274,7 +274,7 @@ func (r *run) openSigners() ([]results.ValidatorInfo, []crypto.PubKey, error) {
 		if (m.plan.Signer.Via == scenarios.ViaUnix || r.outOfProcess && m.plan.Signer.Via != scenarios.ViaTCP) && sockDir == "" {
 			// Unix socket paths are limited to ~108 bytes: keep them short,
 			// outside the (possibly deep) run directory.
-			dir, err := os.MkdirTemp("", "valnet-sock-")
+			dir, err := nodes.MkRunTempDir("sock")
 			if err != nil {
 				return nil, nil, err
 			}

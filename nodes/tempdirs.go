@@ -1,0 +1,52 @@
+package nodes
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Short-lived directories of a run (event and signer sockets) live in the
+// temp dir, since unix socket paths are limited to ~108 bytes. Their names
+// carry the runner's pid, so that a later run can remove what a killed
+// runner left: valnet-<kind>-<pid>-<random>.
+
+// shortTempBase is the temp dir, or /tmp when TMPDIR is too deep for a
+// socket path.
+func shortTempBase() string {
+	if base := os.TempDir(); len(base) <= 60 {
+		return base
+	}
+	return "/tmp"
+}
+
+// MkRunTempDir creates a directory valnet-<kind>-<pid>-* for this runner.
+func MkRunTempDir(kind string) (string, error) {
+	return os.MkdirTemp(shortTempBase(), fmt.Sprintf("valnet-%s-%d-", kind, os.Getpid()))
+}
+
+// CleanStaleTempDirs removes run temp directories whose runner is gone.
+func CleanStaleTempDirs() error {
+	matches, err := filepath.Glob(filepath.Join(shortTempBase(), "valnet-*-*-*"))
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, dir := range matches {
+		parts := strings.SplitN(filepath.Base(dir), "-", 4)
+		if len(parts) != 4 {
+			continue
+		}
+		pid, err := strconv.Atoi(parts[2])
+		if err != nil || pid <= 0 || pid == os.Getpid() || alive(pid, 0) {
+			continue
+		}
+		if err := os.RemoveAll(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
