@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,6 +24,7 @@ import (
 	"github.com/cometbft/cometbft/privval"
 	"github.com/cometbft/cometbft/types"
 
+	"github.com/valnet/valnet/internal/testbin"
 	"github.com/valnet/valnet/results"
 )
 
@@ -44,47 +44,18 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	code := m.Run()
-	if builtDir != "" {
-		os.RemoveAll(builtDir)
-	}
+	testbin.Cleanup()
 	os.Exit(code)
 }
 
-var (
-	buildOnce sync.Once
-	builtDir  string
-	builtBin  string
-	buildErr  error
-)
-
 // valnetBinary builds the valnet command once per test binary; process
-// nodes run it as `valnet node`.
+// nodes run its node subcommand.
 func valnetBinary(t *testing.T) string {
 	t.Helper()
 	if !processSupported {
 		t.Skip("the process backend needs Linux")
 	}
-	buildOnce.Do(func() {
-		out, err := exec.Command("go", "env", "GOMOD").Output()
-		if err != nil {
-			buildErr = fmt.Errorf("go env GOMOD: %w", err)
-			return
-		}
-		root := filepath.Dir(strings.TrimSpace(string(out)))
-		if builtDir, buildErr = os.MkdirTemp("", "valnet-bin-"); buildErr != nil {
-			return
-		}
-		builtBin = filepath.Join(builtDir, "valnet")
-		cmd := exec.Command("go", "build", "-o", builtBin, "./cmd/valnet")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/valnet: %w\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return builtBin
+	return testbin.Valnet(t)
 }
 
 // Four validators, each its own `valnet node` process. Events arrive over
