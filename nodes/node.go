@@ -37,6 +37,9 @@ type Spec struct {
 	// Sink receives the node's events; nil records nothing (a plain node,
 	// for measuring what recording costs).
 	Sink Sink
+	// Binary is the validator's own CometBFT-compatible binary (node.binary
+	// or run.binary), for backends that run one; empty: valnet's node.
+	Binary string
 }
 
 // Addrs are a running node's listen addresses.

@@ -79,7 +79,7 @@ func (p Process) Start(ctx context.Context, spec Spec) (Node, error) {
 		return nil, err
 	}
 	n := &processNode{
-		name: spec.Name, spec: spec, argv: argv, user: p.Binary != "",
+		name: spec.Name, spec: spec, argv: argv, user: p.binary(spec) != "",
 		startTimeout: p.StartTimeout,
 		tr:           &translator{node: spec.Name, names: spec.Names, valSet: valSet},
 		rpc:          "http://" + strings.TrimPrefix(c.RPC.ListenAddress, "tcp://"),
@@ -111,8 +111,8 @@ func (p Process) argv(spec Spec) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.Binary != "" {
-		return []string{p.Binary, "start", "--home", home, "--proxy_app=kvstore"}, nil
+	if bin := p.binary(spec); bin != "" {
+		return []string{bin, "start", "--home", home, "--proxy_app=kvstore"}, nil
 	}
 	cmd := p.Command
 	if len(cmd) == 0 {
@@ -123,6 +123,14 @@ func (p Process) argv(spec Spec) ([]string, error) {
 		cmd = []string{exe, "node"}
 	}
 	return append(append([]string{}, cmd...), "--home", home, "--name", spec.Name), nil
+}
+
+// binary is the validator's own binary (Spec.Binary), else p.Binary.
+func (p Process) binary(spec Spec) string {
+	if spec.Binary != "" {
+		return spec.Binary
+	}
+	return p.Binary
 }
 
 type processNode struct {

@@ -19,13 +19,24 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
+// Overrides replace scenario keys from the command line before the
+// scenario is checked, so the result is checked as if the file said so.
+type Overrides struct {
+	Backend string // run.backend (valnet run --backend); "" keeps the file's
+}
+
 // Load reads and parses the scenario file at path.
 func Load(path string) (*Plan, error) {
+	return LoadWith(path, Overrides{})
+}
+
+// LoadWith is Load with overrides.
+func LoadWith(path string, o Overrides) (*Plan, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading scenario: %w", err)
 	}
-	return parse(path, path, filepath.Dir(path), data)
+	return parse(path, path, filepath.Dir(path), data, o)
 }
 
 // Parse parses a scenario; name is the file name used in messages and as
@@ -33,27 +44,33 @@ func Load(path string) (*Plan, error) {
 // With no file to resolve them against, relative paths in the scenario
 // (signer.path, signer.passphrase_file) are kept as written.
 func Parse(name string, data []byte) (*Plan, error) {
-	return parse(name, name, "", data)
+	return parse(name, name, "", data, Overrides{})
 }
 
 // Resolve loads nameOrPath as a file if it is an existing file or ends in
 // .yaml or .yml, and as a builtin scenario otherwise.
 func Resolve(nameOrPath string) (*Plan, error) {
+	return ResolveWith(nameOrPath, Overrides{})
+}
+
+// ResolveWith is Resolve with overrides.
+func ResolveWith(nameOrPath string, o Overrides) (*Plan, error) {
 	if fi, err := os.Stat(nameOrPath); err == nil && !fi.IsDir() {
-		return Load(nameOrPath)
+		return LoadWith(nameOrPath, o)
 	}
 	if ext := strings.ToLower(filepath.Ext(nameOrPath)); ext == ".yaml" || ext == ".yml" {
-		return Load(nameOrPath)
+		return LoadWith(nameOrPath, o)
 	}
-	if _, ok := BuiltinSource(nameOrPath); ok {
-		return Builtin(nameOrPath)
+	if data, ok := BuiltinSource(nameOrPath); ok {
+		source := "builtin:" + nameOrPath
+		return parse(source, source, "", data, o) // a builtin's paths are kept as written
 	}
 	return nil, fmt.Errorf("%q is neither a scenario file nor a builtin scenario (builtins: %s)", nameOrPath, strings.Join(builtinNames(), ", "))
 }
 
 // parse reads data (named file in messages) into a Plan from source.
 // Relative paths in the scenario are joined to dir, unless dir is "".
-func parse(file, source, dir string, data []byte) (*Plan, error) {
+func parse(file, source, dir string, data []byte, o Overrides) (*Plan, error) {
 	root, err := document(file, data)
 	if err != nil {
 		return nil, err
@@ -63,6 +80,7 @@ func parse(file, source, dir string, data []byte) (*Plan, error) {
 	d.pos[""] = nodePos{Key: d.at(root), Value: d.at(root)}
 	var raw rawScenario
 	d.decode(root, "", reflect.ValueOf(&raw).Elem())
+	o.apply(&raw)
 	plan := d.resolve(&raw)
 	if len(d.errs) > 0 {
 		return nil, d.errs.sorted()
@@ -70,6 +88,15 @@ func parse(file, source, dir string, data []byte) (*Plan, error) {
 	plan.Source = source
 	plan.Text = data
 	return plan, nil
+}
+
+func (o Overrides) apply(raw *rawScenario) {
+	if o.Backend != "" {
+		if raw.Run == nil {
+			raw.Run = &rawRun{}
+		}
+		raw.Run.Backend = &o.Backend
+	}
 }
 
 // document returns the single YAML document's top-level mapping.

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,6 +39,9 @@ var (
 	signerTypes        = []string{SignerLocal, SignerKeyfile, SignerSimulated, SignerPKCS11, SignerLedger}
 	plannedSignerTypes []string // none for now; a planned type goes here
 )
+
+// Backends lists the backends a scenario may name (run.backend).
+func Backends() []string { return slices.Clone(backends) }
 
 // Names go into the default chain ID and are likely to end up in file names
 // and node monikers, so they are kept to a safe lowercase alphabet.

@@ -123,3 +123,34 @@ func TestReportRebuildsARun(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// --backend replaces run.backend before the scenario is checked: one file
+// runs on any backend, and a backend that does not exist is bad input.
+func TestRunBackendOverride(t *testing.T) {
+	onDocker := write(t, "docker.yaml", strings.Replace(strings.Replace(tinyScenario, "%s", "3", 1),
+		"run: {heights: 3,", "run: {backend: docker, heights: 3,", 1))
+	tests := []struct {
+		name       string
+		args       []string
+		code       int
+		stdoutHas  string
+		stderrLike string
+	}{
+		{"a docker scenario runs in-process", []string{"run", onDocker, "--backend", "inprocess", "--quiet", "--out", filepath.Join(t.TempDir(), "r")}, 0, "RESULT: PASS", ""},
+		{"unknown backend", []string{"run", onDocker, "--backend", "vm"}, 2, "", `run.backend: .*"vm".*docker, inprocess, process|run.backend: .*"vm".*inprocess, process, docker`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, tt.args...)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tt.code, stdout, stderr)
+			}
+			if !strings.Contains(stdout, tt.stdoutHas) {
+				t.Errorf("stdout lacks %q:\n%s", tt.stdoutHas, stdout)
+			}
+			if tt.stderrLike != "" && !regexp.MustCompile(tt.stderrLike).MatchString(stderr) {
+				t.Errorf("stderr does not match %q:\n%s", tt.stderrLike, stderr)
+			}
+		})
+	}
+}
