@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"syscall"
@@ -32,8 +33,28 @@ const (
 	overheadChildEnv = "VALNET_OVERHEAD_CHILD" // "bare" or "valnet"
 	overheadDirEnv   = "VALNET_OVERHEAD_DIR"
 	overheadSizeEnv  = "VALNET_OVERHEAD_N"
+	overheadHeapEnv  = "VALNET_OVERHEAD_HEAP" // write heap profiles here every second (for pprof)
 	overheadHeights  = 20
 )
+
+// heapProfiles overwrites a heap profile at path every second, so the last
+// one shows what was in use near the end of the run.
+func heapProfiles(ctx context.Context, path string) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if f, err := os.Create(path + ".tmp"); err == nil {
+				_ = pprof.WriteHeapProfile(f)
+				f.Close()
+				_ = os.Rename(path+".tmp", path)
+			}
+		}
+	}
+}
 
 // overheadChild runs the child side when this test binary was started as
 // one; it reports whether it did.
@@ -46,6 +67,9 @@ func overheadChild() bool {
 	dir := os.Getenv(overheadDirEnv)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	if path := os.Getenv(overheadHeapEnv); path != "" {
+		go heapProfiles(ctx, path)
+	}
 	var err error
 	switch kind {
 	case "bare":

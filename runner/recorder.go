@@ -31,9 +31,10 @@ type recorder struct {
 	once    sync.Once
 }
 
-// queueSize bounds the signer event queue; a full queue falls back to a
+// queueSize bounds the signer event queue (an Event is ~500 bytes, and the
+// queue is allocated up front); a full queue falls back to a
 // direct write rather than drop a signature's record.
-const queueSize = 4096
+const queueSize = 512
 
 func newRecorder(w *results.Writer) *recorder {
 	r := &recorder{w: w, tracker: results.NewTracker(), blocks: map[int64]bool{}, down: map[string]bool{},
