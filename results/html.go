@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"html/template"
 	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/valnet/valnet/internal/atomicfile"
 )
 
 // WriteHTMLReport writes report.html: one self-contained page (inline CSS,
@@ -29,33 +29,14 @@ func WriteHTMLReport(w io.Writer, events []Event) error {
 	return err
 }
 
-// WriteHTMLReportFile writes the report to path atomically: a temporary
-// file in the same directory, renamed over path once complete, so a reader
-// never sees half a report.
+// WriteHTMLReportFile writes the report to path atomically
+// (internal/atomicfile), so a reader never sees half a report.
 func WriteHTMLReportFile(path string, events []Event) error {
 	b, err := renderHTMLReport(events)
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Chmod(0o644)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
+	return atomicfile.Write(path, b, 0o644)
 }
 
 func renderHTMLReport(events []Event) ([]byte, error) {

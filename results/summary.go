@@ -3,8 +3,8 @@ package results
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"math"
-	"os"
 	"slices"
 	"sort"
 	"time"
@@ -539,19 +539,16 @@ func summarizeValidators(s *Summary, events []Event, start *Event, c *chain) {
 	s.Validators = rows
 }
 
-// WriteSummaryJSON writes s as indented JSON with a trailing newline. It
-// writes a temporary file and renames it, so readers never see half a
-// summary.
-func WriteSummaryJSON(path string, s *Summary) error {
+// WriteSummaryJSON writes summary.json: s as indented JSON with a trailing
+// newline. The runner writes it through internal/atomicfile, so readers
+// never see half a summary.
+func WriteSummaryJSON(w io.Writer, s *Summary) error {
 	b, err := encodeSummary(s)
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	_, err = w.Write(b)
+	return err
 }
 
 func encodeSummary(s *Summary) ([]byte, error) {

@@ -473,32 +473,6 @@ func (r *run) finish(runErr error) (*Outcome, error) {
 	return out, err
 }
 
-// Report derives summary.json, heights.csv, missed.csv, junit.xml and
-// summary.md of a run directory from its events.jsonl alone, and returns
-// the summary.
-func Report(dir string) (*results.Summary, error) {
-	events, err := results.ReadFile(filepath.Join(dir, EventsFile))
-	if err != nil {
-		return nil, err
-	}
-	s := results.Summarize(events)
-	if err := results.WriteSummaryJSON(filepath.Join(dir, SummaryFile), s); err != nil {
-		return s, err
-	}
-	f, err := os.Create(filepath.Join(dir, HeightsFile))
-	if err != nil {
-		return s, err
-	}
-	if err := results.WriteHeightsCSV(f, events); err != nil {
-		f.Close()
-		return s, err
-	}
-	if err := f.Close(); err != nil {
-		return s, err
-	}
-	return s, writeCIFiles(dir, events, s)
-}
-
 // haltAfter is run.halt_after, or by default 3 × the longest a height
 // takes in one round when every timeout fires (propose + prevote +
 // precommit + commit): a round change is not a halt, a stall is.
