@@ -108,11 +108,14 @@ func newHTMLData(s *Summary, events []Event) *htmlData {
 	d.Chain = chainRows(s)
 
 	cd := newChartData(events)
-	d.Rounds = roundsChart(s, cd)
-	d.Interval = intervalChart(s, cd)
-	d.Heatmap = heatmapChart(s, cd)
+	d.Rounds = guardChart(func() chart { return roundsChart(s, cd) })
+	d.Interval = guardChart(func() chart { return intervalChart(s, cd) })
+	d.Heatmap = guardChart(func() chart { return heatmapChart(s, cd) })
 	d.HeatmapList = heatmapList(s, cd)
-	d.Latency, d.LatencyLog = latencyChart(s, cd)
+	d.Latency = guardChart(func() (c chart) {
+		c, d.LatencyLog = latencyChart(s, cd)
+		return c
+	})
 
 	for _, v := range s.Validators {
 		l := v.SignLatencyMS

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -368,6 +369,44 @@ func TestHTMLReportDegenerateRuns(t *testing.T) {
 	}
 	if page := htmlReport(t, cases["nothing happened"]); !strings.Contains(page, "RESULT: ERROR (interrupted)") || !strings.Contains(page, "no committed heights") {
 		t.Errorf("interrupted empty run: want ERROR verdict and chart notes")
+	}
+}
+
+// TestHTMLReportChartThatCannotBeDrawn: input gonum/plot rejects (a
+// latency that is not a number; plotter.NewLine refuses NaN and Inf) costs
+// that chart only: a note in its place, the rest of the report intact, no
+// panic out of WriteHTMLReport.
+func TestHTMLReportChartThatCannotBeDrawn(t *testing.T) {
+	for _, bad := range []float64{math.NaN(), math.Inf(1)} {
+		t.Run(strconv.FormatFloat(bad, 'g', -1, 64), func(t *testing.T) {
+			evs := []Event{runStart("v1"),
+				withLatency(signEv("v1", PhasePrevote, 1, 0, "B"), 1, 0),
+				withLatency(signEv("v1", PhasePrevote, 2, 0, "B"), bad, 0),
+				block(1, 1000, 0, nil, nil), block(2, 2000, 0, nil, nil), runEnd(3000, StopHeights)}
+			page := htmlReport(t, evs)
+			lat := sectionOf(t, page, "latency")
+			if !strings.Contains(lat, "chart could not be drawn") || strings.Contains(lat, "<svg") {
+				t.Errorf("latency section should hold a note instead of a chart:\n%s", lat)
+			}
+			if n := strings.Count(page, "<svg "); n != 3 {
+				t.Errorf("%d charts, want the other 3", n)
+			}
+			if !strings.Contains(page, "</html>") {
+				t.Errorf("incomplete page")
+			}
+		})
+	}
+}
+
+// TestGuardChart: a panic while building or drawing a chart (gonum
+// panics on some degenerate ranges) is that chart's note.
+func TestGuardChart(t *testing.T) {
+	got := guardChart(func() chart { panic("degenerate range") })
+	if got.SVG != "" || got.Note != "chart could not be drawn: degenerate range" {
+		t.Errorf("got %+v", got)
+	}
+	if got := guardChart(func() chart { return chart{Note: "no data"} }); got.Note != "no data" {
+		t.Errorf("a chart that did not panic changed: %+v", got)
 	}
 }
 
