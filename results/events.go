@@ -39,8 +39,8 @@ const (
 	// ("start" or "end"): Action (e.g. signer-delay), Detail (what it does).
 	KindFault Kind = "fault"
 	// KindMissed: Validator's precommit for Height is absent from the next
-	// block while its node was down (Cause "node-down": stopped, killed or
-	// paused by a fault), recorded as it happens. Every other cause is
+	// block while its node was down (Cause "node-down": see NodeChangeOf),
+	// recorded as it happens. Every other cause is
 	// derived at report time from the observations (missed.csv).
 	KindMissed Kind = "missed"
 	// KindNodeError: something went wrong inside node Node (Error), e.g. an

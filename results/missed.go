@@ -128,8 +128,8 @@ func (x *index) classifyMissed(c *chain, h int64, v string) (cause, detail strin
 	if t, ok := x.roundStart[hr{h, cr}]; ok && t.Before(from) {
 		from = t
 	}
-	for _, w := range x.downs[v] {
-		if !w.start.After(decided) && (w.end.IsZero() || w.end.After(from)) {
+	for _, w := range x.downs.windowsOf(v) {
+		if !w.start.After(decided) && (w.open || w.end.After(from)) {
 			d := w.action + " fault active"
 			if w.detail != "" {
 				d += ": " + w.detail
