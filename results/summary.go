@@ -31,7 +31,9 @@ type Summary struct {
 
 	Faults []FaultWindow `json:"faults,omitempty"`
 	// Halts are stretches with no commit longer than the halt threshold
-	// (run_start's halt_after_ms; 3 × the median block interval when absent).
+	// (see haltThreshold: run.halt_after when set, else the longer of two
+	// rounds of timeouts plus timeout_commit and 5 × the median block
+	// interval).
 	Halts []Halt `json:"halts"`
 
 	DoubleSigns       int          `json:"double_signs"`
@@ -260,17 +262,15 @@ func Summarize(events []Event) *Summary {
 	return s
 }
 
-// summarizeHalts finds the halts of the chain (see findHalts).
+// summarizeHalts finds the halts of the chain (see haltThreshold and
+// findHalts); it needs the block intervals, so it runs after
+// summarizeChain.
 func summarizeHalts(s *Summary, c *chain, start, end *Event) {
-	var haltAfter time.Duration
-	if start != nil {
-		haltAfter = time.Duration(start.HaltAfterMS) * time.Millisecond
-	}
 	var stop time.Time
 	if end != nil {
 		stop = end.Time
 	}
-	s.Halts = findHalts(c, haltAfter, s.BlockIntervalMS.P50, stop)
+	s.Halts = findHalts(c, haltThreshold(start, s.BlockIntervalMS.P50), stop)
 	if s.Halts == nil {
 		s.Halts = []Halt{} // [] not null in JSON
 	}
