@@ -85,7 +85,7 @@ func TestGolden(t *testing.T) {
 	})
 	t.Run("missed.csv", func(t *testing.T) {
 		var buf bytes.Buffer
-		if err := WriteMissedCSV(&buf, evs); err != nil {
+		if err := WriteMissedCSV(&buf, s); err != nil {
 			t.Fatal(err)
 		}
 		checkGolden(t, "missed.csv", buf.Bytes())

@@ -8,44 +8,25 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/valnet/valnet/internal/atomicfile"
 )
 
 // WriteHTMLReport writes report.html: one self-contained page (inline CSS,
 // charts as inline SVG, no script, no external reference) built from the
-// events of a run, like every other report. It shows the run header and
+// events of a run and their summary s (Summarize(events), computed once by
+// the caller for every report of the run). It shows the run header and
 // verdict (the same ResultLine as the text table), the chain numbers,
 // commit round per height, block interval over time with fault windows
 // shaded, a validator × height heat map of absent and nil precommits,
 // signing latency distributions, and the validator, expectation and fault
 // tables. Every string taken from the events is escaped by html/template.
-func WriteHTMLReport(w io.Writer, events []Event) error {
-	b, err := renderHTMLReport(events)
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(b)
-	return err
-}
-
-// WriteHTMLReportFile writes the report to path atomically
-// (internal/atomicfile), so a reader never sees half a report.
-func WriteHTMLReportFile(path string, events []Event) error {
-	b, err := renderHTMLReport(events)
-	if err != nil {
-		return err
-	}
-	return atomicfile.Write(path, b, 0o644)
-}
-
-func renderHTMLReport(events []Event) ([]byte, error) {
-	s := Summarize(events)
+// A chart that cannot be drawn leaves a note in its place.
+func WriteHTMLReport(w io.Writer, s *Summary, events []Event) error {
 	var buf bytes.Buffer
 	if err := htmlTemplate.Execute(&buf, newHTMLData(s, events)); err != nil {
-		return nil, fmt.Errorf("html report: %w", err)
+		return fmt.Errorf("html report: %w", err)
 	}
-	return buf.Bytes(), nil
+	_, err := w.Write(buf.Bytes())
+	return err
 }
 
 var htmlTemplate = template.Must(template.New("report").Parse(htmlTemplateText))

@@ -44,6 +44,11 @@ type Summary struct {
 	NodeErrors []NodeError `json:"node_errors,omitempty"`
 
 	Expectations []ExpectationResult `json:"expectations"`
+
+	// Missed is every missed precommit with its cause, as missed.csv lists
+	// them (MissedPrecommits). Not part of summary.json: missed_by_cause
+	// counts them there.
+	Missed []MissedPrecommit `json:"-"`
 }
 
 // HeightStats: committed heights.

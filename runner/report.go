@@ -40,10 +40,10 @@ func writeReportFiles(dir string, events []results.Event, s *results.Summary) er
 	}{
 		{SummaryFile, func(w io.Writer) error { return results.WriteSummaryJSON(w, s) }},
 		{HeightsFile, func(w io.Writer) error { return results.WriteHeightsCSV(w, events) }},
-		{MissedFile, func(w io.Writer) error { return results.WriteMissedCSV(w, events) }},
+		{MissedFile, func(w io.Writer) error { return results.WriteMissedCSV(w, s) }},
 		{JUnitFile, func(w io.Writer) error { return results.WriteJUnit(w, s) }},
 		{SummaryMDFile, func(w io.Writer) error { return results.WriteMarkdown(w, s) }},
-		{ReportFile, func(w io.Writer) error { return results.WriteHTMLReport(w, events) }},
+		{ReportFile, func(w io.Writer) error { return results.WriteHTMLReport(w, s, events) }},
 	}
 	for _, f := range files {
 		if err := atomicfile.WriteWith(filepath.Join(dir, f.name), 0o644, f.write); err != nil {
