@@ -126,21 +126,7 @@ func newHTMLData(s *Summary, events []Event) *htmlData {
 	}
 
 	for _, e := range s.Expectations {
-		subject := e.Metric
-		if e.Validator != "" {
-			subject += " " + e.Validator
-		}
-		if e.Phase != "" {
-			subject += " " + e.Phase
-		}
-		value := formatMS(e.Value)
-		switch {
-		case e.Error != "":
-			value = "error: " + e.Error
-		case e.Note != "":
-			value += " (" + e.Note + ")"
-		}
-		d.Expect = append(d.Expect, htmlExpectation{OK: e.OK, Subject: subject, Bounds: formatBounds(e.Min, e.Max), Value: value})
+		d.Expect = append(d.Expect, htmlExpectation{OK: e.OK, Subject: expectationSubject(e), Bounds: formatBounds(e.Min, e.Max), Value: expectationValue(e)})
 	}
 
 	for _, f := range s.Faults {
@@ -156,27 +142,10 @@ func newHTMLData(s *Summary, events []Event) *htmlData {
 
 // chainRows: the Chain block of the text table, as label/value rows.
 func chainRows(s *Summary) []htmlKV {
-	h := s.Heights
-	heights := strconv.Itoa(h.Committed)
-	if h.Committed > 0 {
-		heights += fmt.Sprintf(" (%d..%d)", h.First, h.Last)
-	}
-	if h.Target > 0 {
-		heights += fmt.Sprintf(", target %d", h.Target)
-	}
-	r := s.Rounds
-	rounds := fmt.Sprintf("%d (max commit round %d, extra rounds %d)", r.HeightsWithRoundChange, r.MaxCommitRound, r.ExtraRounds)
-	if r.UnknownCommitRound > 0 {
-		rounds += fmt.Sprintf(", commit round unknown for %d", r.UnknownCommitRound)
-	}
-	interval := "-"
-	if bi := s.BlockIntervalMS; bi.Count > 0 {
-		interval = fmt.Sprintf("p50 %s ms, p95 %s ms, max %s ms (%d intervals)", formatMS(bi.P50), formatMS(bi.P95), formatMS(bi.Max), bi.Count)
-	}
 	rows := []htmlKV{
-		{"heights committed", heights},
-		{"heights with round change", rounds},
-		{"block interval", interval},
+		{"heights committed", heightsText(s.Heights)},
+		{"heights with round change", roundsText(s.Rounds)},
+		{"block interval", intervalText(s.BlockIntervalMS)},
 	}
 	for _, hl := range s.Halts {
 		rows = append(rows, htmlKV{"halt", haltText(hl)})

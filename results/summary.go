@@ -1,7 +1,6 @@
 package results
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"math"
@@ -548,21 +547,8 @@ func summarizeValidators(s *Summary, events []Event, start *Event, c *chain) {
 // newline. The runner writes it through internal/atomicfile, so readers
 // never see half a summary.
 func WriteSummaryJSON(w io.Writer, s *Summary) error {
-	b, err := encodeSummary(s)
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(b)
-	return err
-}
-
-func encodeSummary(s *Summary) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf) // Encode adds the trailing newline
+	enc := json.NewEncoder(w) // Encode adds the trailing newline
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false) // keep signer names like "a<b>" readable
-	if err := enc.Encode(s); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return enc.Encode(s)
 }
