@@ -14,6 +14,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 // htmlReport renders the report of events, failing the test on error.
@@ -397,10 +401,16 @@ func TestHTMLReportChartThatCannotBeDrawn(t *testing.T) {
 }
 
 // TestGuardChart: a panic while building or drawing a chart (gonum
-// panics on some degenerate ranges) is that chart's note.
+// panics on some degenerate ranges, e.g. a log axis reaching 0) is that
+// chart's note.
 func TestGuardChart(t *testing.T) {
-	got := guardChart(func() chart { panic("degenerate range") })
-	if got.SVG != "" || got.Note != "chart could not be drawn: degenerate range" {
+	got := guardChart(func() chart {
+		p := newPlot("log axis through 0")
+		p.X.Scale = plot.LogScale{}
+		p.X.Min, p.X.Max = 0, 10
+		return renderChart(chartWidth, vg.Inch, "log", func(dc draw.Canvas) { p.Draw(dc) })
+	})
+	if got.SVG != "" || !strings.Contains(got.Note, "chart could not be drawn: Values must be greater than 0 for a log scale") {
 		t.Errorf("got %+v", got)
 	}
 	if got := guardChart(func() chart { return chart{Note: "no data"} }); got.Note != "no data" {
