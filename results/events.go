@@ -39,8 +39,8 @@ const (
 	// ("start" or "end"): Action (e.g. signer-delay), Detail (what it does).
 	KindFault Kind = "fault"
 	// KindMissed: Validator's precommit for Height is absent from the next
-	// block while its node was down (Cause "node-down": stopped, killed or
-	// paused by a fault), recorded as it happens. Every other cause is
+	// block while its node was down (Cause "node-down": see NodeChangeOf),
+	// recorded as it happens. Every other cause is
 	// derived at report time from the observations (missed.csv).
 	KindMissed Kind = "missed"
 	// KindNodeError: something went wrong inside node Node (Error), e.g. an
@@ -111,10 +111,12 @@ type Event struct {
 	Heights    int64           `json:"heights,omitempty"`
 	Validators []ValidatorInfo `json:"validators,omitempty"`
 	Expect     []Expectation   `json:"expect,omitempty"`
-	// HaltAfterMS: a gap without a commit longer than this is a halt; 0 =
-	// 3 × the run's median block interval
-	// (the runner always records its default, from the timeouts).
-	HaltAfterMS int64 `json:"halt_after_ms,omitempty"`
+	// HaltAfterMS and HaltAfterExplicit: the scenario's run.halt_after
+	// (explicit: a gap without a commit longer than this is a halt), or the
+	// runner's default from the consensus timeouts, which the summary
+	// raises to 5 × the run's median block interval (see haltThreshold).
+	HaltAfterMS       int64 `json:"halt_after_ms,omitempty"`
+	HaltAfterExplicit bool  `json:"halt_after_explicit,omitempty"`
 
 	// missed
 	Cause string `json:"cause,omitempty"`

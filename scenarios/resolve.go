@@ -187,7 +187,7 @@ func (d *decoder) resolveRun(rr *rawRun) RunPlan {
 	if rr.HaltAfter != nil {
 		run.HaltAfter = *rr.HaltAfter
 		if run.HaltAfter == 0 {
-			d.fail(d.valuePos("run.halt_after"), "run.halt_after", "must be greater than 0: a stretch without a commit longer than this is a halt (remove the key for 3 × the sum of the propose, prevote, precommit and commit timeouts)")
+			d.fail(d.valuePos("run.halt_after"), "run.halt_after", "must be greater than 0: a stretch without a commit longer than this is a halt (remove the key for the default: two rounds of timeouts plus the commit timeout, at least 5 × the median block interval)")
 		}
 	}
 	return run
