@@ -46,6 +46,11 @@ const (
 	// KindNodeError: something went wrong inside node Node (Error), e.g. an
 	// event subscription that CometBFT cancelled; events may be missing.
 	KindNodeError Kind = "node_error"
+	// KindHost: one second of the machine the run runs on, measured by the
+	// runner (Host): CPU busy against cores, scheduling lag, memory. A
+	// saturated host slows every node at once; results say so rather than
+	// blame the network.
+	KindHost Kind = "host"
 	// KindRunEnd closes a stream: StopReason and Error.
 	KindRunEnd Kind = "run_end"
 )
@@ -126,8 +131,27 @@ type Event struct {
 	State  string `json:"state,omitempty"` // start | end
 	Detail string `json:"detail,omitempty"`
 
+	// host
+	Host *HostSample `json:"host,omitempty"`
+
 	// run_end
 	StopReason string `json:"stop_reason,omitempty"`
+}
+
+// HostSample is one second of the host, as the runner measured it.
+type HostSample struct {
+	Cores int `json:"cores"` // CPUs the runner may use
+	// CPUBusy is the share of all cores busy over the second (0..1), for
+	// the whole machine (/proc/stat): nodes in other processes count.
+	CPUBusy float64 `json:"cpu_busy"`
+	// SchedLagP99MS is the 99th percentile over the second of how long the
+	// runner's goroutines waited to run once runnable (Go's
+	// /sched/latencies:seconds), and TickLagMS the worst lateness of a
+	// 10 ms ticker in the runner: both grow when the cores are saturated.
+	SchedLagP99MS float64 `json:"sched_lag_p99_ms"`
+	TickLagMS     float64 `json:"tick_lag_ms"`
+	RSSMB         float64 `json:"rss_mb"`               // the runner process's resident memory
+	Overloaded    bool    `json:"overloaded,omitempty"` // this second the host was saturated (see Saturated)
 }
 
 // ValidatorInfo describes one genesis validator in run_start.

@@ -38,6 +38,10 @@ type Summary struct {
 	DoubleSigns       int          `json:"double_signs"`
 	DoubleSignDetails []DoubleSign `json:"double_sign_details,omitempty"`
 
+	// Host is the machine the run ran on, measured every second; nil for a
+	// stream without host events.
+	Host *HostSummary `json:"host,omitempty"`
+
 	// NodeErrors lists node_error events: the stream may be missing events
 	// after them, so every number above may undercount.
 	NodeErrors []NodeError `json:"node_errors,omitempty"`
@@ -231,8 +235,11 @@ func (s *Summary) Failed() []ExpectationResult {
 func Summarize(events []Event) *Summary {
 	s := &Summary{Validators: []ValidatorSummary{}, Expectations: []ExpectationResult{}, RoundChanges: []RoundChange{}}
 	var start, end *Event
+	var host hostAgg
 	for i := range events {
 		switch events[i].Kind {
+		case KindHost:
+			host.add(events[i].Host)
 		case KindRunStart:
 			if start == nil {
 				start = &events[i]
@@ -247,6 +254,7 @@ func Summarize(events []Event) *Summary {
 		}
 	}
 	summarizeRun(s, events, start, end)
+	s.Host = host.result()
 
 	c := newChain(events)
 	summarizeChain(s, c)

@@ -174,7 +174,8 @@ type run struct {
 	start   time.Time
 	reason  string
 
-	backend nodes.Backend
+	backend  nodes.Backend
+	stopHost func() // ends the host monitor; nil before it starts
 	// remoteSigning: nodes run in their own processes (or containers), so
 	// every signer runs here and reaches its node over the remote-signer
 	// protocol (the node listens on priv_validator_laddr); nil in-process.
@@ -216,6 +217,7 @@ func (r *run) execute(ctx context.Context) error {
 		infos[i].Address = m.address
 	}
 	halt, haltExplicit := haltAfter(r.plan)
+	r.stopHost = startHostMonitor(ctx, r.rec.Emit)
 	r.rec.Emit(results.Event{Time: r.start, Kind: results.KindRunStart, Scenario: r.plan.Name,
 		Backend: r.backend.Name(), ChainID: r.plan.ChainID, Seed: r.seed,
 		Heights: r.plan.Run.Heights, Validators: infos, Expect: expectations(r.plan),
@@ -376,6 +378,10 @@ func (r *run) wait(ctx context.Context, faults *timeline, netStart time.Time) st
 // shutdown stops recording, releases any signature still waiting in a
 // latency model (so no node is held up), and stops every node.
 func (r *run) shutdown() []error {
+	if r.stopHost != nil {
+		r.stopHost()
+		r.stopHost = nil
+	}
 	r.rec.seal()
 	for _, s := range r.signers {
 		s.release()
