@@ -9,6 +9,7 @@ type chain struct {
 	blocks     map[int64]*Event // height -> its block event (first one seen)
 	heights    []int64          // committed heights, ascending
 	stepCommit map[int64]int32  // height -> lowest round of a step "commit"
+	target     int64            // run_start's heights; 0: none
 }
 
 func newChain(events []Event) *chain {
@@ -16,6 +17,10 @@ func newChain(events []Event) *chain {
 	for i := range events {
 		ev := &events[i]
 		switch ev.Kind {
+		case KindRunStart:
+			if c.target == 0 {
+				c.target = ev.Heights
+			}
 		case KindBlock:
 			// Only the first committing node should report a block; if a
 			// height is reported twice the first report wins, since its time
@@ -54,6 +59,18 @@ func (c *chain) last() int64 {
 // next returns the block of height h+1, whose LastCommit describes how h was
 // committed, or nil if h+1 was not committed during the run.
 func (c *chain) next(h int64) *Event { return c.blocks[h+1] }
+
+// lastCommit returns the block whose LastCommit says who signed h (block
+// h+1), or nil when h is not judged: h+1 was not committed during the run,
+// or h is beyond the target. The run waits for the block after the
+// target and stops; a later block is only there because the run had not
+// stopped yet, so nobody was waited for and nothing is counted there.
+func (c *chain) lastCommit(h int64) *Event {
+	if c.target > 0 && h > c.target {
+		return nil
+	}
+	return c.next(h)
+}
 
 // commitRound is the round in which height h was decided. The authoritative
 // source is block h+1's LastCommit round (what the chain itself recorded).

@@ -20,6 +20,12 @@ const (
 	// included), InjectedMS the delay added by the latency model, BlockID the
 	// hash signed ("" = a nil vote), Error set when the signer refused.
 	KindSign Kind = "sign"
+	// KindSignRequest: validator Validator's node asked its signer for a
+	// Phase signature at Height/Round (the node's view; with the process
+	// and docker backends, where the request reached the runner's signer).
+	// Its sign event follows when the signer answers: a request without
+	// one is a signature the signer never returned.
+	KindSignRequest Kind = "sign_request"
 	// KindVote: node Node received (or cast) a vote of Validator for
 	// Phase (prevote|precommit) at Height/Round for BlockID ("" = nil).
 	KindVote Kind = "vote"

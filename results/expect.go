@@ -17,6 +17,9 @@ type ExpectationResult struct {
 	Note string `json:"note,omitempty"`
 	// Error says why the expectation could not be evaluated (OK is false).
 	Error string `json:"error,omitempty"`
+	// Warning qualifies the verdict without changing it: on an overloaded
+	// host (OverloadedNotice) the values reflect the machine.
+	Warning string `json:"warning,omitempty"`
 }
 
 // metric computes one metric from a summary. samples is the number of

@@ -2,6 +2,7 @@ package results
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -143,4 +144,19 @@ func expectationSubject(e ExpectationResult) string {
 		return e.Metric
 	}
 	return e.Metric + "[" + strings.Join(sub, ",") + "]"
+}
+
+// hostText: "2 cores, CPU busy p95 95 %, scheduling lag p99 1.6 ms, runner
+// RSS max 71 MB, 0 of 27 s saturated".
+func hostText(h *HostSummary) string {
+	return fmt.Sprintf("%d cores, CPU busy p95 %s %%, scheduling lag p99 %s ms, runner RSS max %s MB, %d of %d s saturated",
+		h.Cores, formatMS(roundTo(100*h.CPUBusyP95, 1)), formatMS(h.SchedLagP99MS), formatMS(roundTo(h.RSSMaxMB, 0)), h.SaturatedSeconds, h.Samples)
+}
+
+// overloaded: the run's host was saturated often enough to say so on top.
+func overloaded(s *Summary) bool { return s.Host != nil && s.Host.Overloaded }
+
+func roundTo(v float64, decimals int) float64 {
+	p := math.Pow(10, float64(decimals))
+	return math.Round(v*p) / p
 }

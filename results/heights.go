@@ -38,7 +38,7 @@ func WriteHeightsCSV(w io.Writer, events []Event) error {
 		if ms, ok := c.intervalMS(h); ok {
 			row[4] = formatMS(ms)
 		}
-		if nb := c.next(h); nb != nil {
+		if nb := c.lastCommit(h); nb != nil {
 			row[5] = strings.Join(nb.LastCommitAbsent, ";")
 			row[6] = strings.Join(nb.LastCommitNil, ";")
 		}

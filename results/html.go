@@ -51,6 +51,8 @@ type htmlData struct {
 	Expect      []htmlExpectation
 	Faults      []htmlFault
 	Models      []htmlKV // validators whose signer is a model: name -> label
+	Overloaded  string   // OverloadedNotice when the host was overloaded
+	Warned      bool     // some expectation carries a warning
 }
 
 type htmlKV struct{ K, V string }
@@ -66,8 +68,8 @@ type htmlValidator struct {
 }
 
 type htmlExpectation struct {
-	OK                     bool
-	Subject, Bounds, Value string
+	OK                              bool
+	Subject, Bounds, Value, Warning string
 }
 
 type htmlFault struct {
@@ -86,6 +88,9 @@ func newHTMLData(s *Summary, events []Event) *htmlData {
 		d.ResultClass = "error"
 	}
 	d.Duration = (time.Duration(s.DurationMS) * time.Millisecond).String()
+	if overloaded(s) {
+		d.Overloaded = OverloadedNotice
+	}
 	d.Chain = chainRows(s)
 
 	cd := newChartData(events)
@@ -126,7 +131,9 @@ func newHTMLData(s *Summary, events []Event) *htmlData {
 	}
 
 	for _, e := range s.Expectations {
-		d.Expect = append(d.Expect, htmlExpectation{OK: e.OK, Subject: expectationSubject(e), Bounds: formatBounds(e.Min, e.Max), Value: expectationValue(e)})
+		d.Expect = append(d.Expect, htmlExpectation{OK: e.OK, Subject: expectationSubject(e), Bounds: formatBounds(e.Min, e.Max),
+			Value: expectationValue(e), Warning: e.Warning})
+		d.Warned = d.Warned || e.Warning != ""
 	}
 
 	for _, f := range s.Faults {
@@ -163,6 +170,9 @@ func chainRows(s *Summary) []htmlKV {
 			}
 			rows = append(rows, htmlKV{"", orDash(e.Node) + ": " + e.Error})
 		}
+	}
+	if s.Host != nil {
+		rows = append(rows, htmlKV{"host", hostText(s.Host)})
 	}
 	rows = append(rows, htmlKV{"stop reason", s.StopReason})
 	if s.Error != "" {

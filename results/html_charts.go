@@ -624,7 +624,7 @@ func precommitCells(s *Summary, c *chain) (first int64, cells [][]cellState, cou
 		}
 	}
 	for h := first; h <= last; h++ {
-		nb := c.next(h)
+		nb := c.lastCommit(h)
 		if c.blocks[h] == nil || nb == nil {
 			continue
 		}

@@ -38,6 +38,7 @@ figure { margin: 0 0 12px; background: #fff; border: 1px solid #dde1e6; border-r
 figcaption { font-size: 0.85em; color: #5a6270; margin-top: 4px; }
 svg.chart { display: block; max-width: 100%; height: auto; }
 .note { color: #5a6270; font-style: italic; }
+.overloaded { background: #fff0cc; color: #7a4b00; border: 1px solid #f0c060; border-radius: 4px; padding: 6px 10px; margin: 8px 0; font-weight: 600; }
 details { margin-top: 6px; font-size: 0.9em; }
 footer { margin-top: 32px; font-size: 0.85em; color: #5a6270; border-top: 1px solid #d0d4da; padding-top: 8px; }
 code { font-family: ui-monospace, monospace; }
@@ -46,6 +47,9 @@ code { font-family: ui-monospace, monospace; }
 <body>
 <main>
 <header id="run">
+{{- if .Overloaded}}
+<div class="overloaded" id="overloaded">⚠ {{.Overloaded}}</div>
+{{- end}}
 <h1>{{.Title}}</h1>
 <div class="card">
 <div class="result {{.ResultClass}}" id="result">{{.Result}}</div>
@@ -137,13 +141,13 @@ code { font-family: ui-monospace, monospace; }
 
 <section id="causes">
 <h2>Why votes were missed</h2>
-<p class="note">Each missed precommit classified from the event stream (missed.csv lists each): signer-late = signed after the height was decided; signer-failed = the signer refused or failed; node-down = the node was stopped, killed or paused; network = signed in time but absent from the next block. Late votes: rounds whose vote reached most nodes after they already had +2/3.</p>
+<p class="note">Each missed precommit classified from the event stream (missed.csv lists each): signer-late = the signer returned it after the height was decided, or was still busy then; signer-failed = the signer refused or failed; node-down = the node was stopped, killed or paused; node-behind = the node was late to ask for it (catching up, or the proposal and votes reached it late); host-overload = the machine running the network was saturated; network = signed in time but absent from the next block. Late votes: rounds whose vote reached most nodes after they already had +2/3.</p>
 <div class="scroll">
 <table>
-<thead><tr><th>validator</th><th>missed</th><th>signer-late</th><th>signer-failed</th><th>node-down</th><th>network</th><th>unknown</th><th>longest run</th><th>late prevotes</th><th>late precommits</th></tr></thead>
+<thead><tr><th>validator</th><th>missed</th><th>signer-late</th><th>signer-failed</th><th>node-down</th><th>node-behind</th><th>host-overload</th><th>network</th><th>unknown</th><th>longest run</th><th>late prevotes</th><th>late precommits</th></tr></thead>
 <tbody>
 {{- range .S.Validators}}
-<tr><td><code>{{.Name}}</code></td><td class="num">{{.MissedPrecommits}}</td><td class="num">{{.MissedByCause.SignerLate}}</td><td class="num">{{.MissedByCause.SignerFailed}}</td><td class="num">{{.MissedByCause.NodeDown}}</td><td class="num">{{.MissedByCause.Network}}</td><td class="num">{{.MissedByCause.Unknown}}</td><td class="num">{{.ConsecutiveMissedMax}}</td><td class="num">{{.LatePrevotes}}</td><td class="num">{{.LatePrecommits}}</td></tr>
+<tr><td><code>{{.Name}}</code></td><td class="num">{{.MissedPrecommits}}</td><td class="num">{{.MissedByCause.SignerLate}}</td><td class="num">{{.MissedByCause.SignerFailed}}</td><td class="num">{{.MissedByCause.NodeDown}}</td><td class="num">{{.MissedByCause.NodeBehind}}</td><td class="num">{{.MissedByCause.HostOverload}}</td><td class="num">{{.MissedByCause.Network}}</td><td class="num">{{.MissedByCause.Unknown}}</td><td class="num">{{.ConsecutiveMissedMax}}</td><td class="num">{{.LatePrevotes}}</td><td class="num">{{.LatePrecommits}}</td></tr>
 {{- end}}
 </tbody>
 </table>
@@ -167,10 +171,11 @@ code { font-family: ui-monospace, monospace; }
 <h2>Expectations</h2>
 {{- if .Expect}}
 <table>
-<thead><tr><th>result</th><th>expectation</th><th>bound</th><th>value</th></tr></thead>
+<thead><tr><th>result</th><th>expectation</th><th>bound</th><th>value</th>{{if .Warned}}<th>warning</th>{{end}}</tr></thead>
 <tbody>
+{{- $warned := .Warned}}
 {{- range .Expect}}
-<tr{{if not .OK}} class="failed"{{end}}><td class="{{if .OK}}pass{{else}}fail{{end}}">{{if .OK}}PASS{{else}}FAIL{{end}}</td><td><code>{{.Subject}}</code></td><td>{{.Bounds}}</td><td class="num">{{.Value}}</td></tr>
+<tr{{if not .OK}} class="failed"{{end}}><td class="{{if .OK}}pass{{else}}fail{{end}}">{{if .OK}}PASS{{else}}FAIL{{end}}</td><td><code>{{.Subject}}</code></td><td>{{.Bounds}}</td><td class="num">{{.Value}}</td>{{if $warned}}<td>{{if .Warning}}⚠ {{.Warning}}{{end}}</td>{{end}}</tr>
 {{- end}}
 </tbody>
 </table>

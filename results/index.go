@@ -35,6 +35,11 @@ type index struct {
 	totalPower int64
 
 	signs       map[valHeight][]*Event // node-side sign events, stream order
+	signsOf     map[string][]*Event    // the same by validator, every height
+	requests    map[string][]*Event    // sign_request events by validator, stream order
+	spans       map[string][]sigSpan   // see spansOf; built on first use
+	nodeAt      map[string][]nodeAt    // each node's new_round and step events: where it was when
+	hosts       []hostMark             // host samples, stream order
 	commitSteps map[int64][]*Event     // step "commit" events by height
 	prevoteStep map[nodeHR]time.Time   // earliest step "prevote" per node
 	proposalAt  map[nodeHR]time.Time   // earliest complete proposal per node
@@ -49,6 +54,7 @@ type index struct {
 func newIndex(events []Event, start *Event) *index {
 	x := &index{
 		power: map[string]int64{}, signs: map[valHeight][]*Event{}, commitSteps: map[int64][]*Event{},
+		signsOf: map[string][]*Event{}, requests: map[string][]*Event{}, nodeAt: map[string][]nodeAt{},
 		prevoteStep: map[nodeHR]time.Time{}, proposalAt: map[nodeHR]time.Time{},
 		roundStart: map[hr]time.Time{}, proposer: map[hr]string{}, roundNodes: map[hr][]string{},
 	}
@@ -75,11 +81,23 @@ func newIndex(events []Event, start *Event) *index {
 	}
 	for i := range events {
 		ev := &events[i]
+		if (ev.Kind == KindStep || ev.Kind == KindNewRound) && ev.Node != "" {
+			x.nodeAt[ev.Node] = append(x.nodeAt[ev.Node], nodeAt{t: ev.Time, height: ev.Height, round: ev.Round})
+		}
 		switch ev.Kind {
 		case KindSign:
 			if ev.Side != SideSigner && ev.Validator != "" {
 				k := valHeight{ev.Validator, ev.Height}
 				x.signs[k] = append(x.signs[k], ev)
+				x.signsOf[ev.Validator] = append(x.signsOf[ev.Validator], ev)
+			}
+		case KindSignRequest:
+			if ev.Validator != "" {
+				x.requests[ev.Validator] = append(x.requests[ev.Validator], ev)
+			}
+		case KindHost:
+			if ev.Host != nil {
+				x.hosts = append(x.hosts, hostMark{t: ev.Time, sample: *ev.Host})
 			}
 		case KindStep:
 			switch ev.Step {

@@ -42,6 +42,7 @@ type junitCase struct {
 	Time      string        `xml:"time,attr"`
 	Failure   *junitProblem `xml:"failure,omitempty"`
 	Error     *junitProblem `xml:"error,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"` // a warning on the verdict
 }
 
 type junitProblem struct {
@@ -72,6 +73,10 @@ func WriteJUnit(w io.Writer, s *Summary) error {
 		},
 		SystemOut: ResultLine(s),
 	}
+	if overloaded(s) {
+		suite.Properties = append(suite.Properties, junitProperty{"warning", OverloadedNotice})
+		suite.SystemOut = OverloadedNotice + "\n" + suite.SystemOut
+	}
 
 	run := junitCase{Name: RunReachedHeights, Classname: class, Time: "0"}
 	switch s.StopReason {
@@ -89,6 +94,9 @@ func WriteJUnit(w io.Writer, s *Summary) error {
 
 	for _, e := range s.Expectations {
 		c := junitCase{Name: ExpectationName(e), Classname: class, Time: "0"}
+		if e.Warning != "" {
+			c.SystemOut = "warning: " + e.Warning
+		}
 		switch {
 		case e.Error != "":
 			c.Error = &junitProblem{Type: "expectation", Message: e.Error, Text: e.Error}

@@ -21,6 +21,9 @@ func WriteMarkdown(w io.Writer, s *Summary) error {
 	if s.OK {
 		mark = "✅"
 	}
+	if overloaded(s) {
+		p("> ⚠️ **%s**\n\n", OverloadedNotice)
+	}
 	p("## %s valnet %s: %s\n\n", mark, mdCell(orDash(s.Scenario)), mdCell(strings.TrimPrefix(ResultLine(s), "RESULT: ")))
 	p("backend `%s` · chain `%s` · seed %d · stop reason `%s` · duration %s\n",
 		orDash(s.Backend), orDash(s.ChainID), s.Seed, s.StopReason, (time.Duration(s.DurationMS) * time.Millisecond).String())
@@ -44,6 +47,9 @@ func WriteMarkdown(w io.Writer, s *Summary) error {
 		p("| halt | %s |\n", haltText(hl))
 	}
 	p("| double signs | %d |\n", s.DoubleSigns)
+	if s.Host != nil {
+		p("| host | %s |\n", hostText(s.Host))
+	}
 
 	if len(s.Validators) > 0 {
 		p("\n### Validators\n\nmissed: precommits absent from the next block / heights counted; late: rounds whose vote came after +2/3 at most nodes; sign latency ms p50/p99\n\n")
@@ -71,6 +77,9 @@ func WriteMarkdown(w io.Writer, s *Summary) error {
 			mark := "✅"
 			if !e.OK {
 				mark = "❌"
+			}
+			if e.Warning != "" {
+				mark += " ⚠️"
 			}
 			p("| %s | `%s` | %s |\n", mark, codeCell(ExpectationName(e)), mdCell(expectationValue(e)))
 		}

@@ -9,17 +9,19 @@ import (
 	"time"
 )
 
-// Causes of a missed precommit, in the order they are tried.
+// Causes of a missed precommit, in the order they are tried (and
+// CauseHostOverload, between signer-late and node-behind).
 const (
 	CauseNodeDown     = "node-down"
 	CauseSignerFailed = "signer-failed"
 	CauseSignerLate   = "signer-late"
+	CauseNodeBehind   = "node-behind"
 	CauseNetwork      = "network"
 	CauseUnknown      = "unknown"
 )
 
 // MissedCauses lists every cause of a missed precommit, in report order.
-var MissedCauses = []string{CauseSignerLate, CauseSignerFailed, CauseNodeDown, CauseNetwork, CauseUnknown}
+var MissedCauses = []string{CauseSignerLate, CauseSignerFailed, CauseNodeDown, CauseNodeBehind, CauseHostOverload, CauseNetwork, CauseUnknown}
 
 // MissedByCause counts a validator's missed precommits by cause. A struct
 // rather than a map so that every key is always present in summary.json.
@@ -27,6 +29,8 @@ type MissedByCause struct {
 	SignerLate   int `json:"signer-late"`
 	SignerFailed int `json:"signer-failed"`
 	NodeDown     int `json:"node-down"`
+	NodeBehind   int `json:"node-behind"`
+	HostOverload int `json:"host-overload"`
 	Network      int `json:"network"`
 	Unknown      int `json:"unknown"`
 }
@@ -47,6 +51,10 @@ func (m *MissedByCause) field(cause string) *int {
 		return &m.SignerFailed
 	case CauseNodeDown:
 		return &m.NodeDown
+	case CauseNodeBehind:
+		return &m.NodeBehind
+	case CauseHostOverload:
+		return &m.HostOverload
 	case CauseNetwork:
 		return &m.Network
 	case CauseUnknown:
@@ -84,7 +92,7 @@ func runStartOf(events []Event) *Event {
 func missedPrecommits(c *chain, x *index) []MissedPrecommit {
 	var out []MissedPrecommit
 	for _, h := range c.heights {
-		nb := c.next(h)
+		nb := c.lastCommit(h)
 		if nb == nil {
 			continue
 		}
@@ -121,21 +129,19 @@ func (x *index) decided(c *chain, h int64, v string) time.Time {
 func (x *index) classifyMissed(c *chain, h int64, v string) (cause, detail string) {
 	cr, _ := c.commitRound(h) // known: block h+1 exists
 	decided := x.decided(c, h, v)
-	ms := func(d time.Duration) string { return formatMS(float64(d.Nanoseconds()) / 1e6) }
+	ms := func(d time.Duration) string { return formatMS(durationMS(d)) }
 
 	// node-down: a node fault overlapping the decisive round.
 	from := decided
 	if t, ok := x.roundStart[hr{h, cr}]; ok && t.Before(from) {
 		from = t
 	}
-	for _, w := range x.downs.windowsOf(v) {
-		if !w.start.After(decided) && (w.open || w.end.After(from)) {
-			d := w.action + " fault active"
-			if w.detail != "" {
-				d += ": " + w.detail
-			}
-			return CauseNodeDown, d
+	if w := x.downs.downDuring(v, from, decided); w != nil {
+		d := w.action + " fault active"
+		if w.detail != "" {
+			d += ": " + w.detail
 		}
+		return CauseNodeDown, d
 	}
 
 	var ok, failed, prevote *Event // precommit at cr; failed precommit; any prevote
@@ -166,11 +172,31 @@ func (x *index) classifyMissed(c *chain, h int64, v string) (cause, detail strin
 	if failed != nil && (failedAtCR || ok == nil) {
 		return CauseSignerFailed, fmt.Sprintf("precommit r%d: %s", failed.Round, failed.Error)
 	}
+	overloaded := func(d string) (string, string, bool) {
+		if why, sat := x.saturatedDuring(from, decided); sat {
+			return CauseHostOverload, d + "; " + why, true
+		}
+		return "", "", false
+	}
 
 	if ok != nil {
 		lat := "signature took " + formatMS(ok.LatencyMS) + " ms"
 		if ok.Time.After(decided) {
-			return CauseSignerLate, fmt.Sprintf("precommit r%d signed %s ms after the decision (%s)", cr, ms(ok.Time.Sub(decided)), lat)
+			late := fmt.Sprintf("precommit r%d signed %s ms after the decision (%s)", cr, ms(ok.Time.Sub(decided)), lat)
+			// The signer was the holdup if it had this signature, or an
+			// earlier one (a backlog), in hand at the decision.
+			if !ok.Time.Add(-msDuration(ok.LatencyMS)).After(decided) {
+				return CauseSignerLate, late
+			}
+			if busy, isBusy := x.busyAt(v, decided); isBusy {
+				return CauseSignerLate, late + "; at the decision its signer was still on " + busyText(busy, decided)
+			}
+			if hc, hd, sat := overloaded(late); sat {
+				return hc, hd
+			}
+			// The signer was idle: the node asked late.
+			return CauseNodeBehind, fmt.Sprintf("precommit r%d asked for %s ms after the decision (%s): %s's node got there late%s",
+				cr, ms(ok.Time.Add(-msDuration(ok.LatencyMS)).Sub(decided)), lat, v, x.cameBackText(v, decided))
 		}
 		d := fmt.Sprintf("precommit r%d signed %s ms before the decision (%s)", cr, ms(decided.Sub(ok.Time)), lat)
 		if p := c.blocks[h+1].Proposer; p != "" && p != v {
@@ -184,21 +210,37 @@ func (x *index) classifyMissed(c *chain, h int64, v string) (cause, detail strin
 				d += fmt.Sprintf("; no vote event shows %s (proposer of %d) receiving it", p, h+1)
 			}
 		}
+		if hc, hd, sat := overloaded(d); sat {
+			return hc, hd
+		}
 		return CauseNetwork, d
 	}
 
 	// No precommit for the commit round. The signer was the holdup if it
-	// was busy with one of v's signatures at h when h was decided, or if
-	// v prevoted at h but its precommit never came back at all.
-	for _, ev := range signs {
-		began := ev.Time.Add(-time.Duration(ev.LatencyMS * float64(time.Millisecond)))
-		if !began.After(decided) && ev.Time.After(decided) {
-			return CauseSignerLate, fmt.Sprintf("no precommit for r%d: the %s r%d signature was in progress at the decision (took %s ms)",
-				cr, ev.Phase, ev.Round, formatMS(ev.LatencyMS))
+	// was busy with one of v's signatures when h was decided (of this
+	// height or, with a backlog, an earlier one; answered later or never),
+	// or, in a stream without sign requests, if v prevoted at h but its
+	// precommit never came back at all.
+	if busy, isBusy := x.busyAt(v, decided); isBusy {
+		return CauseSignerLate, fmt.Sprintf("no precommit for r%d: at the decision its signer was still on %s", cr, busyText(busy, decided))
+	}
+	if !anyPrecommit && prevote != nil && len(x.requests[v]) == 0 {
+		return CauseSignerLate, fmt.Sprintf("prevote r%d signed but no precommit signature returned", prevote.Round)
+	}
+	if hc, hd, sat := overloaded(fmt.Sprintf("no precommit for r%d", cr)); sat {
+		return hc, hd
+	}
+	if at, seen := x.heightAt(v, decided); seen && at < h {
+		// A node behind because its signer had a backlog: the signer
+		// worked through the decisive round on earlier signatures.
+		if busy, isBusy := x.busyDuring(v, from, decided); isBusy {
+			return CauseSignerLate, fmt.Sprintf("no precommit: %s, its signer on %s during the round", x.behindText(v, h, decided), busySince(busy, from))
 		}
+		return CauseNodeBehind, "no precommit: " + x.behindText(v, h, decided)
 	}
 	if !anyPrecommit && prevote != nil {
-		return CauseSignerLate, fmt.Sprintf("prevote r%d signed but no precommit signature returned", prevote.Round)
+		return CauseNodeBehind, fmt.Sprintf("prevote r%d signed, but %s's node never asked for a precommit before the decision (it did not have +2/3 prevotes in time)%s",
+			prevote.Round, v, x.cameBackText(v, decided))
 	}
 	if len(signs) == 0 {
 		return CauseUnknown, fmt.Sprintf("no signature by %s at height %d", v, h)

@@ -23,6 +23,19 @@ func voteAt(ms float64, node, v, phase string, h int64, r int32, blockID string)
 	return Event{Time: at(ms), Kind: KindVote, Node: node, Validator: v, Phase: phase, Height: h, Round: r, BlockID: blockID}
 }
 
+func requestAt(ms float64, v, phase string, h int64, r int32) Event {
+	return Event{Time: at(ms), Kind: KindSignRequest, Node: v, Validator: v, Phase: phase, Height: h, Round: r}
+}
+
+// hostAt is one host second ending at ms, saturated or idle.
+func hostAt(ms float64, saturated bool) Event {
+	s := HostSample{Cores: 2, CPUBusy: 0.2, SchedLagP99MS: 0.3, TickLagMS: 0.5}
+	if saturated {
+		s = HostSample{Cores: 2, CPUBusy: 0.99, SchedLagP99MS: 25, TickLagMS: 120}
+	}
+	return Event{Time: at(ms), Kind: KindHost, Host: &s}
+}
+
 func faultAt(ms float64, v, action, state string) Event {
 	return Event{Time: at(ms), Kind: KindFault, Validator: v, Action: action, State: state, Detail: "test"}
 }
@@ -80,7 +93,7 @@ func TestMissedPrecommitCauses(t *testing.T) {
 			CauseSignerLate, "precommit r0 signed 200 ms after the decision (signature took 400 ms)"},
 		{"signer late: a prevote still being signed at the decision",
 			missedRun(0, signAt(1200, "v4", PhasePrevote, 1, 0, id, 500)),
-			CauseSignerLate, "the prevote r0 signature was in progress at the decision"},
+			CauseSignerLate, "at the decision its signer was still on the h1 prevote r0 signature, requested 200 ms before, took 500 ms"},
 		{"signer late: prevoted, precommit never returned",
 			missedRun(0, signAt(300, "v4", PhasePrevote, 1, 0, id, 1)),
 			CauseSignerLate, "prevote r0 signed but no precommit signature returned"},
@@ -95,9 +108,41 @@ func TestMissedPrecommitCauses(t *testing.T) {
 			// the others: its precommit at 870 still beat their 900.
 			missedRun(0, stepAt(850, "v4", 1, 0, "commit"), signAt(870, "v4", PhasePrecommit, 1, 0, id, 1)),
 			CauseNetwork, "signed 30 ms before the decision"},
-		{"signed just after the others decided",
+		{"asked for just after the others decided, by an idle signer: the node was behind",
 			missedRun(0, signAt(920, "v4", PhasePrecommit, 1, 0, id, 1)),
-			CauseSignerLate, "20 ms after the decision"},
+			CauseNodeBehind, "precommit r0 asked for 19 ms after the decision (signature took 1 ms): v4's node got there late"},
+		{"signed after the decision, asked for after it, the signer busy with a backlog",
+			missedRun(0, signAt(1000, "v4", PhasePrevote, 1, 0, id, 750), signAt(1500, "v4", PhasePrecommit, 1, 0, id, 500)),
+			CauseSignerLate, "signed 600 ms after the decision (signature took 500 ms); at the decision its signer was still on the h1 prevote r0 signature, requested 650 ms before, took 750 ms"},
+		{"no precommit: the signer still busy with an earlier height's signature",
+			missedRun(0, signAt(1800, "v4", PhasePrecommit, 0, 0, id, 1500)),
+			CauseSignerLate, "no precommit for r0: at the decision its signer was still on the h0 precommit r0 signature, requested 600 ms before, took 1500 ms"},
+		{"no precommit: a signature requested and never returned (a hung signer)",
+			missedRun(0, requestAt(400, "v4", PhasePrevote, 1, 0)),
+			CauseSignerLate, "no precommit for r0: at the decision its signer was still on the h1 prevote r0 signature, requested 500 ms before, never returned"},
+		{"an answered request is not a hung signer",
+			missedRun(0, requestAt(300, "v4", PhasePrevote, 1, 0), signAt(301, "v4", PhasePrevote, 1, 0, id, 1)),
+			CauseNodeBehind, "prevote r0 signed, but v4's node never asked for a precommit before the decision"},
+		{"no precommit: the node was a height behind, catching up after a restart",
+			missedRun(0, faultAt(10, "v4", FaultNodeKill, FaultStart), faultAt(150, "v4", FaultNodeStart, FaultStart),
+				stepAt(5, "v4", 0, 0, "commit"), Event{Time: at(200), Kind: KindNewRound, Node: "v1", Height: 1, Proposer: "v1"}),
+			CauseNodeBehind, "no precommit: v4's node had not reached height 1 (it was at height 0); its node ran again 750 ms before (after node-kill), catching up"},
+		{"no precommit: the node a height behind because its signer had a backlog",
+			missedRun(0, stepAt(5, "v4", 0, 0, "commit"), Event{Time: at(200), Kind: KindNewRound, Node: "v1", Height: 1, Proposer: "v1"},
+				signAt(850, "v4", PhasePrecommit, 0, 0, id, 600)),
+			CauseSignerLate, "no precommit: v4's node had not reached height 1 (it was at height 0), its signer on the h0 precommit r0 signature (requested 50 ms into the round, took 600 ms) during the round"},
+		{"network on a saturated host is the host's",
+			missedRun(0, signAt(800, "v4", PhasePrecommit, 1, 0, id, 1), hostAt(1000, true)),
+			CauseHostOverload, "precommit r0 signed 100 ms before the decision (signature took 1 ms); no vote event shows v1 (proposer of 2) receiving it; the host was saturated (1 of 1 host seconds covering it"},
+		{"a saturated second outside the round does not count",
+			missedRun(0, signAt(800, "v4", PhasePrecommit, 1, 0, id, 1), hostAt(3000, true), hostAt(1000, false)),
+			CauseNetwork, "no vote event shows v1"},
+		{"no evidence on a saturated host is the host's",
+			missedRun(0, hostAt(1000, true)),
+			CauseHostOverload, "no precommit for r0; the host was saturated"},
+		{"a signer-late precommit stays the signer's on a saturated host",
+			missedRun(0, signAt(1100, "v4", PhasePrecommit, 1, 0, id, 400), hostAt(1000, true)),
+			CauseSignerLate, "signed 200 ms after the decision"},
 		{"a signer-side event alone is not the node's signature",
 			missedRun(0, Event{Time: at(800), Kind: KindSign, Node: "v4", Validator: "v4", Side: SideSigner, Phase: PhasePrecommit, Height: 1, LatencyMS: 1, BlockID: id}),
 			CauseUnknown, "no signature by v4"},
@@ -170,5 +215,32 @@ func TestMissedCSV(t *testing.T) {
 	want := "height,validator,cause,detail\n1,v4,signer-late,precommit r0 signed 200 ms after the decision (signature took 400 ms)\n"
 	if b.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+// TestHeightsTheRunDidNotWaitForAreNotCounted: the run waits for the
+// block after its target and stops; a block after that is only recorded
+// because the run had not stopped yet, so the heights it judges count for
+// nothing, missed or not.
+func TestHeightsTheRunDidNotWaitForAreNotCounted(t *testing.T) {
+	start := runStart("v1", "v2", "v3", "v4")
+	start.Heights = 2
+	evs := []Event{start, block(1, 1000, 0, nil, nil), block(2, 2000, 0, []string{"v4"}, nil),
+		block(3, 3000, 0, []string{"v4"}, []string{"v3"}), block(4, 3050, 0, []string{"v4"}, nil), runEnd(3100, StopHeights)}
+	s := Summarize(evs)
+	v4, v3 := vByName(t, s, "v4"), vByName(t, s, "v3")
+	if v4.MissedPrecommits != 2 || v4.PrecommitsCounted != 2 || v4.ConsecutiveMissedMax != 2 || v3.NilPrecommits != 1 {
+		t.Errorf("v4 missed %d of %d (longest run %d), v3 nil %d; want 2 of 2 (heights 1 and 2), run 2, nil 1",
+			v4.MissedPrecommits, v4.PrecommitsCounted, v4.ConsecutiveMissedMax, v3.NilPrecommits)
+	}
+	if len(s.Missed) != 2 || s.Missed[1].Height != 2 {
+		t.Errorf("missed.csv rows %+v, want heights 1 and 2", s.Missed)
+	}
+	var b strings.Builder
+	if err := WriteHeightsCSV(&b, evs); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "\n3,0,,,1000,,\n") {
+		t.Errorf("heights.csv judges height 3:\n%s", b.String())
 	}
 }

@@ -101,3 +101,14 @@ func (d *NodeDowns) Down(validator string) bool {
 
 // windowsOf lists validator's down windows in order.
 func (d *NodeDowns) windowsOf(validator string) []downWindow { return d.windows[validator] }
+
+// downDuring is v's down window that overlaps [from, to], if any.
+func (d *NodeDowns) downDuring(v string, from, to time.Time) *downWindow {
+	ws := d.windows[v]
+	for i := range ws {
+		if !ws[i].start.After(to) && (ws[i].open || ws[i].end.After(from)) {
+			return &ws[i]
+		}
+	}
+	return nil
+}

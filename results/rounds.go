@@ -2,8 +2,12 @@ package results
 
 import "fmt"
 
-// Causes of a round change, i.e. of a round that ended without a decision.
+// Causes of a round change, i.e. of a round that ended without a decision
+// (and CauseHostOverload, before proposal-missing's "the proposal did not
+// get through", no-polka and no-precommit-quorum).
 const (
+	RoundProposerDown       = "proposer-down"
+	RoundProposerBehind     = "proposer-behind"
 	RoundProposerSignerSlow = "proposer-signer-slow"
 	RoundProposalMissing    = "proposal-missing"
 	RoundNoPolka            = "no-polka"
@@ -174,7 +178,7 @@ func (x *index) roundChanges(c *chain) (changes []RoundChange, notReceived map[s
 			continue
 		}
 		for r := range cr {
-			rc := x.roundChange(h, r)
+			rc := x.roundChange(c, h, r)
 			if rc.notReceived && rc.Proposer != "" {
 				notReceived[rc.Proposer]++
 			}
@@ -189,7 +193,7 @@ type roundVerdict struct {
 	notReceived bool
 }
 
-func (x *index) roundChange(h int64, r int32) roundVerdict {
+func (x *index) roundChange(c *chain, h int64, r int32) roundVerdict {
 	k := hr{h, r}
 	p := x.proposer[k]
 	out := roundVerdict{RoundChange: RoundChange{Height: h, Round: r, Proposer: p}}
@@ -227,8 +231,50 @@ func (x *index) roundChange(h int64, r int32) roundVerdict {
 	}
 	majority := func(n int) bool { return n*2 > len(others) }
 	out.notReceived = len(others) > 0 && !majority(inTime)
+	began, hasBegan := x.roundStart[k]
+	// The round ended when the next one began or, without a sign of
+	// that, when the height was decided.
+	ended := x.decided(c, h, "")
+	if t, ok := x.roundStart[hr{h, r + 1}]; ok {
+		ended = t
+	}
+	pending, hung := x.unanswered(p, PhaseProposal, k)
+	overloaded := func(cause, detail string) (string, string) {
+		if why, sat := x.saturatedDuring(began, ended); hasBegan && sat {
+			return CauseHostOverload, detail + "; " + why
+		}
+		return cause, detail
+	}
 
+	busy, isBusy := x.busyOtherThan(p, began, PhaseProposal, k)
+	var down *downWindow
+	if hasBegan {
+		down = x.downs.downDuring(p, began, ended)
+	}
 	switch {
+	case signed == nil && p != "" && down != nil:
+		w := down
+		out.Cause = RoundProposerDown
+		out.Detail = fmt.Sprintf("%s's node was down (%s)", p, w.action)
+		if w.detail != "" {
+			out.Detail += ": " + w.detail
+		}
+	case signed == nil && failed == nil && hung:
+		out.Cause = RoundProposerSignerSlow
+		out.Detail = fmt.Sprintf("%s's proposal signature was requested and never returned (signer not answering)", p)
+		if hasBegan {
+			out.Detail = fmt.Sprintf("%s's proposal signature was requested %s ms into the round and never returned (signer not answering)",
+				p, formatMS(durationMS(pending.began.Sub(began))))
+		}
+	case signed == nil && failed == nil && p != "" && hasBegan && isBusy:
+		out.Cause = RoundProposerSignerSlow
+		out.Detail = fmt.Sprintf("when the round began, %s's signer was still on %s", p, busyText(busy, began))
+	case signed == nil && failed == nil && p != "" && hasBegan && len(others) > 0 && !x.entered(p, k, ended):
+		out.Cause = RoundProposerBehind
+		out.Detail = x.behindText(p, h, ended)
+		if at, ok := x.heightAt(p, ended); ok && at == h {
+			out.Detail = fmt.Sprintf("%s's node was not in round %d of height %d%s", p, r, h, x.cameBackText(p, ended))
+		}
 	case len(others) > 0 && signed != nil && majority(beforeSig):
 		out.Cause = RoundProposerSignerSlow
 		out.Detail = fmt.Sprintf("%s's proposal signature took %s ms and returned after %d of %d other nodes had prevoted",
@@ -239,9 +285,9 @@ func (x *index) roundChange(h int64, r int32) roundVerdict {
 		case failed != nil && signed == nil:
 			out.Detail = fmt.Sprintf("%s's proposal signature failed: %s", p, failed.Error)
 		case signed == nil && p != "":
-			out.Detail = fmt.Sprintf("%s signed no proposal", p)
+			out.Cause, out.Detail = overloaded(RoundProposalMissing, fmt.Sprintf("%s signed no proposal", p))
 		default:
-			out.Detail = fmt.Sprintf("the proposal reached %d of %d other nodes before they prevoted", inTime, len(others))
+			out.Cause, out.Detail = overloaded(RoundProposalMissing, fmt.Sprintf("the proposal reached %d of %d other nodes before they prevoted", inTime, len(others)))
 		}
 	default:
 		pv, pvTotal := x.bestVotePower(k, PhasePrevote)
@@ -251,11 +297,9 @@ func (x *index) roundChange(h int64, r int32) roundVerdict {
 		}
 		if x.quorum(pv) {
 			pc, _ := x.bestVotePower(k, PhasePrecommit)
-			out.Cause = RoundNoPrecommitQuorum
-			out.Detail = fmt.Sprintf("a block had %d of %d prevote power but only %d precommit power", pv, x.totalPower, pc)
+			out.Cause, out.Detail = overloaded(RoundNoPrecommitQuorum, fmt.Sprintf("a block had %d of %d prevote power but only %d precommit power", pv, x.totalPower, pc))
 		} else {
-			out.Cause = RoundNoPolka
-			out.Detail = fmt.Sprintf("the most prevoted block had %d of %d power", pv, x.totalPower)
+			out.Cause, out.Detail = overloaded(RoundNoPolka, fmt.Sprintf("the most prevoted block had %d of %d power", pv, x.totalPower))
 		}
 	}
 	return out
@@ -309,7 +353,7 @@ func consecutiveMissed(c *chain) map[string]int {
 	best, run := map[string]int{}, map[string]int{}
 	var prev int64
 	for _, h := range c.heights {
-		nb := c.next(h)
+		nb := c.lastCommit(h)
 		if nb == nil || (prev != 0 && h != prev+1) {
 			clear(run)
 		}

@@ -177,6 +177,30 @@ func TestRoundChangeCauses(t *testing.T) {
 		notReceived int // v1's proposals_not_received
 	}{
 		{"proposer signed nothing", roundRun(), RoundProposalMissing, "v1 signed no proposal", 1},
+		{"proposer's node killed: proposer-down",
+			roundRun(faultAt(-500, "v1", FaultNodeKill, FaultStart)),
+			RoundProposerDown, "v1's node was down (node-kill): test", 1},
+		{"proposer's node killed during the round",
+			roundRun(faultAt(1000, "v1", FaultNodeStop, FaultStart)),
+			RoundProposerDown, "v1's node was down (node-stop)", 1},
+		{"proposer's node back before the round: not down",
+			roundRun(faultAt(-500, "v1", FaultNodeKill, FaultStart), faultAt(-100, "v1", FaultNodeStart, FaultStart)),
+			RoundProposalMissing, "v1 signed no proposal", 1},
+		{"proposer's signer never answered",
+			roundRun(requestAt(20, "v1", PhaseProposal, 1, 0)),
+			RoundProposerSignerSlow, "v1's proposal signature was requested 20 ms into the round and never returned (signer not answering)", 1},
+		{"proposer's signer still on an earlier signature",
+			roundRun(requestAt(-300, "v1", PhasePrecommit, 0, 0)),
+			RoundProposerSignerSlow, "when the round began, v1's signer was still on the h0 precommit r0 signature, requested 300 ms before, never returned", 1},
+		{"proposal on a saturated host",
+			roundRun(signAt(100, "v1", PhaseProposal, 1, 0, "B", 1), proposalAt(3200, "v2"), proposalAt(3200, "v3"), proposalAt(150, "v4"), hostAt(2000, true)),
+			CauseHostOverload, "the proposal reached 1 of 3 other nodes before they prevoted; the host was saturated (1 of", 1},
+		{"no polka on a saturated host",
+			roundRun(append(inTime, prevote("v1", "B"), prevote("v2", "B"), prevote("v3", ""), prevote("v4", ""), hostAt(3500, true))...),
+			CauseHostOverload, "the most prevoted block had 20 of 40 power; the host was saturated", 0},
+		{"a failed proposal signature stays the signer's on a saturated host",
+			roundRun(withError(signAt(50, "v1", PhaseProposal, 1, 0, "", 3), "boom"), hostAt(2000, true)),
+			RoundProposalMissing, "v1's proposal signature failed: boom", 1},
 		{"proposer's signer failed",
 			roundRun(withError(signAt(50, "v1", PhaseProposal, 1, 0, "", 3), "signer: connection reset")),
 			RoundProposalMissing, "v1's proposal signature failed: signer: connection reset", 1},
@@ -208,6 +232,28 @@ func TestRoundChangeCauses(t *testing.T) {
 				t.Errorf("v1 proposals_not_received = %d, want %d", got, tt.notReceived)
 			}
 		})
+	}
+}
+
+// TestProposerBehind: the proposer's node ran again (node-start) but had
+// not rejoined consensus when its turn came: it shows no event of the
+// round, while the others are there.
+func TestProposerBehind(t *testing.T) {
+	evs := []Event{runStart("v1", "v2", "v3", "v4"), faultAt(-9000, "v1", FaultNodeKill, FaultStart),
+		stepAt(-9500, "v1", 0, 0, "commit"), faultAt(-1000, "v1", FaultNodeStart, FaultStart)}
+	for _, n := range []string{"v2", "v3", "v4"} {
+		nr := newRound(n, 1, 0, "v1")
+		evs = append(evs, nr, stepAt(3000, n, 1, 0, "prevote"), Event{Time: at(5000), Kind: KindNewRound, Node: n, Height: 1, Round: 1, Proposer: "v2"})
+	}
+	evs = append(evs, block(1, 9000, 0, nil, nil), block(2, 10000, 1, nil, nil), runEnd(11000, StopHeights))
+	s := Summarize(evs)
+	if len(s.RoundChanges) != 1 {
+		t.Fatalf("round changes %+v", s.RoundChanges)
+	}
+	rc := s.RoundChanges[0]
+	want := "v1's node had not reached height 1 (it was at height 0); its node ran again 6000 ms before (after node-kill), catching up"
+	if rc.Cause != RoundProposerBehind || rc.Detail != want {
+		t.Errorf("got %s: %s\nwant %s: %s", rc.Cause, rc.Detail, RoundProposerBehind, want)
 	}
 }
 

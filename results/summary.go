@@ -268,6 +268,11 @@ func Summarize(events []Event) *Summary {
 			s.Expectations = append(s.Expectations, evaluate(s, exp)...)
 		}
 	}
+	if s.Host != nil && s.Host.Overloaded {
+		for i := range s.Expectations {
+			s.Expectations[i].Warning = OverloadedNotice
+		}
+	}
 	// A run that hit max_duration never reached run.heights: it fails even
 	// when its expectations hold, so a stalled chain cannot pass CI.
 	s.OK = len(s.Failed()) == 0 && s.StopReason == StopHeights
@@ -473,7 +478,7 @@ func summarizeValidators(s *Summary, events []Event, start *Event, c *chain) {
 
 	counted := 0
 	for _, h := range c.heights {
-		nb := c.next(h)
+		nb := c.lastCommit(h)
 		if nb == nil {
 			continue
 		}

@@ -18,6 +18,9 @@ func WriteTable(w io.Writer, s *Summary) error {
 	bw := bufio.NewWriter(w)
 	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
 
+	if overloaded(s) {
+		p("%s\n", OverloadedNotice)
+	}
 	p("Run %s (backend %s, chain %s, seed %d)\n", orDash(s.Scenario), orDash(s.Backend), orDash(s.ChainID), s.Seed)
 
 	p("\nChain\n")
@@ -35,6 +38,9 @@ func WriteTable(w io.Writer, s *Summary) error {
 	if n := len(s.NodeErrors); n > 0 {
 		e := s.NodeErrors[0]
 		fmt.Fprintf(tw, "  node errors\t%d, events may be missing (first: %s: %s)\n", n, orDash(e.Node), e.Error)
+	}
+	if s.Host != nil {
+		fmt.Fprintf(tw, "  host\t%s\n", hostText(s.Host))
 	}
 	fmt.Fprintf(tw, "  stop reason\t%s\n", s.StopReason)
 	if s.Error != "" {
@@ -100,7 +106,11 @@ func WriteTable(w io.Writer, s *Summary) error {
 			if !e.OK {
 				status = "FAIL"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", status, expectationSubject(e), formatBounds(e.Min, e.Max), expectationValue(e))
+			warn := ""
+			if e.Warning != "" {
+				warn = "\twarning: " + e.Warning
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s%s\n", status, expectationSubject(e), formatBounds(e.Min, e.Max), expectationValue(e), warn)
 		}
 		tw.Flush()
 	}

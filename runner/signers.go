@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
+	cmtproto "github.com/cometbft/cometbft/api/cometbft/types/v1"
 	"github.com/cometbft/cometbft/crypto"
 	cmtlog "github.com/cometbft/cometbft/libs/log"
 
@@ -45,6 +46,15 @@ func (r *run) openSigner(m *member, sockDir string) (*validatorSigner, error) {
 			}
 			r.rec.EmitAsync(e)
 		})
+	}
+	// requested records each signature the node asks for before the signer
+	// answers: a signer that never answers leaves a sign_request without
+	// its sign event.
+	requested := func(s signers.Signer) signers.Signer {
+		return &requestNoter{Signer: s, note: func(phase string, h int64, round int32) {
+			r.rec.EmitAsync(results.Event{Time: time.Now(), Kind: results.KindSignRequest, Node: name,
+				Validator: name, Height: h, Round: round, Phase: phase})
+		}}
 	}
 	remote := sp.Via == scenarios.ViaTCP || sp.Via == scenarios.ViaUnix
 	spec := signers.Spec{
@@ -110,10 +120,12 @@ func (r *run) openSigner(m *member, sockDir string) (*validatorSigner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("validator %s: %w", name, err)
 	}
-	vs := &validatorSigner{built: built, node: built.Signer}
+	vs := &validatorSigner{built: built, node: requested(built.Signer)}
 	if r.remoteSigning != nil {
+		// The node is elsewhere: its requests are seen where they reach
+		// the signer chain.
 		vs.node = nil
-		if err := r.serveToNode(vs, m, sockDir); err != nil {
+		if err := r.serveToNode(vs, m, sockDir, requested(built.Signer)); err != nil {
 			vs.close()
 			return nil, fmt.Errorf("validator %s: %w", name, err)
 		}
@@ -126,8 +138,33 @@ func (r *run) openSigner(m *member, sockDir string) (*validatorSigner, error) {
 		vs.close()
 		return nil, fmt.Errorf("validator %s: %w", name, err)
 	}
+	vs.node = requested(vs.node)
 	return vs, nil
 }
+
+// requestNoter tells note of every vote and proposal signature asked of
+// the signer it wraps, before passing the request on.
+type requestNoter struct {
+	signers.Signer
+	note func(phase string, height int64, round int32)
+}
+
+var (
+	_ signers.Signer = (*requestNoter)(nil)
+	_ signers.Closer = (*requestNoter)(nil)
+)
+
+func (s *requestNoter) SignVote(chainID string, vote *cmtproto.Vote, signExtension bool) error {
+	s.note(signers.VotePhase(vote), vote.Height, vote.Round)
+	return s.Signer.SignVote(chainID, vote, signExtension)
+}
+
+func (s *requestNoter) SignProposal(chainID string, proposal *cmtproto.Proposal) error {
+	s.note(signers.PhaseProposal, proposal.Height, proposal.Round)
+	return s.Signer.SignProposal(chainID, proposal)
+}
+
+func (s *requestNoter) Close() error { return signers.Close(s.Signer) }
 
 // openRemote puts the signer behind the remote-signer hop and waits until
 // the signer has connected, as a node would before it starts.
@@ -166,7 +203,7 @@ func (r *run) openRemote(vs *validatorSigner, m *member, sockDir string, nodeObs
 // remote signer, and the signer dials it until it is up, and again after a
 // restart. via tcp uses TCP with SecretConnection; direct and unix use a
 // unix socket.
-func (r *run) serveToNode(vs *validatorSigner, m *member, sockDir string) error {
+func (r *run) serveToNode(vs *validatorSigner, m *member, sockDir string, signer signers.Signer) error {
 	name := m.plan.Name
 	logFile, err := os.OpenFile(filepath.Join(m.config.RootDir, "signer.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -180,7 +217,7 @@ func (r *run) serveToNode(vs *validatorSigner, m *member, sockDir string) error 
 	m.config.PrivValidatorListenAddr = ep.Listen
 	network, addr := ep.Network, ep.Addr
 	vs.server, err = signers.ServeRemote(signers.ServerConfig{Network: network, Address: addr, ChainID: r.plan.ChainID,
-		IdentityKey: signerIdentity(r.seed, name), Signer: vs.built.Signer, RedialForever: true,
+		IdentityKey: signerIdentity(r.seed, name), Signer: signer, RedialForever: true,
 		Logger: cmtlog.NewTMLogger(cmtlog.NewSyncWriter(logFile)).With("side", "signer")})
 	return err
 }

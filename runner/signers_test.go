@@ -2,10 +2,14 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	cmtproto "github.com/cometbft/cometbft/api/cometbft/types/v1"
+	"github.com/cometbft/cometbft/types"
 
 	"github.com/valnet/valnet/results"
 )
@@ -98,6 +102,68 @@ func TestRunSignerPathsAndFaults(t *testing.T) {
 	}
 	if len(s.Faults) != 3 {
 		t.Errorf("summary faults %+v", s.Faults)
+	}
+	// Every signature the node got back, on every signer path, was
+	// recorded as requested first.
+	type key struct {
+		v, phase string
+		h        int64
+		r        int32
+	}
+	requested := map[key]bool{}
+	answered := 0
+	for _, e := range events {
+		k := key{e.Validator, e.Phase, e.Height, e.Round}
+		switch {
+		case e.Kind == results.KindSignRequest:
+			requested[k] = true
+		case e.Kind == results.KindSign && e.Side == "":
+			answered++
+			if !requested[k] {
+				t.Errorf("%s %s h%d r%d signed with no sign_request before it", e.Validator, e.Phase, e.Height, e.Round)
+			}
+		}
+	}
+	if answered == 0 {
+		t.Error("no node-side sign events")
+	}
+}
+
+// gatedSigner answers a vote only once its gate is closed.
+type gatedSigner struct {
+	types.PrivValidator
+	gate chan struct{}
+}
+
+func (g *gatedSigner) SignVote(chainID string, vote *cmtproto.Vote, ext bool) error {
+	<-g.gate
+	return g.PrivValidator.SignVote(chainID, vote, ext)
+}
+
+func TestRequestNoterNotesBeforeTheSignerAnswers(t *testing.T) {
+	inner := &gatedSigner{PrivValidator: types.NewMockPV(), gate: make(chan struct{})}
+	noted := make(chan string, 1)
+	s := &requestNoter{Signer: inner, note: func(phase string, h int64, r int32) { noted <- fmt.Sprintf("%s h%d r%d", phase, h, r) }}
+	done := make(chan error, 1)
+	go func() {
+		done <- s.SignVote("c", &cmtproto.Vote{Type: types.PrevoteType, Height: 7, Round: 2}, false)
+	}()
+	select {
+	case got := <-noted:
+		if got != "prevote h7 r2" {
+			t.Errorf("noted %q", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a request the signer has not answered was not noted")
+	}
+	select {
+	case <-done:
+		t.Fatal("the vote returned before its signer answered")
+	default:
+	}
+	close(inner.gate)
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
 
