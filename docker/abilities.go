@@ -82,3 +82,11 @@ func (b Backend) nodeAddresses(name string) (NodeAddresses, bool) {
 	a, ok := b.run.addressesLocked().Nodes[name]
 	return a, ok
 }
+
+// CheckEngine reports whether a Docker engine answers (DOCKER_HOST, else
+// the default socket), without creating anything: valnet run checks it
+// before a run directory exists.
+func CheckEngine(ctx context.Context) error {
+	_, err := connect(ctx, "")
+	return err
+}

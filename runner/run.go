@@ -84,6 +84,9 @@ func Run(ctx context.Context, plan *scenarios.Plan, opts Options) (*Outcome, err
 	if opts.Seed != nil {
 		seed = *opts.Seed
 	}
+	if ps := Preflight(ctx, plan); len(ps) > 0 {
+		return nil, ps // before a run directory exists
+	}
 	if opts.OutDir == "" {
 		opts.OutDir = DefaultOutDir(plan.Name, time.Now())
 	}

@@ -154,3 +154,28 @@ func TestRunBackendOverride(t *testing.T) {
 		})
 	}
 }
+
+// What the scenario cannot say (an unset passphrase variable) is a
+// warning for validate and bad input for run, which then creates no run
+// directory.
+func TestPreflightWarnsAndRefuses(t *testing.T) {
+	file := write(t, "kms.yaml", `
+name: kms
+validators:
+  - name: kms
+    signer: {type: keyfile, passphrase_env: VALNET_TEST_UNSET_PASSPHRASE}
+`)
+	code, stdout, stderr := runCLI(t, "validate", file)
+	if code != 0 || !strings.Contains(stdout, "ok (kms") ||
+		!strings.Contains(stderr, "warning: validators[kms].signer.passphrase_env: passphrase_env VALNET_TEST_UNSET_PASSPHRASE is not set") {
+		t.Fatalf("validate: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	out := filepath.Join(t.TempDir(), "run")
+	code, _, stderr = runCLI(t, "run", file, "--out", out)
+	if code != 2 || !strings.Contains(stderr, "the run cannot start") || !strings.Contains(stderr, "VALNET_TEST_UNSET_PASSPHRASE is not set") {
+		t.Fatalf("run: exit %d, stderr: %s", code, stderr)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Fatalf("run left %s: %v", out, err)
+	}
+}
