@@ -179,3 +179,21 @@ validators:
 		t.Fatalf("run left %s: %v", out, err)
 	}
 }
+
+// A run directory whose events.jsonl holds no run is nothing to report:
+// the report says so, exits 2 and writes no summary of a run that never was.
+func TestReportOfNothing(t *testing.T) {
+	for _, content := range []string{"", "\n"} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "events.jsonl"), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, stdout, stderr := runCLI(t, "report", dir)
+		if code != 2 || !strings.Contains(stderr, "nothing to report") || strings.Contains(stdout, "Run -") {
+			t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "summary.json")); !os.IsNotExist(err) {
+			t.Fatalf("summary.json written for nothing: %v", err)
+		}
+	}
+}
