@@ -197,3 +197,38 @@ func TestReportOfNothing(t *testing.T) {
 		}
 	}
 }
+
+func TestScenarioArguments(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		stdin      string
+		code       int
+		stdoutHas  string
+		stderrLike string
+	}{
+		{"validate reads standard input", []string{"validate", "-"}, "name: piped\nvalidators: [{name: a}]\n", 0, "-: ok (piped: 1 validators", ""},
+		{"errors from standard input name it", []string{"validate", "-"}, "name: piped\nvalidators: [{name: a}]\nrun: {hieghts: 3}\n", 2, "", `<stdin>:3:7: run.hieghts: unknown key; did you mean "heights"\?`},
+		{"a directory", []string{"validate", t.TempDir()}, "", 2, "", `is a directory; give a scenario file`},
+		{"a misspelt builtin", []string{"run", "basline"}, "", 2, "", `"basline" is neither a scenario file nor a builtin scenario; did you mean "baseline"\?`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			go func() { w.WriteString(tt.stdin); w.Close() }()
+			old := os.Stdin
+			os.Stdin = r
+			defer func() { os.Stdin = old; r.Close() }()
+			code, stdout, stderr := runCLI(t, tt.args...)
+			if code != tt.code || !strings.Contains(stdout, tt.stdoutHas) {
+				t.Fatalf("exit %d (want %d)\nstdout: %s\nstderr: %s", code, tt.code, stdout, stderr)
+			}
+			if tt.stderrLike != "" && !regexp.MustCompile(tt.stderrLike).MatchString(stderr) {
+				t.Errorf("stderr does not match %q:\n%s", tt.stderrLike, stderr)
+			}
+		})
+	}
+}

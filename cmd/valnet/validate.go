@@ -11,7 +11,7 @@ import (
 
 func newValidateCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "validate SCENARIO...",
+		Use:   "validate SCENARIO... (a file, a builtin name, or - for standard input)",
 		Short: "Check scenario files and report every problem at once (file:line:col)",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
