@@ -84,9 +84,17 @@ func (b Backend) nodeAddresses(name string) (NodeAddresses, bool) {
 }
 
 // CheckEngine reports whether a Docker engine answers (DOCKER_HOST, else
-// the default socket), without creating anything: valnet run checks it
-// before a run directory exists.
+// the default socket) and a node binary can be had for its image, without
+// creating or building anything: valnet run checks it before a run
+// directory exists.
 func CheckEngine(ctx context.Context) error {
-	_, err := connect(ctx, "")
-	return err
+	c, err := connect(ctx, "")
+	if err != nil {
+		return err
+	}
+	_, goarch, err := engineArch(c)
+	if err != nil {
+		return err
+	}
+	return checkBinarySource(ctx, goarch)
 }

@@ -148,6 +148,29 @@ func resolveBinary(ctx context.Context, given, dst, goos, goarch string, logf fu
 		"or set %s to a valnet built with CGO_ENABLED=0 GOOS=linux GOARCH=%s", modErr, BinaryEnv, goarch)
 }
 
+// checkBinarySource says whether resolveBinary would find a binary, as far
+// as that can be told without building one.
+func checkBinarySource(ctx context.Context, goarch string) error {
+	if given := os.Getenv(BinaryEnv); given != "" {
+		if err := checkStatic(given, goarch); err != nil {
+			return fmt.Errorf("docker: %s=%s: %w", BinaryEnv, given, err)
+		}
+		return nil
+	}
+	if exe, err := os.Executable(); err == nil && strings.HasPrefix(filepath.Base(exe), "valnet") && checkStatic(exe, goarch) == nil {
+		return nil
+	}
+	if _, err := valnetModuleRoot(ctx); err == nil {
+		return nil
+	}
+	if SourceDir != "" {
+		if _, err := valnetModuleRootAt(ctx, SourceDir); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("docker: no static Linux valnet binary for the node image: run valnet from its source tree or build it with make build, or set %s to a valnet built with CGO_ENABLED=0", BinaryEnv)
+}
+
 // valnetModuleRoot is the root of the valnet module holding the working
 // directory.
 func valnetModuleRoot(ctx context.Context) (string, error) { return valnetModuleRootAt(ctx, "") }

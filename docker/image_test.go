@@ -44,7 +44,13 @@ func TestResolveBinaryOutsideTheSourceTree(t *testing.T) {
 		t.Errorf("built from SourceDir: %s, want %s (a build in the tree)", got[:12], want[:12])
 	}
 
+	if err := checkBinarySource(ctx, goarch); err != nil {
+		t.Errorf("preflight refuses what resolveBinary builds: %v", err)
+	}
 	SourceDir = ""
+	if err := checkBinarySource(ctx, goarch); err == nil || !strings.Contains(err.Error(), "make build") {
+		t.Errorf("preflight outside any tree: %v", err)
+	}
 	err = resolveBinary(ctx, "", filepath.Join(t.TempDir(), "valnet"), goos, goarch, t.Logf)
 	if err == nil || !strings.Contains(err.Error(), "make build") || !strings.Contains(err.Error(), BinaryEnv) {
 		t.Fatalf("outside any tree: %v", err)
