@@ -381,7 +381,7 @@ func TestCleanupLeftovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadPID := dead.Process.Pid
-	if _, ok := procStart(deadPID); ok {
+	if nodes.ProcessAlive(deadPID, 0) {
 		t.Skipf("pid %d was reused at once", deadPID)
 	}
 	host, _ := os.Hostname()

@@ -273,7 +273,7 @@ func TestProcessNoOrphanWhenRunnerKilled(t *testing.T) {
 	}
 	helper.Wait()
 	killedAt := time.Now()
-	waitFor(t, 5*time.Second, "the node dies with its runner", func() bool { return !alive(pid, 0) })
+	waitFor(t, 5*time.Second, "the node dies with its runner", func() bool { return !ProcessAlive(pid, 0) })
 	t.Logf("node %d gone %v after its runner", pid, time.Since(killedAt).Round(time.Millisecond))
 
 	killed, err := CleanOrphans()
@@ -375,7 +375,7 @@ func TestCleanOrphans(t *testing.T) {
 	if err := orphan.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
 		t.Fatalf("orphan: %v, want killed", err)
 	}
-	if !alive(unrelated.Process.Pid, 0) {
+	if !ProcessAlive(unrelated.Process.Pid, 0) {
 		t.Fatal("the unrelated process was killed")
 	}
 	for _, pid := range []int{orphan.Process.Pid, unrelated.Process.Pid} {

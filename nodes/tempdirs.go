@@ -41,7 +41,7 @@ func CleanStaleTempDirs() error {
 			continue
 		}
 		pid, err := strconv.Atoi(parts[2])
-		if err != nil || pid <= 0 || pid == os.Getpid() || alive(pid, 0) {
+		if err != nil || pid <= 0 || pid == os.Getpid() || ProcessAlive(pid, 0) {
 			continue
 		}
 		if err := os.RemoveAll(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
