@@ -168,11 +168,7 @@ func NewRun(ctx context.Context, runID string, opts Options) (*Run, error) {
 		remote: remote, relays: map[string]*signerRelay{}}
 	r.netName = "valnet-" + r.id
 	// Unix socket paths are limited to ~108 bytes: a short temp dir.
-	base := os.TempDir()
-	if len(base) > 40 {
-		base = "/tmp"
-	}
-	if r.sockDir, err = os.MkdirTemp(base, "valnet-dk-"); err != nil {
+	if r.sockDir, err = nodes.MkRunTempDir("dk"); err != nil {
 		return nil, fmt.Errorf("docker: event socket dir: %w", err)
 	}
 	r.labels = runnerLabels(r.id)
