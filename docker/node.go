@@ -157,11 +157,7 @@ type node struct {
 
 	// The event socket, open across restarts; the container reaches it
 	// through the bind-mounted socket dir.
-	sockPath string
-	ln       net.Listener
-	readers  sync.WaitGroup
-	connsMu  sync.Mutex
-	conns    map[net.Conn]bool
+	events *nodes.EventListener
 
 	// mu serialises Stop, the Controller methods and Close.
 	mu      sync.Mutex
@@ -215,7 +211,7 @@ func (n *node) create(ctx context.Context, args []string) error {
 		}
 	} else {
 		mounts = []dc.HostMount{{Type: "bind", Source: n.home, Target: ContainerHome}}
-		if n.ln != nil || r.hostSocket(n.spec.Config.PrivValidatorListenAddr) != "" {
+		if n.events != nil || r.hostSocket(n.spec.Config.PrivValidatorListenAddr) != "" {
 			mounts = append(mounts, dc.HostMount{Type: "bind", Source: r.sockDir, Target: ContainerSockDir})
 		}
 	}
@@ -560,86 +556,29 @@ func (n *node) remove() error {
 // returns the address the node dials (--events).
 func (n *node) listenEvents() (string, error) {
 	if n.run.remote {
-		ln, err := net.Listen("tcp", ":0")
+		l, err := nodes.ListenEvents("tcp", ":0", n.name, n.spec.Sink)
 		if err != nil {
 			return "", fmt.Errorf("event listener: %w", err)
 		}
-		n.ln = ln
-		n.readers.Add(1)
-		go n.acceptEvents()
-		port := ln.Addr().(*net.TCPAddr).Port
+		n.events = l
+		port := l.Addr().(*net.TCPAddr).Port
 		return "tcp://" + net.JoinHostPort(n.run.hostAddr, strconv.Itoa(port)), nil
 	}
 	file := n.run.sockFile(n.name, ".events.sock")
-	n.sockPath = filepath.Join(n.run.sockDir, file)
-	_ = os.Remove(n.sockPath)
-	ln, err := net.Listen("unix", n.sockPath)
+	l, err := nodes.ListenEvents("unix", filepath.Join(n.run.sockDir, file), n.name, n.spec.Sink)
 	if err != nil {
 		return "", fmt.Errorf("event socket: %w", err)
 	}
-	n.ln = ln
-	n.readers.Add(1)
-	go n.acceptEvents()
+	n.events = l
 	return "unix://" + ContainerSockDir + "/" + file, nil
 }
 
-// acceptEvents reads every connection of the node (one per start).
-func (n *node) acceptEvents() {
-	defer n.readers.Done()
-	for {
-		conn, err := n.ln.Accept()
-		if err != nil {
-			return
-		}
-		n.connsMu.Lock()
-		if n.conns == nil {
-			n.conns = map[net.Conn]bool{}
-		}
-		n.conns[conn] = true
-		n.connsMu.Unlock()
-		n.readers.Add(1)
-		go n.readEvents(conn)
-	}
-}
-
-// readEvents forwards one connection's event lines to the Sink until the
-// node closes it (it stops, or is killed).
-func (n *node) readEvents(conn net.Conn) {
-	defer n.readers.Done()
-	defer func() {
-		conn.Close()
-		n.connsMu.Lock()
-		delete(n.conns, conn)
-		n.connsMu.Unlock()
-	}()
-	nodes.ReadEvents(conn, n.name, n.spec.Sink)
-}
-
-// closeEvents closes the socket once no container can write to it and
-// waits for the readers to drain what was sent. A connection still open
-// after drainGrace (a container that could not be removed) is cut.
+// closeEvents closes the socket once no container can write to it, after
+// what was sent is read (nodes.EventListener.Close).
 func (n *node) closeEvents() {
-	if n.ln == nil {
+	if n.events == nil {
 		return
 	}
-	n.ln.Close()
-	done := make(chan struct{})
-	go func() { n.readers.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(drainGrace):
-		n.connsMu.Lock()
-		for c := range n.conns {
-			c.Close()
-		}
-		n.connsMu.Unlock()
-		<-done
-	}
-	if n.sockPath != "" {
-		_ = os.Remove(n.sockPath)
-	}
-	n.ln = nil
+	n.events.Close()
+	n.events = nil
 }
-
-// drainGrace is how long closeEvents waits for the node to close its end.
-const drainGrace = 5 * time.Second

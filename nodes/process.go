@@ -140,8 +140,7 @@ type processNode struct {
 	// The event socket of `valnet node`, open across restarts.
 	sockDir  string
 	sockPath string
-	ln       net.Listener
-	readers  sync.WaitGroup
+	events   *EventListener
 
 	// mu serialises Stop and the Controller methods.
 	mu      sync.Mutex
@@ -499,45 +498,21 @@ func (n *processNode) listenEvents() error {
 		return fmt.Errorf("event socket: %w", err)
 	}
 	n.sockDir, n.sockPath = dir, filepath.Join(dir, "events.sock")
-	n.ln, err = net.Listen("unix", n.sockPath)
+	n.events, err = ListenEvents("unix", n.sockPath, n.name, n.spec.Sink)
 	if err != nil {
 		os.RemoveAll(dir)
 		return fmt.Errorf("event socket: %w", err)
 	}
-	n.readers.Add(1)
-	go n.acceptEvents()
 	return nil
 }
 
-// acceptEvents reads every connection of the node (one per incarnation).
-func (n *processNode) acceptEvents() {
-	defer n.readers.Done()
-	for {
-		conn, err := n.ln.Accept()
-		if err != nil {
-			return
-		}
-		n.readers.Add(1)
-		go n.readEvents(conn)
-	}
-}
-
-// readEvents forwards one connection's event lines to the Sink until the
-// child closes it (it exits, or is killed).
-func (n *processNode) readEvents(conn net.Conn) {
-	defer n.readers.Done()
-	defer conn.Close()
-	ReadEvents(conn, n.name, n.spec.Sink)
-}
-
-// closeEvents closes the socket once no child can write to it, waits for
-// the readers to drain what was sent, and removes the socket's directory.
+// closeEvents closes the socket once no child can write to it, once what
+// was sent is read, and removes the socket's directory.
 func (n *processNode) closeEvents() {
-	if n.ln == nil {
+	if n.events == nil {
 		return
 	}
-	n.ln.Close()
-	n.readers.Wait()
+	n.events.Close()
 	os.RemoveAll(n.sockDir)
-	n.ln = nil
+	n.events = nil
 }

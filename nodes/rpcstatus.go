@@ -1,17 +1,13 @@
 package nodes
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"time"
-
-	"github.com/valnet/valnet/results"
 )
 
 // StatusResult is the part of CometBFT's RPC /status that backends read to
@@ -46,27 +42,6 @@ func RPCStatus(ctx context.Context, client *http.Client, rpc string) (*StatusRes
 		return nil, err
 	}
 	return &st, nil
-}
-
-// ReadEvents forwards the event lines a `valnet node` writes on conn to
-// sink until conn is closed (the node stops, or is killed); a bad line or
-// a broken read becomes a node_error event.
-func ReadEvents(conn net.Conn, node string, sink Sink) {
-	sc := bufio.NewScanner(conn)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for sc.Scan() {
-		var e results.Event
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			sink.Emit(results.Event{Time: time.Now(), Kind: results.KindNodeError, Node: node,
-				Error: "event socket: bad line: " + err.Error()})
-			continue
-		}
-		sink.Emit(e)
-	}
-	if err := sc.Err(); err != nil && !errors.Is(err, net.ErrClosed) {
-		sink.Emit(results.Event{Time: time.Now(), Kind: results.KindNodeError, Node: node,
-			Error: "event socket: " + err.Error()})
-	}
 }
 
 // RemoveStaleSocket removes the unix socket file at path when nobody
