@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	dc "github.com/ory/dockertest/v3/docker"
@@ -146,7 +145,7 @@ type node struct {
 	ip     net.IP
 	id     string // container ID
 	http   *http.Client
-	height atomic.Int64
+	height nodes.LastHeight
 
 	// addrMu guards the addresses, which a remote engine's published
 	// ports change at every start.
@@ -274,29 +273,22 @@ func (n *node) startContainer(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, n.run.opts.StartTimeout)
 	defer cancel()
-	want := nodes.NodeID(n.spec.NodeKey)
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for i := 0; ; i++ {
-		st, err := n.status(ctx)
-		if err == nil && st.Result.NodeInfo.ID == want {
-			if h, err := strconv.ParseInt(st.Result.SyncInfo.LatestBlockHeight, 10, 64); err == nil {
-				n.height.Store(h)
-			}
-			return nil
+	polls := 0
+	st, err := nodes.WaitStatus(ctx, n.status, nodes.NodeID(n.spec.NodeKey), func() error {
+		if polls++; polls%5 != 0 {
+			return nil // every 0.5 s: did it exit?
 		}
-		if i%5 == 4 { // every 0.5 s: did it exit?
-			if ins, err := c.InspectContainerWithContext(n.id, ctx); err == nil && !ins.State.Running {
-				return fmt.Errorf("node %s: container exited during start (code %d): %s", n.name, ins.State.ExitCode, n.logTail())
-			}
+		if ins, err := c.InspectContainerWithContext(n.id, ctx); err == nil && !ins.State.Running {
+			return fmt.Errorf("node %s: container exited during start (code %d): %s", n.name, ins.State.ExitCode, n.logTail())
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("node %s: RPC %s did not answer /status within %v (see node.log in %s; %s)",
-				n.name, n.rpcURL(), n.run.opts.StartTimeout, n.home, n.logTail())
-		case <-tick.C:
-		}
+		return nil
+	})
+	n.height.Update(st, err)
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return fmt.Errorf("node %s: RPC %s did not answer /status within %v (see node.log in %s; %s)",
+			n.name, n.rpcURL(), n.run.opts.StartTimeout, n.home, n.logTail())
 	}
+	return err
 }
 
 func (n *node) status(ctx context.Context) (*nodes.StatusResult, error) {
@@ -310,12 +302,7 @@ func (n *node) status(ctx context.Context) (*nodes.StatusResult, error) {
 // Height is the node's last block height from RPC /status; while the node
 // cannot answer (killed, paused) it is the last height it reported.
 func (n *node) Height() int64 {
-	if st, err := n.status(context.Background()); err == nil {
-		if h, err := strconv.ParseInt(st.Result.SyncInfo.LatestBlockHeight, 10, 64); err == nil {
-			n.height.Store(h)
-		}
-	}
-	return n.height.Load()
+	return n.height.Update(n.status(context.Background()))
 }
 
 // ContainerID is the ID of the node's container.

@@ -9,10 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -135,7 +133,7 @@ type processNode struct {
 	addrs        Addrs
 	rpc          string
 	http         *http.Client
-	height       atomic.Int64
+	height       LastHeight
 
 	// The event socket of `valnet node`, open across restarts.
 	sockDir  string
@@ -172,13 +170,7 @@ func (n *processNode) Addrs() Addrs { return n.addrs }
 // Height is the node's last block height from its RPC /status; while the
 // node cannot answer (killed, paused) it is the last height it reported.
 func (n *processNode) Height() int64 {
-	if st, err := n.status(context.Background()); err == nil {
-		h, err := strconv.ParseInt(st.Result.SyncInfo.LatestBlockHeight, 10, 64)
-		if err == nil {
-			n.height.Store(h)
-		}
-	}
-	return n.height.Load()
+	return n.height.Update(n.status(context.Background()))
 }
 
 // spawn starts a new incarnation and waits until its RPC answers as this
@@ -286,30 +278,25 @@ func (n *processNode) status(ctx context.Context) (*StatusResult, error) {
 }
 
 // waitUp polls /status until the node answers with its own node ID (not
-// some other process that took the port).
+// some other process that took the port), the child exits or the start
+// timeout passes.
 func (n *processNode) waitUp(ctx context.Context, ch *child) error {
 	ctx, cancel := context.WithTimeout(ctx, n.startTimeout)
 	defer cancel()
-	want := NodeID(n.spec.NodeKey)
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		st, err := n.status(ctx)
-		if err == nil && st.Result.NodeInfo.ID == want {
-			if h, err := strconv.ParseInt(st.Result.SyncInfo.LatestBlockHeight, 10, 64); err == nil {
-				n.height.Store(h)
-			}
-			return nil
-		}
+	st, err := WaitStatus(ctx, n.status, NodeID(n.spec.NodeKey), func() error {
 		select {
 		case <-ch.done:
 			return fmt.Errorf("exited during start (%v): %s", ch.err, n.stderrTail())
-		case <-ctx.Done():
-			return fmt.Errorf("RPC %s did not answer /status within %v (see %s and node.log in %s)",
-				n.rpc, n.startTimeout, StderrFile, n.spec.Config.RootDir)
-		case <-tick.C:
+		default:
+			return nil
 		}
+	})
+	n.height.Update(st, err)
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return fmt.Errorf("RPC %s did not answer /status within %v (see %s and node.log in %s)",
+			n.rpc, n.startTimeout, StderrFile, n.spec.Config.RootDir)
 	}
+	return err
 }
 
 // stderrTail is the end of node.stderr, for error messages.

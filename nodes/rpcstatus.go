@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -42,6 +44,50 @@ func RPCStatus(ctx context.Context, client *http.Client, rpc string) (*StatusRes
 		return nil, err
 	}
 	return &st, nil
+}
+
+// Height is the block height st reports.
+func (st *StatusResult) Height() (int64, bool) {
+	h, err := strconv.ParseInt(st.Result.SyncInfo.LatestBlockHeight, 10, 64)
+	return h, err == nil
+}
+
+// LastHeight is the height a node's RPC /status last reported: while the
+// node cannot answer (killed, paused) it is the last height it said.
+type LastHeight struct{ h atomic.Int64 }
+
+// Update records an answer of /status (st, or the error of asking) and
+// returns the last height.
+func (l *LastHeight) Update(st *StatusResult, err error) int64 {
+	if err == nil {
+		if h, ok := st.Height(); ok {
+			l.h.Store(h)
+		}
+	}
+	return l.h.Load()
+}
+
+// WaitStatus polls status every 100 ms until the node answers as nodeID
+// (not some other process that took the port) and returns its answer.
+// Between polls gone is asked whether the node has exited; its error ends
+// the wait. When ctx ends, the error is ctx's.
+func WaitStatus(ctx context.Context, status func(context.Context) (*StatusResult, error), nodeID string, gone func() error) (*StatusResult, error) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		st, err := status(ctx)
+		if err == nil && st.Result.NodeInfo.ID == nodeID {
+			return st, nil
+		}
+		if err := gone(); err != nil {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-tick.C:
+		}
+	}
 }
 
 // RemoveStaleSocket removes the unix socket file at path when nobody
