@@ -158,12 +158,10 @@ type node struct {
 	// through the bind-mounted socket dir.
 	events *nodes.EventListener
 
-	// mu serialises Stop, the Controller methods and Close.
-	mu      sync.Mutex
-	killed  bool // by Kill, since the last start: its exit code is ours
-	stopped bool
-	stopErr error
-	removed bool
+	// life serialises Stop, the Controller methods and Close; killed (by
+	// Kill, since the last start: its exit code is ours) is under it.
+	life   nodes.Lifecycle
+	killed bool
 }
 
 var (
@@ -359,34 +357,27 @@ func (n *node) inspect(ctx context.Context) (*dc.State, error) {
 // closes the event socket once drained. A node that exited non-zero is an
 // error carrying its output.
 func (n *node) Stop(ctx context.Context) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.stopped {
-		return n.stopErr
-	}
-	n.stopped = true
-	if !n.removed {
-		n.stopErr = n.stopContainer(ctx)
-		if st, err := n.inspect(ctx); n.stopErr == nil && err == nil && !n.killed && st.ExitCode != 0 {
+	return n.life.Stop(func() error {
+		err := n.stopContainer(ctx)
+		if st, ierr := n.inspect(ctx); err == nil && ierr == nil && !n.killed && st.ExitCode != 0 {
 			// It had exited by itself before this stop: a crash.
 			why := fmt.Sprintf("code %d", st.ExitCode)
 			if st.OOMKilled {
 				why = "killed: out of memory"
 			}
-			n.stopErr = fmt.Errorf("node %s: had exited (%s): %s", n.name, why, n.logTail())
+			err = fmt.Errorf("node %s: had exited (%s): %s", n.name, why, n.logTail())
 		}
 		n.saveLogs()
 		n.fetchFiles()
-		if err := n.run.client.RemoveContainer(dc.RemoveContainerOptions{ID: n.id, Force: true, RemoveVolumes: true}); err != nil && n.stopErr == nil {
+		if rerr := n.run.client.RemoveContainer(dc.RemoveContainerOptions{ID: n.id, Force: true, RemoveVolumes: true}); rerr != nil && err == nil {
 			var nsc *dc.NoSuchContainer
-			if !errors.As(err, &nsc) {
-				n.stopErr = fmt.Errorf("node %s: remove container: %w", n.name, err)
+			if !errors.As(rerr, &nsc) {
+				err = fmt.Errorf("node %s: remove container: %w", n.name, rerr)
 			}
 		}
-		n.removed = true
-	}
-	n.closeEvents()
-	return n.stopErr
+		n.closeEvents()
+		return err
+	})
 }
 
 // stopContainer stops a running (or paused) container cleanly; a stopped
@@ -430,29 +421,26 @@ func (n *node) stopContainer(ctx context.Context) error {
 // Kill SIGKILLs the node (docker kill; a paused node too) and returns once
 // its container has stopped. The home keeps whatever was written.
 func (n *node) Kill(ctx context.Context) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.stopped {
-		return fmt.Errorf("node %s: already stopped", n.name)
-	}
-	st, err := n.inspect(ctx)
-	if err != nil {
-		return fmt.Errorf("node %s: %w", n.name, err)
-	}
-	if !st.Running {
-		return nil
-	}
-	if err := n.run.client.KillContainer(dc.KillContainerOptions{ID: n.id, Signal: dc.SIGKILL, Context: ctx}); err != nil {
-		var nr *dc.ContainerNotRunning
-		if !errors.As(err, &nr) {
-			return fmt.Errorf("node %s: docker kill: %w", n.name, err)
+	return n.life.Control(n.name, func() error {
+		st, err := n.inspect(ctx)
+		if err != nil {
+			return fmt.Errorf("node %s: %w", n.name, err)
 		}
-	}
-	n.killed = true
-	if _, err := n.run.client.WaitContainerWithContext(n.id, ctx); err != nil {
-		return fmt.Errorf("node %s: wait for kill: %w", n.name, err)
-	}
-	return nil
+		if !st.Running {
+			return nil
+		}
+		if err := n.run.client.KillContainer(dc.KillContainerOptions{ID: n.id, Signal: dc.SIGKILL, Context: ctx}); err != nil {
+			var nr *dc.ContainerNotRunning
+			if !errors.As(err, &nr) {
+				return fmt.Errorf("node %s: docker kill: %w", n.name, err)
+			}
+		}
+		n.killed = true
+		if _, err := n.run.client.WaitContainerWithContext(n.id, ctx); err != nil {
+			return fmt.Errorf("node %s: wait for kill: %w", n.name, err)
+		}
+		return nil
+	})
 }
 
 // Pause freezes the container (docker pause: the cgroup freezer, like
@@ -468,30 +456,27 @@ func (n *node) Resume(ctx context.Context) error {
 }
 
 func (n *node) freeze(ctx context.Context, pause bool) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.stopped {
-		return fmt.Errorf("node %s: already stopped", n.name)
-	}
-	st, err := n.inspect(ctx)
-	if err != nil {
-		return fmt.Errorf("node %s: %w", n.name, err)
-	}
-	if !st.Running {
-		return fmt.Errorf("node %s: not running (killed)", n.name)
-	}
-	if st.Paused == pause {
+	return n.life.Control(n.name, func() error {
+		st, err := n.inspect(ctx)
+		if err != nil {
+			return fmt.Errorf("node %s: %w", n.name, err)
+		}
+		if !st.Running {
+			return fmt.Errorf("node %s: not running (killed)", n.name)
+		}
+		if st.Paused == pause {
+			return nil
+		}
+		if pause {
+			err = n.run.client.PauseContainer(n.id)
+		} else {
+			err = n.run.client.UnpauseContainer(n.id)
+		}
+		if err != nil {
+			return fmt.Errorf("node %s: %w", n.name, err)
+		}
 		return nil
-	}
-	if pause {
-		err = n.run.client.PauseContainer(n.id)
-	} else {
-		err = n.run.client.UnpauseContainer(n.id)
-	}
-	if err != nil {
-		return fmt.Errorf("node %s: %w", n.name, err)
-	}
-	return nil
+	})
 }
 
 // Restart starts the container again (same IP, same home: WAL, block
@@ -499,43 +484,34 @@ func (n *node) freeze(ctx context.Context, pause bool) error {
 // once RPC answers. It catches up from its peers; `valnet node` reconnects
 // to the same event socket.
 func (n *node) Restart(ctx context.Context) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.stopped {
-		return fmt.Errorf("node %s: already stopped", n.name)
-	}
-	if err := n.stopContainer(ctx); err != nil {
-		return fmt.Errorf("restart: %w", err)
-	}
-	n.killed = false
-	if err := n.startContainer(ctx); err != nil {
-		return fmt.Errorf("restart: %w", err)
-	}
-	return nil
+	return n.life.Control(n.name, func() error {
+		if err := n.stopContainer(ctx); err != nil {
+			return fmt.Errorf("restart: %w", err)
+		}
+		n.killed = false
+		if err := n.startContainer(ctx); err != nil {
+			return fmt.Errorf("restart: %w", err)
+		}
+		return nil
+	})
 }
 
 // remove force-removes the container (keeping its output) and closes the
 // event socket: Run.Close, for nodes nobody stopped.
 func (n *node) remove() error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	var err error
-	if !n.removed && n.id != "" {
+	return n.life.Discard(func() error {
+		defer n.closeEvents()
+		if n.id == "" {
+			return nil
+		}
 		n.saveLogs()
 		n.fetchFiles()
-		err = n.run.client.RemoveContainer(dc.RemoveContainerOptions{ID: n.id, Force: true, RemoveVolumes: true})
-		var nsc *dc.NoSuchContainer
-		if errors.As(err, &nsc) {
-			err = nil
+		err := n.run.client.RemoveContainer(dc.RemoveContainerOptions{ID: n.id, Force: true, RemoveVolumes: true})
+		if nsc := (*dc.NoSuchContainer)(nil); err != nil && !errors.As(err, &nsc) {
+			return fmt.Errorf("node %s: remove container: %w", n.name, err)
 		}
-		if err != nil {
-			err = fmt.Errorf("node %s: remove container: %w", n.name, err)
-		}
-	}
-	n.removed = true
-	n.stopped = true
-	n.closeEvents()
-	return err
+		return nil
+	})
 }
 
 // listenEvents opens the node's event socket in the run's socket dir, or

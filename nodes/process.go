@@ -98,7 +98,7 @@ func (p Process) Start(ctx context.Context, spec Spec) (Node, error) {
 		n.closeEvents()
 		return nil, err
 	}
-	n.cur = cur
+	n.life.cur = cur
 	return n, nil
 }
 
@@ -140,11 +140,9 @@ type processNode struct {
 	sockPath string
 	events   *EventListener
 
-	// mu serialises Stop and the Controller methods.
-	mu      sync.Mutex
-	cur     *child // nil once killed or stopped
-	stopped bool
-	stopErr error
+	// The running child (nil once killed, halted or stopped), and what
+	// serialises Stop and the Controller methods.
+	life incarnations[child]
 }
 
 var (
@@ -357,56 +355,22 @@ func (ch *child) stopEvents() {
 // Stop stops the node cleanly (SIGTERM, then SIGKILL after 10 s), closes
 // its event socket and removes the socket's directory.
 func (n *processNode) Stop(ctx context.Context) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.stopped {
-		return n.stopErr
-	}
-	n.stopped = true
-	if n.cur != nil {
-		n.stopErr = n.terminate(ctx, n.cur)
-		n.cur = nil
-	}
-	n.closeEvents()
-	return n.stopErr
+	return n.life.stop(
+		func(ch *child) error { return n.terminate(ctx, ch) },
+		func() error { n.closeEvents(); return nil })
 }
 
 // Halt stops the node cleanly (SIGTERM, then SIGKILL after 10 s); Restart
 // starts it again.
 func (n *processNode) Halt(ctx context.Context) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.stopped {
-		return errStopped(n.name)
-	}
-	if n.cur == nil {
-		return nil
-	}
-	err := n.terminate(ctx, n.cur)
-	n.cur = nil
-	if err != nil {
-		return fmt.Errorf("node %s: stop: %w", n.name, err)
-	}
-	return nil
+	return n.life.end(n.name, "stop", func(ch *child) error { return n.terminate(ctx, ch) })
 }
 
 var _ Halter = (*processNode)(nil)
 
 // Kill SIGKILLs the node's process group and waits until it is gone.
 func (n *processNode) Kill(ctx context.Context) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.stopped {
-		return errStopped(n.name)
-	}
-	if n.cur == nil {
-		return nil
-	}
-	if err := n.cur.kill(ctx); err != nil {
-		return fmt.Errorf("node %s: kill: %w", n.name, err)
-	}
-	n.cur = nil
-	return nil
+	return n.life.end(n.name, "kill", func(ch *child) error { return ch.kill(ctx) })
 }
 
 // Pause freezes the node's process group (SIGSTOP) and returns once the
@@ -421,59 +385,40 @@ func (n *processNode) Resume(ctx context.Context) error {
 }
 
 func (n *processNode) freeze(ctx context.Context, stop bool) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.stopped {
-		return errStopped(n.name)
-	}
-	if n.cur == nil {
-		return fmt.Errorf("node %s: not running (killed)", n.name)
-	}
-	ch := n.cur
-	sig := sigCont
-	if stop {
-		sig = sigStop
-	}
-	if err := signalGroup(ch.pid, sig); err != nil {
-		return fmt.Errorf("node %s: %w", n.name, err)
-	}
-	for {
-		info, err := procStat(ch.pid)
-		if err != nil || info.state == 'Z' {
-			return fmt.Errorf("node %s: exited", n.name)
+	return n.life.with(n.name, func(ch *child) error {
+		if ch == nil {
+			return fmt.Errorf("node %s: not running (killed)", n.name)
 		}
-		if (info.state == 'T') == stop {
-			return nil
+		sig := sigCont
+		if stop {
+			sig = sigStop
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(5 * time.Millisecond):
+		if err := signalGroup(ch.pid, sig); err != nil {
+			return fmt.Errorf("node %s: %w", n.name, err)
 		}
-	}
+		for {
+			info, err := procStat(ch.pid)
+			if err != nil || info.state == 'Z' {
+				return fmt.Errorf("node %s: exited", n.name)
+			}
+			if (info.state == 'T') == stop {
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	})
 }
 
 // Restart spawns the node again from its home, on the same ports; a node
 // still running is stopped cleanly first.
 func (n *processNode) Restart(ctx context.Context) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.stopped {
-		return errStopped(n.name)
-	}
-	if n.cur != nil {
-		err := n.terminate(ctx, n.cur)
-		n.cur = nil
-		if err != nil {
-			return fmt.Errorf("restart: %w", err)
-		}
-	}
-	ch, err := n.spawn(ctx)
-	if err != nil {
-		return fmt.Errorf("restart: %w", err)
-	}
-	n.cur = ch
-	return nil
+	return n.life.restart(n.name,
+		func(ch *child) error { return n.terminate(ctx, ch) },
+		func() (*child, error) { return n.spawn(ctx) })
 }
 
 // listenEvents opens the unix socket `valnet node` streams its events to.

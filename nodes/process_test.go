@@ -73,7 +73,7 @@ func TestProcessNetwork(t *testing.T) {
 	all := []string{"v0", "v1", "v2", "v3"}
 	var pids []int
 	for _, n := range tn.nodes {
-		pids = append(pids, n.(*processNode).cur.pid)
+		pids = append(pids, n.(*processNode).life.cur.pid)
 		if _, err := os.Stat(entryPath(pids[len(pids)-1])); err != nil {
 			t.Errorf("%s: no pid registry entry: %v", n.Name(), err)
 		}
@@ -303,7 +303,7 @@ func runHelperRunner() int {
 				n, err = Process{Command: []string{os.Getenv("VALNET_TEST_BIN"), "node"}}.Start(context.Background(),
 					Spec{Name: "v0", Config: c, Genesis: gen, NodeKey: key, Sink: SinkFunc(func(results.Event) {})})
 				if err == nil {
-					fmt.Printf("PID %d\n", n.(*processNode).cur.pid)
+					fmt.Printf("PID %d\n", n.(*processNode).life.cur.pid)
 					select {}
 				}
 			}
