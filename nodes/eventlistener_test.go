@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/valnet/valnet/internal/nettest"
 	"github.com/valnet/valnet/results"
 )
 
@@ -71,7 +72,7 @@ func TestEventListener(t *testing.T) {
 			if _, err := c.Write([]byte("not json\n")); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, 10*time.Second, "the events so far", func() bool { return count() == 3 })
+			nettest.WaitFor(t, 10*time.Second, "the events so far", func() bool { return count() == 3 })
 			// Close waits until the node closes its end, and forwards what
 			// it sent until then.
 			closed := make(chan struct{})
