@@ -82,3 +82,19 @@ func (b Backend) nodeAddresses(name string) (NodeAddresses, bool) {
 	a, ok := b.run.addressesLocked().Nodes[name]
 	return a, ok
 }
+
+// CheckEngine reports whether a Docker engine answers (DOCKER_HOST, else
+// the default socket) and a node binary can be had for its image, without
+// creating or building anything: valnet run checks it before a run
+// directory exists.
+func CheckEngine(ctx context.Context) error {
+	c, err := connect(ctx, "")
+	if err != nil {
+		return err
+	}
+	_, goarch, err := engineArch(c)
+	if err != nil {
+		return err
+	}
+	return checkBinarySource(ctx, goarch)
+}

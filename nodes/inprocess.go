@@ -48,13 +48,11 @@ type inProcessNode struct {
 	logFile *os.File
 	logger  cmtlog.Logger
 
-	// mu serialises Stop and the Controller methods; cur is the running
-	// incarnation (nil once killed), last the newest one (for Height).
-	mu      sync.Mutex
-	cur     *inProcessRun
-	last    atomic.Pointer[node.Node]
-	stopped bool
-	stopErr error
+	// The running incarnation (nil once killed or stopped) and what
+	// serialises Stop and the Controller methods; last is the newest
+	// incarnation (for Height).
+	life incarnations[inProcessRun]
+	last atomic.Pointer[node.Node]
 }
 
 // inProcessRun is one incarnation of a node: Restart builds a new one from
@@ -94,7 +92,7 @@ func (InProcess) Start(ctx context.Context, spec Spec) (Node, error) {
 		logFile.Close()
 		return nil, err
 	}
-	ipn.cur = r
+	ipn.life.cur = r
 	ipn.addrs = Addrs{
 		RPC: "http://" + strings.TrimPrefix(spec.Config.RPC.ListenAddress, "tcp://"),
 		P2P: NodeID(spec.NodeKey) + "@" + strings.TrimPrefix(spec.Config.P2P.ListenAddress, "tcp://"),
@@ -179,20 +177,7 @@ func (n *inProcessNode) Height() int64 { return n.last.Load().BlockStore().Heigh
 func (n *inProcessNode) Addrs() Addrs  { return n.addrs }
 
 func (n *inProcessNode) Stop(context.Context) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.stopped {
-		return n.stopErr
-	}
-	n.stopped = true
-	if n.cur != nil {
-		n.stopErr = n.cur.stop()
-		n.cur = nil
-	}
-	if err := n.logFile.Close(); err != nil && n.stopErr == nil {
-		n.stopErr = err
-	}
-	return n.stopErr
+	return n.life.stop((*inProcessRun).stop, n.logFile.Close)
 }
 
 // subscribeBus pumps the consensus events of bus, translated by tr, into

@@ -40,3 +40,12 @@ func (Process) CleanLeftovers(context.Context) ([]string, error) {
 	}
 	return out, err
 }
+
+// CheckProcessSupported says whether the process backend can run on this
+// machine.
+func CheckProcessSupported() error {
+	if !processSupported {
+		return errNoProcess
+	}
+	return nil
+}

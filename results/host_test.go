@@ -10,8 +10,9 @@ func TestSaturated(t *testing.T) {
 	}{
 		{"idle", HostSample{CPUBusy: 0.1, SchedLagP99MS: 0.2, TickLagMS: 0.1}, false},
 		{"busy but goroutines run at once", HostSample{CPUBusy: 0.97, SchedLagP99MS: 1, TickLagMS: 2}, false},
-		{"busy and waiting to be scheduled", HostSample{CPUBusy: 0.97, SchedLagP99MS: 8}, true},
-		{"busy and the ticker is late", HostSample{CPUBusy: 0.95, TickLagMS: 120}, true},
+		{"busy and waiting to be scheduled", HostSample{CPUBusy: 0.97, SchedLagP99MS: 25}, true},
+		{"a burst of wake-ups on a 90 % busy host", HostSample{CPUBusy: 0.9, SchedLagP99MS: 100, TickLagMS: 120}, false},
+		{"busy and the ticker is late", HostSample{CPUBusy: 0.96, TickLagMS: 120}, true},
 		{"lagging but not busy (GC pause, page faults)", HostSample{CPUBusy: 0.5, SchedLagP99MS: 30, TickLagMS: 200}, false},
 	}
 	for _, tt := range tests {

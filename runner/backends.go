@@ -26,6 +26,13 @@ var backendOpeners = map[string]func(ctx context.Context, runID string, opts Opt
 	},
 }
 
+// backendChecks say, without starting anything, whether a backend can run
+// here (Preflight).
+var backendChecks = map[string]func(ctx context.Context) error{
+	"process": func(context.Context) error { return nodes.CheckProcessSupported() },
+	"docker":  vdocker.CheckEngine,
+}
+
 // BackendNames lists the backends the runner can open, sorted.
 func BackendNames() []string {
 	names := make([]string, 0, len(backendOpeners))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 
 	"github.com/valnet/valnet/internal/atomicfile"
 	"github.com/valnet/valnet/results"
@@ -22,9 +23,14 @@ const (
 // summary.md and report.html of a run directory from its events.jsonl
 // alone, and returns the summary.
 func Report(dir string) (*results.Summary, error) {
-	events, err := results.ReadFile(filepath.Join(dir, EventsFile))
+	path := filepath.Join(dir, EventsFile)
+	events, err := results.ReadFile(path)
 	if err != nil {
 		return nil, err
+	}
+	if !slices.ContainsFunc(events, func(e results.Event) bool { return e.Kind == results.KindRunStart }) {
+		// A summary of nothing would show a run that never was.
+		return nil, fmt.Errorf("nothing to report: %s has no run_start event (%d events); the run never started", path, len(events))
 	}
 	s := results.Summarize(events)
 	return s, writeReportFiles(dir, events, s)

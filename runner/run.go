@@ -84,6 +84,9 @@ func Run(ctx context.Context, plan *scenarios.Plan, opts Options) (*Outcome, err
 	if opts.Seed != nil {
 		seed = *opts.Seed
 	}
+	if ps := Preflight(ctx, plan); len(ps) > 0 {
+		return nil, ps // before a run directory exists
+	}
 	if opts.OutDir == "" {
 		opts.OutDir = DefaultOutDir(plan.Name, time.Now())
 	}
@@ -216,7 +219,7 @@ func (r *run) execute(ctx context.Context) error {
 		names[m.address] = m.plan.Name
 		infos[i].Address = m.address
 	}
-	halt, haltExplicit := haltAfter(r.plan)
+	halt, haltExplicit := r.plan.HaltAfter()
 	r.stopHost = startHostMonitor(ctx, r.rec.Emit)
 	r.rec.Emit(results.Event{Time: r.start, Kind: results.KindRunStart, Scenario: r.plan.Name,
 		Backend: r.backend.Name(), ChainID: r.plan.ChainID, Seed: r.seed,
@@ -454,32 +457,6 @@ func (r *run) finish(runErr error) (*Outcome, error) {
 	s, err := Report(r.opts.OutDir)
 	out.Summary = s
 	return out, err
-}
-
-// haltAfter is the halt threshold run_start records, and whether the
-// scenario set it: an explicit run.halt_after is used as it is. By default
-// it is the time of round 0 plus round 1 with every timeout firing, plus
-// timeout_commit once: one round change is not a halt, a stall longer
-// than two failed rounds is. The summary raises the default to 5 × the
-// run's median block interval where that is longer (results/halts.go).
-//
-// CometBFT v1.0.1: config/config.go times round r's timeouts as
-// timeout + r × delta (timeoutTime, used by ConsensusConfig.Propose,
-// Prevote and Precommit), and internal/consensus/state.go schedules them
-// in enterPropose, enterPrevoteWait and enterPrecommitWait, and starts the
-// next height timeout_commit after the commit (config.Commit). At the
-// defaults (DefaultConsensusConfig, which scenarios applies: propose 3s,
-// prevote and precommit 1s, each delta 0.5s, commit 1s) that is
-// (3+1+1) + (3.5+1.5+1.5) + 1 = 12.5 s.
-func haltAfter(p *scenarios.Plan) (d time.Duration, explicit bool) {
-	if p.Run.HaltAfter > 0 {
-		return p.Run.HaltAfter, true
-	}
-	t := p.Timeouts
-	round := func(r time.Duration) time.Duration {
-		return t.Propose + r*t.ProposeDelta + t.Prevote + r*t.PrevoteDelta + t.Precommit + r*t.PrecommitDelta
-	}
-	return round(0) + round(1) + t.Commit, false
 }
 
 func expectations(p *scenarios.Plan) []results.Expectation {

@@ -203,7 +203,7 @@ func (d *decoder) checkChoice(key, what, got string, available, planned []string
 	case contains(planned, got):
 		d.fail(d.valuePos(key), key, fmt.Sprintf("%s %q is not available yet", what, got), available...)
 	default:
-		d.fail(d.valuePos(key), key, fmt.Sprintf("unknown %s %q", what, got), available...)
+		d.fail(d.valuePos(key), key, fmt.Sprintf("unknown %s %q", what, got)+didYouMean(got, available), available...)
 	}
 	return false
 }

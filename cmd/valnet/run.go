@@ -39,6 +39,9 @@ func newRunCmd() *cobra.Command {
 			if err != nil {
 				return &exitError{exitBadInput, err}
 			}
+			if ps := runner.Preflight(cmd.Context(), plan); len(ps) > 0 {
+				return &exitError{exitBadInput, ps}
+			}
 			if out == "" {
 				out = runner.DefaultOutDir(plan.Name, time.Now())
 			}

@@ -1,18 +1,17 @@
-package runner
+package scenarios
 
 import (
 	"testing"
 	"time"
 
 	"github.com/valnet/valnet/results"
-	"github.com/valnet/valnet/scenarios"
 )
 
 // defaultPlan is a scenario with every default, CometBFT's timeouts
 // included, as scenarios resolves it.
-func defaultPlan(t *testing.T, extra string) *scenarios.Plan {
+func defaultPlan(t *testing.T, extra string) *Plan {
 	t.Helper()
-	p, err := scenarios.Parse("halt.yaml", []byte("name: halt\n"+extra+"validators:\n  - {name: v, count: 4}\n"))
+	p, err := Parse("halt.yaml", []byte("name: halt\n"+extra+"validators:\n  - {name: v, count: 4}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +38,7 @@ func TestHaltAfter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, explicit := haltAfter(defaultPlan(t, tt.yaml))
+			got, explicit := defaultPlan(t, tt.yaml).HaltAfter()
 			if got != tt.want || explicit != tt.wantExplicit {
 				t.Errorf("haltAfter = %v explicit %v, want %v explicit %v", got, explicit, tt.want, tt.wantExplicit)
 			}
@@ -52,7 +51,7 @@ func TestHaltAfter(t *testing.T) {
 // a halt in the summary of what the runner records. The old default,
 // three full rounds (18 s), missed it.
 func TestHaltAtDefaultTimeouts(t *testing.T) {
-	halt, explicit := haltAfter(defaultPlan(t, ""))
+	halt, explicit := defaultPlan(t, "").HaltAfter()
 	t0 := time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)
 	evs := []results.Event{{Time: t0, Kind: results.KindRunStart, Heights: 20,
 		HaltAfterMS: halt.Milliseconds(), HaltAfterExplicit: explicit}}
