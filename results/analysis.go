@@ -5,8 +5,7 @@ package results
 // (each one kept in s.Missed for missed.csv), late votes and round-change
 // causes. Validators it names that are not in
 // s.Validators (e.g. an unknown address in a vote) are left out.
-func summarizeConsensus(s *Summary, events []Event, start *Event, c *chain) {
-	x := newIndex(events, start)
+func summarizeConsensus(s *Summary, x *index, c *chain) {
 	rows := map[string]*ValidatorSummary{}
 	for i := range s.Validators {
 		rows[s.Validators[i].Name] = &s.Validators[i]

@@ -3,6 +3,7 @@ package results
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // ExpectationResult is one evaluated expectation in summary.json. A
@@ -45,6 +46,10 @@ var metrics = map[string]metric{
 	"block_interval_p95_ms":     {chain: func(s *Summary) (float64, int) { return s.BlockIntervalMS.P95, s.BlockIntervalMS.Count }},
 	"block_interval_max_ms":     {chain: func(s *Summary) (float64, int) { return s.BlockIntervalMS.Max, s.BlockIntervalMS.Count }},
 	"double_signs":              {chain: func(s *Summary) (float64, int) { return count(s.DoubleSigns) }},
+	"halts":                     {chain: func(s *Summary) (float64, int) { return count(len(s.Halts)) }},
+	"halts_unresumed": {chain: func(s *Summary) (float64, int) {
+		return count(len(slices.DeleteFunc(slices.Clone(s.Halts), func(h Halt) bool { return h.Resumed })))
+	}},
 
 	"missed_precommits": {perValidator: true, validator: func(v *ValidatorSummary, _ string) (float64, int) { return count(v.MissedPrecommits) }},
 	"nil_precommits":    {perValidator: true, validator: func(v *ValidatorSummary, _ string) (float64, int) { return count(v.NilPrecommits) }},
@@ -68,6 +73,24 @@ var metrics = map[string]metric{
 		st := v.SignLatencyMS.phase(p)
 		return st.Max, st.Count
 	}},
+}
+
+// HaltMetric names the metric that counts the halts of one cause:
+// halts_signer_failed, halts_partition, ...
+func HaltMetric(cause string) string { return "halts_" + strings.ReplaceAll(cause, "-", "_") }
+
+func init() {
+	for _, c := range HaltCauses {
+		metrics[HaltMetric(c)] = metric{chain: func(s *Summary) (float64, int) {
+			n := 0
+			for _, h := range s.Halts {
+				if h.Cause == c {
+					n++
+				}
+			}
+			return count(n)
+		}}
+	}
 }
 
 // phase returns the stats of one phase; "" means all phases together.

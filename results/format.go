@@ -115,14 +115,29 @@ func orDash(s string) string {
 	return s
 }
 
-// haltText describes a halt in one line, for the table and the HTML report.
+// haltText describes a halt in one line, for the table and the HTML
+// report: where, how long, and why.
 func haltText(hl Halt) string {
-	state := "then resumed"
-	if !hl.Resumed {
-		state = "until the end of the run"
+	out := haltWhere(hl)
+	if hl.Resumed {
+		out += ", then resumed"
+	} else {
+		out += ", until the end of the run"
 	}
-	return fmt.Sprintf("no commit after height %d for %s, %s", hl.FromHeight,
-		(time.Duration(hl.DurationMS) * time.Millisecond).String(), state)
+	if hl.Cause != "" {
+		out += "; cause " + hl.Cause + ": " + hl.Detail
+	}
+	return out
+}
+
+// haltWhere: "no commit after height 4 for 12.5s", or "no height
+// committed for 2m0s after the network started".
+func haltWhere(hl Halt) string {
+	d := (time.Duration(hl.DurationMS) * time.Millisecond).String()
+	if hl.FromHeight == 0 {
+		return "no height committed for " + d + " after the network started"
+	}
+	return fmt.Sprintf("no commit after height %d for %s", hl.FromHeight, d)
 }
 
 // ExpectationName names an expectation result the way junit.xml and

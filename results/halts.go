@@ -3,12 +3,28 @@ package results
 import "time"
 
 // Halt is a stretch with no commit longer than the halt threshold: from
-// the last block before it (FromHeight) to the next commit, or to the end
-// of the run when the chain never resumed (Resumed false).
+// the last block before it (FromHeight; 0: from the start of the network,
+// nothing committed before it) to the next commit, or to the end of the
+// run when the chain never resumed (Resumed false).
 type Halt struct {
 	FromHeight int64 `json:"from_height"`
 	DurationMS int64 `json:"duration_ms"`
 	Resumed    bool  `json:"resumed"`
+	// Height is the height that could not commit and Round the highest
+	// round any node had entered there when the stretch became a halt.
+	Height int64 `json:"height"`
+	Round  int32 `json:"round"`
+	// Cause (one of HaltCauses) and Detail, its evidence from the events
+	// (see explainHalt).
+	Cause  string `json:"cause"`
+	Detail string `json:"detail"`
+}
+
+// haltSpan is a halt as findHalts finds it: Halt's first three fields and
+// its bounds in time.
+type haltSpan struct {
+	Halt
+	from, to time.Time
 }
 
 // haltMedianFactor: without an explicit run.halt_after, a gap is a halt
@@ -36,25 +52,35 @@ func haltThreshold(start *Event, p50ms float64) time.Duration {
 	return max(floor, time.Duration(haltMedianFactor*p50ms*float64(time.Millisecond)))
 }
 
-// findHalts lists the gaps between consecutive observed commits (and from
-// the last commit to the end of the run) longer than haltAfter; haltAfter
-// 0 finds none.
-func findHalts(c *chain, haltAfter time.Duration, end time.Time) []Halt {
+// findHalts lists the stretches without a commit longer than haltAfter:
+// from netStart (the network up) to the first commit, or to the end when
+// nothing committed at all; between consecutive observed commits; and from
+// the last commit to the end of the run. haltAfter 0 finds none.
+func findHalts(c *chain, haltAfter time.Duration, netStart, end time.Time) []haltSpan {
 	if haltAfter <= 0 {
 		return nil
 	}
-	var halts []Halt
+	var halts []haltSpan
+	add := func(from, to time.Time, fromHeight int64, resumed bool) {
+		if to.Sub(from) > haltAfter {
+			halts = append(halts, haltSpan{Halt: Halt{FromHeight: fromHeight, DurationMS: to.Sub(from).Milliseconds(), Resumed: resumed}, from: from, to: to})
+		}
+	}
+	if !netStart.IsZero() {
+		switch {
+		case len(c.heights) > 0:
+			add(netStart, c.blocks[c.heights[0]].Time, 0, true)
+		case !end.IsZero():
+			add(netStart, end, 0, false)
+		}
+	}
 	for i := 1; i < len(c.heights); i++ {
 		prev, cur := c.blocks[c.heights[i-1]], c.blocks[c.heights[i]]
-		if gap := cur.Time.Sub(prev.Time); gap > haltAfter {
-			halts = append(halts, Halt{FromHeight: prev.Height, DurationMS: gap.Milliseconds(), Resumed: true})
-		}
+		add(prev.Time, cur.Time, prev.Height, true)
 	}
 	if n := len(c.heights); n > 0 && !end.IsZero() {
 		last := c.blocks[c.heights[n-1]]
-		if gap := end.Sub(last.Time); gap > haltAfter {
-			halts = append(halts, Halt{FromHeight: last.Height, DurationMS: gap.Milliseconds()})
-		}
+		add(last.Time, end, last.Height, false)
 	}
 	return halts
 }

@@ -63,7 +63,7 @@ func TestHaltWithDefaultTimeouts(t *testing.T) {
 	if s.BlockIntervalMS.P50 != 1160 {
 		t.Fatalf("median %v, want 1160", s.BlockIntervalMS.P50)
 	}
-	if len(s.Halts) != 1 || s.Halts[0] != (Halt{FromHeight: 5, DurationMS: 17200, Resumed: true}) {
+	if len(s.Halts) != 1 || s.Halts[0].FromHeight != 5 || s.Halts[0].DurationMS != 17200 || !s.Halts[0].Resumed {
 		t.Errorf("halts %+v, want one from height 5 for 17.2 s", s.Halts)
 	}
 	// A one-round-change height (about 5 s at default timeouts) is not a halt.
@@ -98,7 +98,8 @@ func TestHalts(t *testing.T) {
 	}
 	// An explicit halt_after below 5 × the median wins.
 	evs[0].HaltAfterMS, evs[0].HaltAfterExplicit = 900, true
-	if s := Summarize(evs); len(s.Halts) != 7 {
+	// (and so is the first second, from the network's start to block 1).
+	if s := Summarize(evs); len(s.Halts) != 8 || s.Halts[0].FromHeight != 0 {
 		t.Errorf("with an explicit halt_after of 0.9 s every gap is a halt: %+v", s.Halts)
 	}
 }

@@ -33,6 +33,7 @@ type voteKey struct {
 type index struct {
 	power      map[string]int64 // run_start voting power by validator name
 	totalPower int64
+	names      []string // run_start's validators, in order
 
 	signs       map[valHeight][]*Event // node-side sign events, stream order
 	signsOf     map[string][]*Event    // the same by validator, every height
@@ -40,6 +41,8 @@ type index struct {
 	spans       map[string][]sigSpan   // see spansOf; built on first use
 	nodeAt      map[string][]nodeAt    // each node's new_round and step events: where it was when
 	hosts       []hostMark             // host samples, stream order
+	faults      []*Event               // fault events, stream order
+	nodeUps     []time.Time            // node_up events, stream order
 	commitSteps map[int64][]*Event     // step "commit" events by height
 	prevoteStep map[nodeHR]time.Time   // earliest step "prevote" per node
 	proposalAt  map[nodeHR]time.Time   // earliest complete proposal per node
@@ -63,6 +66,7 @@ func newIndex(events []Event, start *Event) *index {
 			if _, dup := x.power[v.Name]; !dup {
 				x.power[v.Name] = v.Power
 				x.totalPower += v.Power
+				x.names = append(x.names, v.Name)
 			}
 		}
 	}
@@ -122,6 +126,9 @@ func newIndex(events []Event, start *Event) *index {
 			x.votes = append(x.votes, ev)
 		case KindFault:
 			x.downs.Observe(ev)
+			x.faults = append(x.faults, ev)
+		case KindNodeUp:
+			x.nodeUps = append(x.nodeUps, ev.Time)
 		}
 	}
 	return x

@@ -117,10 +117,10 @@ func (x *index) decided(c *chain, h int64, v string) time.Time {
 			t = ev.Time
 		}
 	}
-	if t.IsZero() {
-		t = c.blocks[h].Time
+	if b := c.blocks[h]; t.IsZero() && b != nil {
+		t = b.Time
 	}
-	return t
+	return t // zero: h was never decided during the run
 }
 
 // classifyMissed explains why v's precommit for h is absent from block
@@ -137,11 +137,7 @@ func (x *index) classifyMissed(c *chain, h int64, v string) (cause, detail strin
 		from = t
 	}
 	if w := x.downs.downDuring(v, from, decided); w != nil {
-		d := w.action + " fault active"
-		if w.detail != "" {
-			d += ": " + w.detail
-		}
-		return CauseNodeDown, d
+		return CauseNodeDown, w.text()
 	}
 
 	var ok, failed, prevote *Event // precommit at cr; failed precommit; any prevote

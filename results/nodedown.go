@@ -112,3 +112,13 @@ func (d *NodeDowns) downDuring(v string, from, to time.Time) *downWindow {
 	}
 	return nil
 }
+
+// text names the fault that took the node down: "node-kill fault active:
+// v-4 down (node-kill)".
+func (w *downWindow) text() string {
+	d := w.action + " fault active"
+	if w.detail != "" {
+		d += ": " + w.detail
+	}
+	return d
+}

@@ -17,6 +17,11 @@ type Progress struct {
 	SignErrors int           // sign events with an error
 	Elapsed    time.Duration // since run_start (frozen at run_end)
 	Done       bool          // run_end seen
+	// Stall says, once no height has committed for run_start's halt
+	// threshold since the last commit (or since the network started), so
+	// and the likely reason, from the events; "" otherwise. It is worked
+	// out once per stall: the text stays the same while the stall lasts.
+	Stall string
 }
 
 // String renders p as a one-line status, e.g.
@@ -40,7 +45,21 @@ type Tracker struct {
 	// that is Height+1, i.e. the height being decided now.
 	roundHeight int64
 	now         func() time.Time // for tests
+
+	// What a stall is explained from: run_start, every fault, and the
+	// events since the last commit (starting with its block).
+	startEv   *Event
+	faults    []Event
+	recent    []Event
+	committed time.Time // the last block's time
+	netUp     time.Time // the last node_up before the first commit
+	bound     time.Duration
+	stall     string // the current stall explained; "" until there is one
 }
+
+// maxRecent bounds the events a tracker keeps for explaining a stall: a
+// long stall with rounds still advancing keeps only the newest.
+const maxRecent = 200_000
 
 // NewTracker returns an empty Tracker (the zero value works as well).
 func NewTracker() *Tracker { return &Tracker{} }
@@ -54,6 +73,7 @@ func (t *Tracker) Observe(ev Event) {
 		// event seen.
 		t.start = ev.Time
 	}
+	t.keep(ev)
 	switch ev.Kind {
 	case KindRunStart:
 		t.start = ev.Time
@@ -78,6 +98,56 @@ func (t *Tracker) Observe(ev Event) {
 	}
 }
 
+// keep holds on to what a stall would be explained from.
+func (t *Tracker) keep(ev Event) {
+	switch ev.Kind {
+	case KindRunStart:
+		if t.startEv == nil {
+			t.startEv = &ev
+			t.bound = time.Duration(ev.HaltAfterMS) * time.Millisecond
+		}
+	case KindBlock:
+		if ev.Height >= t.p.Height {
+			t.recent = append(t.recent[:0], ev)
+			t.committed = ev.Time
+			t.stall = ""
+		}
+	case KindFault:
+		t.faults = append(t.faults, ev)
+	case KindNodeUp:
+		if t.committed.IsZero() { // the network's start, until a commit
+			t.netUp = ev.Time
+			t.recent = append(t.recent, ev)
+		}
+	case KindSign, KindSignRequest, KindVote, KindNewRound, KindStep, KindProposal, KindHost:
+		if len(t.recent) >= maxRecent {
+			t.recent = append(t.recent[:0], t.recent[len(t.recent)/2:]...)
+		}
+		t.recent = append(t.recent, ev)
+	}
+}
+
+// stalled explains a stretch without a commit longer than the bound,
+// once; "" when there is none.
+func (t *Tracker) stalled(now time.Time) string {
+	since := t.committed
+	if since.IsZero() {
+		since = t.netUp
+	}
+	if since.IsZero() {
+		since = t.start
+	}
+	if t.bound <= 0 || since.IsZero() || now.Sub(since) < t.bound {
+		return ""
+	}
+	if t.stall == "" {
+		evs := make([]Event, 0, len(t.faults)+len(t.recent)+1)
+		evs = append(append(append(evs, *t.startEv), t.faults...), t.recent...)
+		t.stall = stallText(evs, t.p.Height, since, t.bound)
+	}
+	return t.stall
+}
+
 // Snapshot returns the progress so far.
 func (t *Tracker) Snapshot() Progress {
 	t.mu.Lock()
@@ -96,6 +166,9 @@ func (t *Tracker) Snapshot() Progress {
 			now = t.now
 		}
 		p.Elapsed = now().Sub(t.start)
+		if t.startEv != nil {
+			p.Stall = t.stalled(now())
+		}
 	}
 	return p
 }

@@ -1,6 +1,7 @@
 package results
 
 import (
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -56,5 +57,48 @@ func TestTrackerConcurrent(t *testing.T) {
 	wg.Wait()
 	if p := tr.Snapshot(); p.Height != 1600 || p.Missed != 1600 {
 		t.Errorf("got %+v", p)
+	}
+}
+
+// TestTrackerStall: a chain that never starts says so once the halt
+// threshold has passed since the network came up, with its likely cause;
+// a commit clears it.
+func TestTrackerStall(t *testing.T) {
+	var tr Tracker
+	now := at(5000)
+	tr.now = func() time.Time { return now }
+	start := runStart("v1", "v2", "v3", "v4")
+	start.HaltAfterMS = 12500
+	tr.Observe(start)
+	for i, n := range all4 {
+		tr.Observe(Event{Time: at(100 * float64(i+1)), Kind: KindNodeUp, Node: n})
+	}
+	for _, ev := range cat(enterRound(500, 1, 0, all4...), prevotes(3500, 1, 0, nil, all4...)) {
+		tr.Observe(ev)
+	}
+	if p := tr.Snapshot(); p.Stall != "" {
+		t.Fatalf("stalled after 4.6 s: %q", p.Stall)
+	}
+	// Nodes up but none in consensus: block sync waits for a peer.
+	var idle Tracker
+	idle.now = func() time.Time { return at(15000) }
+	idle.Observe(start)
+	idle.Observe(Event{Time: at(100), Kind: KindNodeUp, Node: "v1"})
+	if p := idle.Snapshot(); p.Stall != "no height committed for 12.5s after the network started; likely cause network: no node entered consensus: CometBFT starts it after block sync, which waits for a connected peer; no peers connected" {
+		t.Errorf("no consensus at all: %q", p.Stall)
+	}
+	now = at(20000)
+	want := "no height committed for 12.5s after the network started; likely cause network: no node received +2/3 prevotes at h1 r0: 40 of 40 voting power cast one, but the most any node received is 10 (v1); no node received a vote from another node: no peers connected"
+	if p := tr.Snapshot(); !strings.HasPrefix(p.Stall, want) {
+		t.Fatalf("stall %q\nwant %q…", p.Stall, want)
+	}
+	tr.Observe(block(1, 20500, 0, nil, nil))
+	now = at(21000)
+	if p := tr.Snapshot(); p.Stall != "" || p.Height != 1 {
+		t.Errorf("after a commit: %+v", p)
+	}
+	now = at(40000)
+	if p := tr.Snapshot(); !strings.HasPrefix(p.Stall, "no commit after height 1 for 12.5s; likely cause unknown: no consensus event from any node") {
+		t.Errorf("a stall after height 1: %q", p.Stall)
 	}
 }

@@ -253,12 +253,8 @@ func (x *index) roundChange(c *chain, h int64, r int32) roundVerdict {
 	}
 	switch {
 	case signed == nil && p != "" && down != nil:
-		w := down
 		out.Cause = RoundProposerDown
-		out.Detail = fmt.Sprintf("%s's node was down (%s)", p, w.action)
-		if w.detail != "" {
-			out.Detail += ": " + w.detail
-		}
+		out.Detail = fmt.Sprintf("%s's node was down (%s)", p, down.text())
 	case signed == nil && failed == nil && hung:
 		out.Cause = RoundProposerSignerSlow
 		out.Detail = fmt.Sprintf("%s's proposal signature was requested and never returned (signer not answering)", p)

@@ -259,9 +259,10 @@ func Summarize(events []Event) *Summary {
 	c := newChain(events)
 	summarizeChain(s, c)
 	summarizeValidators(s, events, start, c)
-	summarizeConsensus(s, events, start, c)
+	x := newIndex(events, start)
+	summarizeConsensus(s, x, c)
 	summarizeFaults(s, events, start)
-	summarizeHalts(s, c, start, end)
+	summarizeHalts(s, x, c, start, end)
 
 	if start != nil {
 		for _, exp := range start.Expect {
@@ -280,16 +281,17 @@ func Summarize(events []Event) *Summary {
 }
 
 // summarizeHalts finds the halts of the chain (see haltThreshold and
-// findHalts); it needs the block intervals, so it runs after
-// summarizeChain.
-func summarizeHalts(s *Summary, c *chain, start, end *Event) {
+// findHalts) and their causes; it needs the block intervals, so it runs
+// after summarizeChain.
+func summarizeHalts(s *Summary, x *index, c *chain, start, end *Event) {
 	var stop time.Time
 	if end != nil {
 		stop = end.Time
 	}
-	s.Halts = findHalts(c, haltThreshold(start, s.BlockIntervalMS.P50), stop)
-	if s.Halts == nil {
-		s.Halts = []Halt{} // [] not null in JSON
+	threshold := haltThreshold(start, s.BlockIntervalMS.P50)
+	s.Halts = []Halt{} // [] not null in JSON
+	for _, sp := range findHalts(c, threshold, x.networkStart(c, start), stop) {
+		s.Halts = append(s.Halts, x.explainHalt(c, sp, threshold))
 	}
 }
 

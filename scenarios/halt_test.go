@@ -66,7 +66,7 @@ func TestHaltAtDefaultTimeouts(t *testing.T) {
 	}
 	evs = append(evs, results.Event{Time: at, Kind: results.KindRunEnd, StopReason: results.StopHeights})
 	s := results.Summarize(evs)
-	if len(s.Halts) != 1 || s.Halts[0] != (results.Halt{FromHeight: 5, DurationMS: 17200, Resumed: true}) {
+	if len(s.Halts) != 1 || s.Halts[0].FromHeight != 5 || s.Halts[0].DurationMS != 17200 || !s.Halts[0].Resumed {
 		t.Errorf("halts %+v, want one from height 5 for 17.2 s (threshold %v)", s.Halts, halt)
 	}
 }
