@@ -22,6 +22,15 @@ func summarizeConsensus(s *Summary, x *index, c *chain) {
 	prevotes, precommits := x.lateVotes()
 	changes, notReceived := x.roundChanges(c)
 	s.RoundChanges = changes
+	critical := x.quorumCritical(c)
+	s.QuorumHeights = len(critical)
+	for _, voters := range critical {
+		for _, name := range voters {
+			if v := rows[name]; v != nil {
+				v.QuorumCritical++
+			}
+		}
+	}
 	for name, v := range rows {
 		v.MissedBlocks = v.MissedPrecommits
 		v.ConsecutiveMissedMax = runs[name]

@@ -60,6 +60,7 @@ var metrics = map[string]metric{
 	"consecutive_missed_max": {perValidator: true, validator: func(v *ValidatorSummary, _ string) (float64, int) { return count(v.ConsecutiveMissedMax) }},
 	"late_prevotes":          {perValidator: true, validator: func(v *ValidatorSummary, _ string) (float64, int) { return count(v.LatePrevotes) }},
 	"late_precommits":        {perValidator: true, validator: func(v *ValidatorSummary, _ string) (float64, int) { return count(v.LatePrecommits) }},
+	"quorum_critical":        {perValidator: true, validator: func(v *ValidatorSummary, _ string) (float64, int) { return count(v.QuorumCritical) }},
 
 	"sign_latency_p50_ms": {perValidator: true, phased: true, validator: func(v *ValidatorSummary, p string) (float64, int) {
 		st := v.SignLatencyMS.phase(p)

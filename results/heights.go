@@ -11,22 +11,25 @@ import (
 // WriteHeightsCSV writes heights.csv: one row per committed height,
 // ascending, with the header
 //
-//	height,commit_round,proposer,block_time,interval_ms,absent,nil
+//	height,commit_round,proposer,block_time,interval_ms,absent,nil,quorum_critical
 //
 // commit_round and interval_ms follow Summarize's definitions and are empty
 // when unknown; block_time is the header time (RFC3339Nano, UTC); absent and
 // nil are the validators whose CommitSig for this height in block H+1's
 // LastCommit is absent or nil, joined by ';' (empty when H+1 was not
-// committed, as well as when nobody was absent).
+// committed, as well as when nobody was absent); quorum_critical the
+// validators whose precommit the quorum waited for, in the order the
+// deciding node received them (empty when its votes do not show it).
 func WriteHeightsCSV(w io.Writer, events []Event) error {
 	c := newChain(events)
+	critical := newIndex(events, runStartOf(events)).quorumCritical(c)
 	cw := csv.NewWriter(w)
-	if err := cw.Write([]string{"height", "commit_round", "proposer", "block_time", "interval_ms", "absent", "nil"}); err != nil {
+	if err := cw.Write([]string{"height", "commit_round", "proposer", "block_time", "interval_ms", "absent", "nil", "quorum_critical"}); err != nil {
 		return err
 	}
 	for _, h := range c.heights {
 		b := c.blocks[h]
-		row := make([]string, 7)
+		row := make([]string, 8)
 		row[0] = strconv.FormatInt(h, 10)
 		if r, ok := c.commitRound(h); ok {
 			row[1] = strconv.FormatInt(int64(r), 10)
@@ -42,6 +45,7 @@ func WriteHeightsCSV(w io.Writer, events []Event) error {
 			row[5] = strings.Join(nb.LastCommitAbsent, ";")
 			row[6] = strings.Join(nb.LastCommitNil, ";")
 		}
+		row[7] = strings.Join(critical[h], ";")
 		if err := cw.Write(row); err != nil {
 			return err
 		}

@@ -59,7 +59,7 @@ type htmlKV struct{ K, V string }
 
 type htmlValidator struct {
 	Name, Address, Signer              string
-	Missed, Nil, Proposals             string
+	Missed, Nil, Proposals, Quorum     string
 	Proposal, Prevote, Precommit       string
 	SignErrors                         int
 	Bad                                bool // missed or nil precommits, sign errors
@@ -109,6 +109,7 @@ func newHTMLData(s *Summary, events []Event) *htmlData {
 			Name: v.Name, Address: v.Address, Signer: orDash(v.Signer),
 			Missed:    fmt.Sprintf("%d/%d", v.MissedPrecommits, v.PrecommitsCounted),
 			Nil:       strconv.Itoa(v.NilPrecommits),
+			Quorum:    fmt.Sprintf("%d/%d", v.QuorumCritical, s.QuorumHeights),
 			Proposals: fmt.Sprintf("%d/%d", v.Proposals.Made, v.Proposals.Expected),
 			Proposal:  p50p99(l.Proposal), Prevote: p50p99(l.Prevote), Precommit: p50p99(l.Precommit),
 			SignErrors: v.SignErrors,

@@ -123,15 +123,15 @@ code { font-family: ui-monospace, monospace; }
 
 <section id="validators">
 <h2>Validators</h2>
-<p class="note">missed = precommits absent from the next block / heights counted; signing latency in ms, p50/p99{{if .Remote}}; signer side = inside the backend, transport = node side minus signer side{{end}}.</p>
+<p class="note">missed = precommits absent from the next block / heights counted; quorum-critical = heights whose +2/3 of precommits waited for this validator's (heights.csv names them per height); signing latency in ms, p50/p99{{if .Remote}}; signer side = inside the backend, transport = node side minus signer side{{end}}.</p>
 <div class="scroll">
 <table>
-<thead><tr><th>validator</th><th>signer</th><th>missed</th><th>nil</th><th>proposals</th><th>proposal</th><th>prevote</th><th>precommit</th><th>sign errors</th>
+<thead><tr><th>validator</th><th>signer</th><th>missed</th><th>nil</th><th>quorum-critical</th><th>proposals</th><th>proposal</th><th>prevote</th><th>precommit</th><th>sign errors</th>
 {{- if .Remote}}<th>signer side</th><th>transport overhead</th><th>signatures matched</th>{{end}}</tr></thead>
 <tbody>
 {{- $remote := .Remote}}
 {{- range .Validators}}
-<tr{{if .Bad}} class="bad"{{end}}><td><code title="{{.Address}}">{{.Name}}</code></td><td>{{.Signer}}</td><td class="num">{{.Missed}}</td><td class="num">{{.Nil}}</td><td class="num">{{.Proposals}}</td><td class="num">{{.Proposal}}</td><td class="num">{{.Prevote}}</td><td class="num">{{.Precommit}}</td><td class="num">{{.SignErrors}}</td>
+<tr{{if .Bad}} class="bad"{{end}}><td><code title="{{.Address}}">{{.Name}}</code></td><td>{{.Signer}}</td><td class="num">{{.Missed}}</td><td class="num">{{.Nil}}</td><td class="num">{{.Quorum}}</td><td class="num">{{.Proposals}}</td><td class="num">{{.Proposal}}</td><td class="num">{{.Prevote}}</td><td class="num">{{.Precommit}}</td><td class="num">{{.SignErrors}}</td>
 {{- if $remote}}<td class="num">{{.SignerSide}}</td><td class="num">{{.Transport}}</td><td class="num">{{.SigsMatched}}</td>{{end}}</tr>
 {{- end}}
 </tbody>

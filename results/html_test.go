@@ -215,15 +215,15 @@ func TestHTMLReportFixture(t *testing.T) {
 	}
 	// Validators: the text table's columns; one row each.
 	vals := html.UnescapeString(sectionOf(t, page, "validators"))
-	for _, want := range []string{"<th>validator</th>", "<th>signer</th>", "<th>missed</th>", "<th>nil</th>", "<th>proposals</th>",
+	for _, want := range []string{"<th>validator</th>", "<th>signer</th>", "<th>missed</th>", "<th>nil</th>", "<th>quorum-critical</th>", "<th>proposals</th>",
 		"<th>proposal</th>", "<th>prevote</th>", "<th>precommit</th>", "<th>sign errors</th>"} {
 		if !strings.Contains(vals, want) {
 			t.Errorf("validators section lacks %q", want)
 		}
 	}
 	for _, v := range s.Validators {
-		row := fmt.Sprintf(`<code title="%s">%s</code></td><td>%s</td><td class="num">%d/%d</td><td class="num">%d</td><td class="num">%d/%d</td><td class="num">%s</td><td class="num">%s</td><td class="num">%s</td><td class="num">%d</td>`,
-			v.Address, v.Name, orDash(v.Signer), v.MissedPrecommits, v.PrecommitsCounted, v.NilPrecommits, v.Proposals.Made, v.Proposals.Expected,
+		row := fmt.Sprintf(`<code title="%s">%s</code></td><td>%s</td><td class="num">%d/%d</td><td class="num">%d</td><td class="num">%d/%d</td><td class="num">%d/%d</td><td class="num">%s</td><td class="num">%s</td><td class="num">%s</td><td class="num">%d</td>`,
+			v.Address, v.Name, orDash(v.Signer), v.MissedPrecommits, v.PrecommitsCounted, v.NilPrecommits, v.QuorumCritical, s.QuorumHeights, v.Proposals.Made, v.Proposals.Expected,
 			p50p99(v.SignLatencyMS.Proposal), p50p99(v.SignLatencyMS.Prevote), p50p99(v.SignLatencyMS.Precommit), v.SignErrors)
 		if !strings.Contains(vals, row) {
 			t.Errorf("validators table lacks the row %s", row)

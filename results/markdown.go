@@ -52,14 +52,14 @@ func WriteMarkdown(w io.Writer, s *Summary) error {
 	}
 
 	if len(s.Validators) > 0 {
-		p("\n### Validators\n\nmissed: precommits absent from the next block / heights counted; late: rounds whose vote came after +2/3 at most nodes; sign latency ms p50/p99\n\n")
-		p("| validator | signer | missed | missed by cause | nil | late prevotes / precommits | proposals | proposal | prevote | precommit |\n")
-		p("| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+		p("\n### Validators\n\nmissed: precommits absent from the next block / heights counted; late: rounds whose vote came after +2/3 at most nodes; quorum: heights whose +2/3 waited for its precommit; sign latency ms p50/p99\n\n")
+		p("| validator | signer | missed | missed by cause | nil | late prevotes / precommits | quorum | proposals | proposal | prevote | precommit |\n")
+		p("| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 		for _, v := range s.Validators {
 			l := v.SignLatencyMS
-			p("| %s | %s | %d/%d | %s | %d | %d / %d | %d/%d | %s | %s | %s |\n",
+			p("| %s | %s | %d/%d | %s | %d | %d / %d | %d/%d | %d/%d | %s | %s | %s |\n",
 				mdCell(v.Name), mdCell(orDash(v.Signer)), v.MissedPrecommits, v.PrecommitsCounted, v.MissedByCause,
-				v.NilPrecommits, v.LatePrevotes, v.LatePrecommits, v.Proposals.Made, v.Proposals.Expected,
+				v.NilPrecommits, v.LatePrevotes, v.LatePrecommits, v.QuorumCritical, s.QuorumHeights, v.Proposals.Made, v.Proposals.Expected,
 				p50p99(l.Proposal), p50p99(l.Prevote), p50p99(l.Precommit))
 		}
 	}

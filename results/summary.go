@@ -35,6 +35,11 @@ type Summary struct {
 	// interval).
 	Halts []Halt `json:"halts"`
 
+	// QuorumHeights counts the committed heights whose deciding node's
+	// vote events show the +2/3 of precommits that decided them: the
+	// denominator of each validator's quorum_critical.
+	QuorumHeights int `json:"quorum_heights"`
+
 	DoubleSigns       int          `json:"double_signs"`
 	DoubleSignDetails []DoubleSign `json:"double_sign_details,omitempty"`
 
@@ -97,6 +102,11 @@ type ValidatorSummary struct {
 	ConsecutiveMissedMax int           `json:"consecutive_missed_max"`
 	LatePrevotes         int           `json:"late_prevotes"`
 	LatePrecommits       int           `json:"late_precommits"`
+	// QuorumCritical counts the heights (of the summary's quorum_heights)
+	// whose quorum waited for this validator's precommit: it was among the
+	// precommits that first gave the deciding node +2/3 (see
+	// index.quorumCritical).
+	QuorumCritical int `json:"quorum_critical"`
 
 	Proposals            ProposalStats `json:"proposals"`
 	ProposalsNotReceived int           `json:"proposals_not_received"`

@@ -50,14 +50,14 @@ func WriteTable(w io.Writer, s *Summary) error {
 	tw.Flush()
 
 	if len(s.Validators) > 0 {
-		p("\nValidators (missed = precommits absent from the next block / heights counted; sign ms p50/p99)\n")
+		p("\nValidators (missed = precommits absent from the next block / heights counted; quorum = heights whose +2/3 waited for its precommit; sign ms p50/p99)\n")
 		tw = tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  validator\tsigner\tmissed\tnil\tlate pv/pc\tproposals\tproposal\tprevote\tprecommit\tsign errors")
+		fmt.Fprintln(tw, "  validator\tsigner\tmissed\tnil\tlate pv/pc\tquorum\tproposals\tproposal\tprevote\tprecommit\tsign errors")
 		for _, v := range s.Validators {
 			l := v.SignLatencyMS
-			fmt.Fprintf(tw, "  %s\t%s\t%d/%d\t%d\t%d/%d\t%d/%d\t%s\t%s\t%s\t%d\n",
+			fmt.Fprintf(tw, "  %s\t%s\t%d/%d\t%d\t%d/%d\t%d/%d\t%d/%d\t%s\t%s\t%s\t%d\n",
 				v.Name, orDash(v.Signer), v.MissedPrecommits, v.PrecommitsCounted, v.NilPrecommits,
-				v.LatePrevotes, v.LatePrecommits, v.Proposals.Made, v.Proposals.Expected,
+				v.LatePrevotes, v.LatePrecommits, v.QuorumCritical, s.QuorumHeights, v.Proposals.Made, v.Proposals.Expected,
 				p50p99(l.Proposal), p50p99(l.Prevote), p50p99(l.Precommit), v.SignErrors)
 		}
 		tw.Flush()

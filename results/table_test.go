@@ -75,11 +75,11 @@ func TestHeightsCSV(t *testing.T) {
 	if err := WriteHeightsCSV(&buf, evs); err != nil {
 		t.Fatal(err)
 	}
-	want := `height,commit_round,proposer,block_time,interval_ms,absent,nil
-1,0,v1,2024-12-31T23:59:59.995Z,,v2;v3,v1
-2,2,,,1000.5,,
-3,,,,1999.5,,
-5,,,,,,
+	want := `height,commit_round,proposer,block_time,interval_ms,absent,nil,quorum_critical
+1,0,v1,2024-12-31T23:59:59.995Z,,v2;v3,v1,
+2,2,,,1000.5,,,
+3,,,,1999.5,,,
+5,,,,,,,
 `
 	if buf.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", buf.String(), want)

@@ -36,6 +36,7 @@ var Metrics = []MetricInfo{
 	{Name: "consecutive_missed_max", PerValidator: true, Doc: "longest run of consecutive heights with the validator absent from the next block's LastCommit"},
 	{Name: "late_prevotes", PerValidator: true, Doc: "rounds whose prevote reached most other nodes after they already had +2/3 prevotes"},
 	{Name: "late_precommits", PerValidator: true, Doc: "rounds whose precommit reached most other nodes after they already had +2/3 precommits"},
+	{Name: "quorum_critical", PerValidator: true, Doc: "heights whose quorum waited for the validator's precommit (among the first +2/3 the deciding node received)"},
 	{Name: "proposals_made", PerValidator: true, Doc: "proposals the validator signed on its proposer turns"},
 	{Name: "proposals_missed", PerValidator: true, Doc: "proposer turns (height, round) without a signed proposal"},
 	{Name: "sign_latency_p50_ms", PerValidator: true, Phased: true, Doc: "median signing latency, ms"},
