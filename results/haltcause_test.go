@@ -2,6 +2,7 @@ package results
 
 import (
 	"fmt"
+	"html"
 	"strings"
 	"testing"
 )
@@ -159,12 +160,25 @@ func TestHaltCauses(t *testing.T) {
 				t.Errorf("cause %s: %s\nwant  %s: %s", h.Cause, h.Detail, tt.cause, tt.detail)
 			}
 			// Every report shows the cause with the halt.
-			var b strings.Builder
-			if err := WriteTable(&b, s); err != nil {
-				t.Fatal(err)
-			}
-			if !strings.Contains(b.String(), "cause "+h.Cause+": "+h.Detail) {
-				t.Errorf("table does not show the cause:\n%s", b.String())
+			for name, write := range map[string]func(*strings.Builder) error{
+				"table":       func(b *strings.Builder) error { return WriteTable(b, s) },
+				"summary.md":  func(b *strings.Builder) error { return WriteMarkdown(b, s) },
+				"report.html": func(b *strings.Builder) error { return WriteHTMLReport(b, s, tt.events) },
+			} {
+				var b strings.Builder
+				if err := write(&b); err != nil {
+					t.Fatal(err)
+				}
+				out, want := b.String(), "cause "+h.Cause+": "+h.Detail
+				switch name {
+				case "report.html":
+					out = html.UnescapeString(out)
+				case "summary.md":
+					want = mdCell(want)
+				}
+				if !strings.Contains(out, want) {
+					t.Errorf("%s does not show the cause:\n%s", name, out)
+				}
 			}
 		})
 	}

@@ -44,7 +44,7 @@ func WriteMarkdown(w io.Writer, s *Summary) error {
 		p("| block interval ms p50 / p95 / max | - |\n")
 	}
 	for _, hl := range s.Halts {
-		p("| halt | %s |\n", haltText(hl))
+		p("| halt | %s |\n", mdCell(haltText(hl)))
 	}
 	p("| double signs | %d |\n", s.DoubleSigns)
 	if s.Host != nil {
