@@ -83,14 +83,15 @@ func (x *index) busyOtherThan(v string, t time.Time, phase string, k hr) (sigSpa
 	return sigSpan{}, false
 }
 
-// busyDuring is the first signature of v's signer that was in progress
-// at some time in [from, to], if any.
-func (x *index) busyDuring(v string, from, to time.Time) (sigSpan, bool) {
+// backlogDuring is the first signature of v's signer for a height below h
+// that was in progress at some time in [from, to], if any: a backlog that
+// kept the signer from h's own signatures.
+func (x *index) backlogDuring(v string, h int64, from, to time.Time) (sigSpan, bool) {
 	for _, s := range x.spansOf(v) {
 		if s.began.After(to) {
 			break
 		}
-		if !s.answered() || !s.end.Before(from) {
+		if s.height < h && (!s.answered() || !s.end.Before(from)) {
 			return s, true
 		}
 	}

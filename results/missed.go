@@ -187,6 +187,9 @@ func (x *index) classifyMissed(c *chain, h int64, v string) (cause, detail strin
 			if busy, isBusy := x.busyAt(v, decided); isBusy {
 				return CauseSignerLate, late + "; at the decision its signer was still on " + busyText(busy, decided)
 			}
+			if busy, isBusy := x.backlogDuring(v, h, from, decided); isBusy {
+				return CauseSignerLate, late + "; during the round its signer was still on " + busySince(busy, from)
+			}
 			if hc, hd, sat := overloaded(late); sat {
 				return hc, hd
 			}
@@ -223,15 +226,17 @@ func (x *index) classifyMissed(c *chain, h int64, v string) (cause, detail strin
 	if !anyPrecommit && prevote != nil && len(x.requests[v]) == 0 {
 		return CauseSignerLate, fmt.Sprintf("prevote r%d signed but no precommit signature returned", prevote.Round)
 	}
+	at, seen := x.heightAt(v, decided)
+	behind := seen && at < h
+	if busy, isBusy := x.backlogDuring(v, h, from, decided); behind && isBusy {
+		// A node behind because its signer had a backlog: the signer
+		// worked through the decisive round on earlier signatures.
+		return CauseSignerLate, fmt.Sprintf("no precommit: %s, its signer on %s during the round", x.behindText(v, h, decided), busySince(busy, from))
+	}
 	if hc, hd, sat := overloaded(fmt.Sprintf("no precommit for r%d", cr)); sat {
 		return hc, hd
 	}
-	if at, seen := x.heightAt(v, decided); seen && at < h {
-		// A node behind because its signer had a backlog: the signer
-		// worked through the decisive round on earlier signatures.
-		if busy, isBusy := x.busyDuring(v, from, decided); isBusy {
-			return CauseSignerLate, fmt.Sprintf("no precommit: %s, its signer on %s during the round", x.behindText(v, h, decided), busySince(busy, from))
-		}
+	if behind {
 		return CauseNodeBehind, "no precommit: " + x.behindText(v, h, decided)
 	}
 	if !anyPrecommit && prevote != nil {

@@ -59,7 +59,7 @@ type Tracker struct {
 
 // maxRecent bounds the events a tracker keeps for explaining a stall: a
 // long stall with rounds still advancing keeps only the newest.
-const maxRecent = 200_000
+const maxRecent = 50_000
 
 // NewTracker returns an empty Tracker (the zero value works as well).
 func NewTracker() *Tracker { return &Tracker{} }
