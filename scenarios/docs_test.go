@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/valnet/valnet/internal/phase"
 	"github.com/valnet/valnet/network"
 )
 
@@ -144,7 +145,7 @@ func TestDocsMentionEveryKey(t *testing.T) {
 		}
 	}
 	var values []string
-	for _, list := range [][]string{backends, plannedBackends, signerTypes, plannedSignerTypes, dists, AllPhases} {
+	for _, list := range [][]string{backends, plannedBackends, signerTypes, plannedSignerTypes, dists, phase.All()} {
 		values = append(values, list...)
 	}
 	for _, v := range values {

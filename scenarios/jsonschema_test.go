@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/valnet/valnet/internal/phase"
 	"github.com/valnet/valnet/network"
 )
 
@@ -198,10 +199,10 @@ func TestJSONSchemaEnums(t *testing.T) {
 		{"signer.profile (built-in)", strs(ref(root, prop("validators[].signer", "profile")["anyOf"].([]any)[0].(map[string]any))["enum"]), builtinProfiles},
 		{"profile names (not built-in)", strs(ref(root, schemaLevel(t, root, "")["properties"].(map[string]any)["profiles"].(map[string]any)["propertyNames"].(map[string]any)["not"].(map[string]any))["enum"]), builtinProfiles},
 		{"faults.action", strs(prop("faults[]", "action")["enum"]), faultActionNames()},
-		{"faults.phases", strs(ref(root, prop("faults[]", "phases")["items"].(map[string]any))["enum"]), AllPhases},
+		{"faults.phases", strs(ref(root, prop("faults[]", "phases")["items"].(map[string]any))["enum"]), phase.All()},
 		{"latency.dist", strs(prop("validators[].signer.latency", "dist")["enum"]), dists},
-		{"latency.phases", strs(ref(root, prop("validators[].signer.latency", "phases")["items"].(map[string]any))["enum"]), AllPhases},
-		{"expect.phase", strs(prop("expect[]", "phase")["enum"]), AllPhases},
+		{"latency.phases", strs(ref(root, prop("validators[].signer.latency", "phases")["items"].(map[string]any))["enum"]), phase.All()},
+		{"expect.phase", strs(prop("expect[]", "phase")["enum"]), phase.All()},
 		{"expect.metric", strs(prop("expect[]", "metric")["enum"]), metricNames()},
 		{"chain metrics (no validator)", strs(metricIf(0)["enum"]), chainMetrics},
 		{"phased metrics", strs(metricIf(1)["enum"]), phasedMetricNames()},

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/valnet/valnet/internal/phase"
 )
 
 // dists lists the latency distributions in documentation order.
@@ -121,10 +123,10 @@ func (d *decoder) anyFailed(parent string, keys []string) bool {
 // verb says what the phases are for, in messages ("delay").
 func (d *decoder) resolvePhases(key string, phases []string, verb string) []string {
 	if !d.written(key) || d.failed(key) {
-		return append([]string(nil), AllPhases...)
+		return phase.All()
 	}
 	if len(phases) == 0 {
-		d.fail(d.valuePos(key), key, "must list at least one phase; remove the key to "+verb+" every phase", AllPhases...)
+		d.fail(d.valuePos(key), key, "must list at least one phase; remove the key to "+verb+" every phase", phase.All()...)
 		return nil
 	}
 	seen := make(map[string]bool)
@@ -132,15 +134,15 @@ func (d *decoder) resolvePhases(key string, phases []string, verb string) []stri
 		k := fmt.Sprintf("%s[%d]", key, i)
 		switch {
 		case d.failed(k):
-		case !contains(AllPhases, ph):
-			d.fail(d.valuePos(k), k, fmt.Sprintf("unknown phase %q", ph), AllPhases...)
+		case !phase.Valid(ph):
+			d.fail(d.valuePos(k), k, fmt.Sprintf("unknown phase %q", ph), phase.All()...)
 		case seen[ph]:
 			d.fail(d.valuePos(k), k, fmt.Sprintf("phase %q is listed twice", ph))
 		}
 		seen[ph] = true
 	}
 	var out []string
-	for _, ph := range AllPhases {
+	for _, ph := range phase.All() {
 		if seen[ph] {
 			out = append(out, ph)
 		}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/valnet/valnet/internal/phase"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files (testdata/*.bad.want, the metrics table in docs/scenario.md)")
@@ -163,7 +165,7 @@ var goodChecks = map[string]func(t *testing.T, p *Plan){
 			"env": {Type: SignerKeyfile, KeyType: KeyEd25519, Via: ViaDirect, CPUScale: 1,
 				Keyfile: &KeyfilePlan{Decrypt: DecryptEverySign, BcryptCost: 12, PassphraseEnv: "VALNET_PASSPHRASE"}},
 			"file": {Type: SignerKeyfile, KeyType: KeySecp256k1, Via: ViaUnix, CPUScale: 2.5,
-				Latency: &LatencyPlan{Dist: DistFixed, Value: 50 * time.Millisecond, Phases: AllPhases},
+				Latency: &LatencyPlan{Dist: DistFixed, Value: 50 * time.Millisecond, Phases: phase.All()},
 				Keyfile: &KeyfilePlan{Path: filepath.Join("testdata", "keys", "file.armor"), Decrypt: DecryptOnce, BcryptCost: 10,
 					PassphraseFile: filepath.Join("testdata", "secrets", "pass.txt")}},
 			"abs-1": {Type: SignerKeyfile, KeyType: KeyEd25519, Via: ViaTCP, CPUScale: 1,
@@ -189,13 +191,13 @@ var goodChecks = map[string]func(t *testing.T, p *Plan){
 			"custom-1": {Type: SignerSimulated, KeyType: KeySecp256k1, Via: ViaTCP, CPUScale: 1, Profile: "my-hsm"},
 			"custom-2": {Type: SignerSimulated, KeyType: KeySecp256k1, Via: ViaTCP, CPUScale: 1, Profile: "my-hsm"},
 			"table": {Type: SignerSimulated, KeyType: KeyEd25519, Via: ViaDirect, CPUScale: 10, Profile: "my-table",
-				Latency: &LatencyPlan{Dist: DistFixed, Value: 10 * time.Millisecond, Phases: AllPhases}},
+				Latency: &LatencyPlan{Dist: DistFixed, Value: 10 * time.Millisecond, Phases: phase.All()}},
 		})
 		want := map[string]ProfilePlan{
 			"my-table": {Name: "my-table", Description: "a table by payload size", Source: "lab measurement 2026-10",
 				ByPayload: []PayloadPoint{{32, 105 * time.Millisecond}, {1024, 353 * time.Millisecond}, {4096, time.Second}}},
-			"my-hsm": {Name: "my-hsm", Latency: &LatencyPlan{Dist: DistLognormal, P50: 120 * time.Millisecond, P99: 300 * time.Millisecond, Phases: AllPhases}},
-			"unused": {Name: "unused", Latency: &LatencyPlan{Dist: DistFixed, Value: 20 * time.Millisecond, Phases: AllPhases}},
+			"my-hsm": {Name: "my-hsm", Latency: &LatencyPlan{Dist: DistLognormal, P50: 120 * time.Millisecond, P99: 300 * time.Millisecond, Phases: phase.All()}},
+			"unused": {Name: "unused", Latency: &LatencyPlan{Dist: DistFixed, Value: 20 * time.Millisecond, Phases: phase.All()}},
 		}
 		if !reflect.DeepEqual(p.Profiles, want) {
 			t.Errorf("profiles:\n got %+v\nwant %+v", p.Profiles, want)
@@ -206,7 +208,7 @@ var goodChecks = map[string]func(t *testing.T, p *Plan){
 		}
 	},
 	"faults": func(t *testing.T, p *Plan) {
-		all := AllPhases
+		all := phase.All()
 		file := "testdata/faults.good.yaml"
 		want := []FaultPlan{
 			{Action: FaultSignerDelay, Target: "v-1", At: FaultAt{Height: 10}, Duration: 20 * time.Second,

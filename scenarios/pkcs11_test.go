@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/valnet/valnet/internal/phase"
 )
 
 // TestPKCS11Plans checks what testdata/pkcs11.good.yaml resolves to:
@@ -34,7 +36,7 @@ func TestPKCS11Plans(t *testing.T) {
 			s.PKCS11 = &PKCS11Plan{Provision: ProvisionSoftHSM, Token: "my.token_1", Key: "consensus"}
 		}),
 		"yubi": with(func(s *SignerPlan) {
-			s.Latency = &LatencyPlan{Dist: DistFixed, Value: 10 * time.Millisecond, Phases: AllPhases}
+			s.Latency = &LatencyPlan{Dist: DistFixed, Value: 10 * time.Millisecond, Phases: phase.All()}
 			s.PKCS11 = &PKCS11Plan{Module: "/usr/lib/x86_64-linux-gnu/pkcs11/yubihsm_pkcs11.so", Token: "YubiHSM", Key: "consensus", PinEnv: "VALNET_HSM_PIN"}
 		}),
 		"by-slot": with(func(s *SignerPlan) {

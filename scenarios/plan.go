@@ -1,6 +1,10 @@
 package scenarios
 
-import "time"
+import (
+	"time"
+
+	"github.com/valnet/valnet/internal/phase"
+)
 
 // Plan is a scenario after parsing, defaulting, expansion and validation.
 // Everything downstream (runner, reports) works from a Plan, never from the
@@ -287,15 +291,14 @@ const (
 	DistLognormal = "lognormal"
 )
 
-// Signing phases (message types a validator signs).
+// Signing phases: internal/phase declares them (phase.All in consensus
+// order); these names stay for packages that name a phase through the
+// schema (results' metric tests).
 const (
-	PhaseProposal  = "proposal"
-	PhasePrevote   = "prevote"
-	PhasePrecommit = "precommit"
+	PhaseProposal  = phase.Proposal
+	PhasePrevote   = phase.Prevote
+	PhasePrecommit = phase.Precommit
 )
-
-// AllPhases in consensus order.
-var AllPhases = []string{PhaseProposal, PhasePrevote, PhasePrecommit}
 
 // LatencyPlan is an injected delay model. Only the fields of Dist are set:
 // fixed: Value; uniform: Min, Max; normal: Mean, Stddev; lognormal: P50, P99.

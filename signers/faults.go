@@ -7,6 +7,8 @@ import (
 
 	cmtproto "github.com/cometbft/cometbft/api/cometbft/types/v1"
 	"github.com/cometbft/cometbft/crypto"
+
+	"github.com/valnet/valnet/internal/phase"
 )
 
 // Faults injects signer faults that a scenario timeline switches on and
@@ -179,7 +181,7 @@ func (f *Faults) SignVote(chainID string, vote *cmtproto.Vote, ext bool) error {
 }
 
 func (f *Faults) SignProposal(chainID string, p *cmtproto.Proposal) error {
-	if err := f.before(PhaseProposal, p.Height, p.Round); err != nil {
+	if err := f.before(phase.Proposal, p.Height, p.Round); err != nil {
 		return err
 	}
 	return f.inner.SignProposal(chainID, p)

@@ -7,6 +7,8 @@ import (
 
 	cmtproto "github.com/cometbft/cometbft/api/cometbft/types/v1"
 	"github.com/cometbft/cometbft/crypto"
+
+	"github.com/valnet/valnet/internal/phase"
 )
 
 // Delayed injects a modelled delay before each signature of the selected
@@ -77,7 +79,7 @@ func (d *Delayed) SignVote(chainID string, vote *cmtproto.Vote, signExtension bo
 }
 
 func (d *Delayed) SignProposal(chainID string, proposal *cmtproto.Proposal) error {
-	d.wait(PhaseProposal)
+	d.wait(phase.Proposal)
 	return d.inner.SignProposal(chainID, proposal)
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/cometbft/cometbft/libs/service"
 	"github.com/cometbft/cometbft/privval"
 
+	"github.com/valnet/valnet/internal/phase"
 	"github.com/valnet/valnet/signers/profiles"
 )
 
@@ -49,9 +50,6 @@ const (
 
 // ServeFaultActions lists the fault actions of a standalone signer.
 var ServeFaultActions = []string{FaultActionDelay, FaultActionDrop, FaultActionError}
-
-// AllPhases are the phases a signer signs, in consensus order.
-var AllPhases = []string{PhaseProposal, PhasePrevote, PhasePrecommit}
 
 // ServeConfig configures a standalone signer.
 type ServeConfig struct {
@@ -362,8 +360,8 @@ func (f ServeFault) Validate() error {
 func checkPhases(phases []string) error {
 	seen := map[string]bool{}
 	for _, p := range phases {
-		if !slices.Contains(AllPhases, p) {
-			return fmt.Errorf("unknown phase %q (allowed: %s)", p, strings.Join(AllPhases, ", "))
+		if !phase.Valid(p) {
+			return fmt.Errorf("unknown phase %q (allowed: %s)", p, strings.Join(phase.All(), ", "))
 		}
 		if seen[p] {
 			return fmt.Errorf("phase %q is listed twice", p)
@@ -799,7 +797,7 @@ func (s *Serve) writeSummary(ran time.Duration) {
 	}
 	fmt.Fprintf(s.out, "summary: %d signature requests, %d refused, in %s\n", total, errs, ran.Round(time.Millisecond))
 	fmt.Fprintf(s.out, "%-10s %6s %6s %10s %10s %10s\n", "phase", "count", "errors", "p50", "p99", "max")
-	phases := slices.Clone(AllPhases)
+	phases := phase.All()
 	for p := range s.stats {
 		if !slices.Contains(phases, p) {
 			phases = append(phases, p)

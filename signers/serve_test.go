@@ -16,6 +16,8 @@ import (
 	"github.com/cometbft/cometbft/crypto/ed25519"
 	"github.com/cometbft/cometbft/privval"
 	"github.com/cometbft/cometbft/types"
+
+	"github.com/valnet/valnet/internal/phase"
 )
 
 // syncBuffer is written by the signer's goroutines and read by the test.
@@ -261,7 +263,7 @@ func TestServeFaultAtHeightDropsThatHeight(t *testing.T) {
 	node := fakeNode(t, "127.0.0.1:0")
 	cfg := serveConfig(t, node)
 	cfg.Faults = []ServeFault{
-		{Action: FaultActionDrop, Height: 3, Phases: []string{PhasePrevote}},
+		{Action: FaultActionDrop, Height: 3, Phases: []string{phase.Prevote}},
 		{Action: FaultActionDelay, Height: 5, Latency: &ModelSpec{Dist: "fixed", Value: 300 * time.Millisecond}},
 	}
 	s, out, log := startServe(t, cfg)

@@ -13,6 +13,8 @@ import (
 	cmtproto "github.com/cometbft/cometbft/api/cometbft/types/v1"
 	"github.com/cometbft/cometbft/crypto/ed25519"
 	"github.com/cometbft/cometbft/types"
+
+	"github.com/valnet/valnet/internal/phase"
 )
 
 const chainID = "valnet-test"
@@ -189,7 +191,7 @@ func TestBuildChainDelaysSelectedPhasesAndReportsInjected(t *testing.T) {
 	dir := t.TempDir()
 	built, err := Build(Spec{Type: "local", Key: testKey(),
 		KeyFile: filepath.Join(dir, "k.json"), StateFile: filepath.Join(dir, "s.json"),
-		Latency: &ModelSpec{Dist: "fixed", Value: 30 * time.Millisecond}, Phases: []string{PhasePrecommit},
+		Latency: &ModelSpec{Dist: "fixed", Value: 30 * time.Millisecond}, Phases: []string{phase.Precommit},
 		Seed: 1, Stream: "v", Obs: obs})
 	if err != nil {
 		t.Fatal(err)
@@ -208,10 +210,10 @@ func TestBuildChainDelaysSelectedPhasesAndReportsInjected(t *testing.T) {
 		t.Fatalf("%d records", len(obs.recs))
 	}
 	prevote, precommit := obs.recs[0], obs.recs[1]
-	if prevote.Phase != PhasePrevote || prevote.Injected != 0 || prevote.Latency > 20*time.Millisecond {
+	if prevote.Phase != phase.Prevote || prevote.Injected != 0 || prevote.Latency > 20*time.Millisecond {
 		t.Fatalf("prevote was delayed: %+v", prevote)
 	}
-	if precommit.Phase != PhasePrecommit || precommit.Injected < 30*time.Millisecond || precommit.Latency < precommit.Injected {
+	if precommit.Phase != phase.Precommit || precommit.Injected < 30*time.Millisecond || precommit.Latency < precommit.Injected {
 		t.Fatalf("precommit not delayed as modelled: %+v", precommit)
 	}
 	if precommit.Height != 1 || precommit.BlockID == "" {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cometbft/cometbft/crypto/ed25519"
 
+	"github.com/valnet/valnet/internal/phase"
 	"github.com/valnet/valnet/signers/profiles"
 )
 
@@ -37,7 +38,7 @@ func newSim(t *testing.T, inner KeySigner, p profiles.Profile, seed int64, strea
 func timedSign(t *testing.T, s KeySigner, msg []byte) time.Duration {
 	t.Helper()
 	start := time.Now()
-	sig, err := s.Sign(PhasePrevote, msg)
+	sig, err := s.Sign(phase.Prevote, msg)
 	took := time.Since(start)
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +139,7 @@ func TestSimulatedRepeatsWithTheSameSeed(t *testing.T) {
 				s := newSim(t, simKey(), p, seed, stream)
 				var out []time.Duration
 				for range 20 {
-					out = append(out, s.plan(PhasePrevote, 120))
+					out = append(out, s.plan(phase.Prevote, 120))
 				}
 				return out
 			}
@@ -165,7 +166,7 @@ func TestSimulatedCloseReleasesALongWait(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		sig, err := s.Sign(PhasePrecommit, msg)
+		sig, err := s.Sign(phase.Precommit, msg)
 		done <- result{sig, err}
 	}()
 	time.Sleep(50 * time.Millisecond)
