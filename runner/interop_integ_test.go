@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/valnet/valnet/latency"
 	"github.com/valnet/valnet/signers"
 )
 
@@ -84,7 +85,7 @@ func TestIntegStockCometBFTSignsWithValnetSigner(t *testing.T) {
 	// The signer starts first and waits for the node, as tmkms would.
 	out := &interopBuffer{}
 	serve, err := signers.StartServe(signers.ServeConfig{Node: pvAddr, ChainID: genesis.ChainID, KeyFile: keyFile,
-		Latency: &signers.ModelSpec{Dist: "fixed", Value: 5 * time.Millisecond}, Log: logs.file(t, "signer.log")}, out)
+		Latency: &latency.Spec{Dist: latency.Fixed, Value: 5 * time.Millisecond}, Log: logs.file(t, "signer.log")}, out)
 	if err != nil {
 		t.Fatal(err)
 	}

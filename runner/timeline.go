@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/valnet/valnet/latency"
 	"github.com/valnet/valnet/network"
 	"github.com/valnet/valnet/nodes"
 	"github.com/valnet/valnet/results"
@@ -133,7 +134,7 @@ func (t *timeline) start(task *faultTask, now time.Time) {
 	}
 	switch f.Action {
 	case scenarios.FaultSignerDelay:
-		model, err := signers.NewModel(*modelSpec(f.Latency), t.r.seed, task.id)
+		model, err := latency.New(f.Latency.Spec, t.r.seed, task.id)
 		if err != nil { // validated by the scenario; a model error here is a bug
 			t.emit(task, results.FaultStart, "not applied: "+err.Error())
 			return

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/valnet/valnet/internal/phase"
+	"github.com/valnet/valnet/latency"
 )
 
 // Plan is a scenario after parsing, defaulting, expansion and validation.
@@ -283,14 +284,6 @@ type FaultAt struct {
 	Time     time.Duration
 }
 
-// Latency distributions.
-const (
-	DistFixed     = "fixed"
-	DistUniform   = "uniform"
-	DistNormal    = "normal"
-	DistLognormal = "lognormal"
-)
-
 // Signing phases: internal/phase declares them (phase.All in consensus
 // order); these names stay for packages that name a phase through the
 // schema (results' metric tests).
@@ -300,17 +293,10 @@ const (
 	PhasePrecommit = phase.Precommit
 )
 
-// LatencyPlan is an injected delay model. Only the fields of Dist are set:
-// fixed: Value; uniform: Min, Max; normal: Mean, Stddev; lognormal: P50, P99.
+// LatencyPlan is a delay model (latency.Spec: only the fields of its Dist
+// are set, and it is valid) and the phases it applies to.
 type LatencyPlan struct {
-	Dist   string
-	Value  time.Duration
-	Min    time.Duration
-	Max    time.Duration
-	Mean   time.Duration
-	Stddev time.Duration
-	P50    time.Duration
-	P99    time.Duration
+	latency.Spec
 	Phases []string // phases the delay applies to; never empty after resolution (default: all)
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/cometbft/cometbft/crypto"
 
 	"github.com/valnet/valnet/internal/phase"
+	"github.com/valnet/valnet/latency"
 )
 
 // Faults injects signer faults that a scenario timeline switches on and
@@ -33,7 +34,7 @@ var (
 )
 
 type delayRule struct {
-	model  Model
+	model  latency.Model
 	phases map[string]bool // nil: all
 }
 
@@ -81,7 +82,7 @@ func WithFaults(inner Signer) *Faults {
 
 // SetDelay adds a delay drawn from model to signatures of phases (empty:
 // all) until ClearDelay(id).
-func (f *Faults) SetDelay(id string, model Model, phases []string) {
+func (f *Faults) SetDelay(id string, model latency.Model, phases []string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.delays[id] = delayRule{model: model, phases: phaseSet(phases)}

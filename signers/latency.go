@@ -9,6 +9,7 @@ import (
 	"github.com/cometbft/cometbft/crypto"
 
 	"github.com/valnet/valnet/internal/phase"
+	"github.com/valnet/valnet/latency"
 )
 
 // Delayed injects a modelled delay before each signature of the selected
@@ -19,7 +20,7 @@ import (
 // would.
 type Delayed struct {
 	inner  Signer
-	model  Model
+	model  latency.Model
 	phases map[string]bool
 
 	injected atomic.Int64 // ns injected since the last TakeInjected
@@ -41,7 +42,7 @@ type InjectedReporter interface {
 }
 
 // WithLatency wraps inner; phases empty means every phase.
-func WithLatency(inner Signer, model Model, phases []string) *Delayed {
+func WithLatency(inner Signer, model latency.Model, phases []string) *Delayed {
 	d := &Delayed{inner: inner, model: model, stop: make(chan struct{})}
 	if len(phases) > 0 {
 		d.phases = make(map[string]bool, len(phases))
@@ -105,4 +106,4 @@ func (d *Delayed) Close() error {
 }
 
 // Model returns the delay model, for labels.
-func (d *Delayed) Model() Model { return d.model }
+func (d *Delayed) Model() latency.Model { return d.model }

@@ -27,6 +27,7 @@ import (
 	"github.com/cometbft/cometbft/privval"
 
 	"github.com/valnet/valnet/internal/phase"
+	"github.com/valnet/valnet/latency"
 	"github.com/valnet/valnet/signers/profiles"
 )
 
@@ -69,13 +70,13 @@ type ServeConfig struct {
 	// node_key.json-style file, generated if missing; "" is
 	// valnet_signer_identity.json beside StateFile.
 	IdentityKey   string
-	Profile       string     // simulated: a built-in profile name
-	Latency       *ModelSpec // injected delay before every signature; nil: none
-	LatencyPhases []string   // phases Latency applies to; empty: all
-	CPUScale      float64    // 0 or 1: no scaling
-	Passphrase    []byte     // keyfile
-	Decrypt       string     // keyfile: every-sign (default) | once
-	Seed          int64      // seed of latency and device-model draws
+	Profile       string        // simulated: a built-in profile name
+	Latency       *latency.Spec // injected delay before every signature; nil: none
+	LatencyPhases []string      // phases Latency applies to; empty: all
+	CPUScale      float64       // 0 or 1: no scaling
+	Passphrase    []byte        // keyfile
+	Decrypt       string        // keyfile: every-sign (default) | once
+	Seed          int64         // seed of latency and device-model draws
 	Faults        []ServeFault
 	// Log receives status lines (connected, connection lost, faults);
 	// nil: discarded. Signature lines and the summary go to out.
@@ -94,8 +95,8 @@ type ServeFault struct {
 	// stops); signer-drop, signer-error, the window in which signatures
 	// fail (0: only signatures of Height, and of Round if HasRound).
 	Duration time.Duration
-	Latency  *ModelSpec // signer-delay: the extra delay, required
-	Phases   []string   // empty: all
+	Latency  *latency.Spec // signer-delay: the extra delay, required
+	Phases   []string      // empty: all
 }
 
 // DefaultStateFile is the state file of a signer with no state file set:
@@ -135,48 +136,6 @@ func ParseNodeAddr(s string) (network, address string, err error) {
 	default:
 		return "", "", fmt.Errorf("node address %q: unsupported scheme %q (allowed: tcp, unix)", s, scheme)
 	}
-}
-
-// ParseLatency reads a delay written as D (fixed), fixed:D, uniform:MIN:MAX,
-// normal:MEAN:STDDEV or lognormal:P50:P99, e.g. "lognormal:200ms:800ms".
-func ParseLatency(s string) (*ModelSpec, error) {
-	parts := strings.Split(s, ":")
-	durs := make([]time.Duration, 0, 2)
-	dist := "fixed"
-	args := parts
-	if _, err := time.ParseDuration(parts[0]); err != nil || len(parts) > 1 {
-		dist, args = parts[0], parts[1:]
-	}
-	want := map[string]int{"fixed": 1, "uniform": 2, "normal": 2, "lognormal": 2}[dist]
-	if want == 0 {
-		return nil, fmt.Errorf("latency %q: unknown distribution %q (write D, fixed:D, uniform:MIN:MAX, normal:MEAN:STDDEV or lognormal:P50:P99)", s, dist)
-	}
-	if len(args) != want {
-		return nil, fmt.Errorf("latency %q: %s takes %d duration(s)", s, dist, want)
-	}
-	for _, a := range args {
-		d, err := time.ParseDuration(a)
-		if err != nil {
-			return nil, fmt.Errorf("latency %q: %q is not a duration (e.g. 200ms)", s, a)
-		}
-		durs = append(durs, d)
-	}
-	spec := &ModelSpec{Dist: dist}
-	switch dist {
-	case "fixed":
-		spec.Value = durs[0]
-	case "uniform":
-		spec.Min, spec.Max = durs[0], durs[1]
-	case "normal":
-		spec.Mean, spec.Stddev = durs[0], durs[1]
-	case "lognormal":
-		spec.P50, spec.P99 = durs[0], durs[1]
-	}
-	// NewModel says what is wrong with the numbers.
-	if _, err := NewModel(*spec, 0, ""); err != nil {
-		return nil, fmt.Errorf("latency %q: %w", s, err)
-	}
-	return spec, nil
 }
 
 // LoadPrivValidatorKey reads the private key of a CometBFT
@@ -295,7 +254,7 @@ func (cfg *ServeConfig) Validate() error {
 		return fmt.Errorf("cpu_scale must be a number > 0, got %g", cfg.CPUScale)
 	}
 	if cfg.Latency != nil {
-		if _, err := NewModel(*cfg.Latency, 0, ""); err != nil {
+		if err := cfg.Latency.Validate(); err != nil {
 			return fmt.Errorf("latency: %w", err)
 		}
 	} else if len(cfg.LatencyPhases) > 0 {
@@ -345,7 +304,7 @@ func (f ServeFault) Validate() error {
 		if f.Latency == nil {
 			return errors.New("signer-delay needs latency: the extra delay before each signature, e.g. latency: 2s")
 		}
-		if _, err := NewModel(*f.Latency, 0, ""); err != nil {
+		if err := f.Latency.Validate(); err != nil {
 			return fmt.Errorf("signer-delay: latency: %w", err)
 		}
 	} else if f.Latency != nil {
@@ -887,7 +846,7 @@ func (s *Serve) startFault(f *serveFault, h int64) {
 	faults := s.built.Faults
 	switch {
 	case f.Action == FaultActionDelay:
-		model, err := NewModel(*f.Latency, s.cfg.Seed, f.id)
+		model, err := latency.New(*f.Latency, s.cfg.Seed, f.id)
 		if err != nil { // checked by Validate
 			s.logf("%s not applied: %v", f.label, err)
 			return

@@ -18,6 +18,7 @@ import (
 	"github.com/cometbft/cometbft/types"
 
 	"github.com/valnet/valnet/internal/phase"
+	"github.com/valnet/valnet/latency"
 )
 
 // syncBuffer is written by the signer's goroutines and read by the test.
@@ -264,7 +265,7 @@ func TestServeFaultAtHeightDropsThatHeight(t *testing.T) {
 	cfg := serveConfig(t, node)
 	cfg.Faults = []ServeFault{
 		{Action: FaultActionDrop, Height: 3, Phases: []string{phase.Prevote}},
-		{Action: FaultActionDelay, Height: 5, Latency: &ModelSpec{Dist: "fixed", Value: 300 * time.Millisecond}},
+		{Action: FaultActionDelay, Height: 5, Latency: &latency.Spec{Dist: "fixed", Value: 300 * time.Millisecond}},
 	}
 	s, out, log := startServe(t, cfg)
 	waitSigner(t, node, log)
@@ -427,7 +428,7 @@ func TestServeStartErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := ServeConfig{Node: "tcp://127.0.0.1:1", ChainID: chainID, KeyFile: keyJSON}
-	fixed := &ModelSpec{Dist: "fixed", Value: time.Second}
+	fixed := &latency.Spec{Dist: "fixed", Value: time.Second}
 	tests := []struct {
 		name string
 		edit func(c *ServeConfig)
@@ -477,33 +478,6 @@ func TestServeStartErrors(t *testing.T) {
 				t.Fatalf("error %q lacks %q", err, tc.want)
 			}
 		})
-	}
-}
-
-func TestParseLatency(t *testing.T) {
-	good := map[string]ModelSpec{
-		"200ms":                 {Dist: "fixed", Value: 200 * time.Millisecond},
-		"fixed:1s":              {Dist: "fixed", Value: time.Second},
-		"uniform:1s:2s":         {Dist: "uniform", Min: time.Second, Max: 2 * time.Second},
-		"normal:100ms:10ms":     {Dist: "normal", Mean: 100 * time.Millisecond, Stddev: 10 * time.Millisecond},
-		"lognormal:200ms:800ms": {Dist: "lognormal", P50: 200 * time.Millisecond, P99: 800 * time.Millisecond},
-	}
-	for in, want := range good {
-		got, err := ParseLatency(in)
-		if err != nil || *got != want {
-			t.Errorf("ParseLatency(%q) = %+v, %v; want %+v", in, got, err, want)
-		}
-	}
-	for in, want := range map[string]string{
-		"fast":                  `unknown distribution "fast"`,
-		"lognormal:200ms":       "takes 2 duration(s)",
-		"lognormal:800ms:200ms": "0 < p50 <= p99",
-		"uniform:1s:x":          `"x" is not a duration`,
-		"-1s":                   "must be >= 0",
-	} {
-		if _, err := ParseLatency(in); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("ParseLatency(%q) error %v, want %q", in, err, want)
-		}
 	}
 }
 

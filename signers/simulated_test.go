@@ -10,6 +10,7 @@ import (
 	"github.com/cometbft/cometbft/crypto/ed25519"
 
 	"github.com/valnet/valnet/internal/phase"
+	"github.com/valnet/valnet/latency"
 	"github.com/valnet/valnet/signers/profiles"
 )
 
@@ -20,7 +21,7 @@ func simKey() PrivKeySigner {
 
 func fixedProfile(d time.Duration) profiles.Profile {
 	return profiles.Profile{Name: "fixed-test", Description: "model for tests", Source: "test",
-		Dist: &profiles.Dist{Kind: profiles.Fixed, Value: d}}
+		Latency: &latency.Spec{Dist: latency.Fixed, Value: d}}
 }
 
 func newSim(t *testing.T, inner KeySigner, p profiles.Profile, seed int64, stream string) *Simulated {
@@ -214,7 +215,7 @@ func TestSimulatedLabelAndErrors(t *testing.T) {
 		{"no key", nil, p},
 		{"no timing", simKey(), profiles.Profile{Name: "empty"}},
 		{"bad distribution", simKey(), profiles.Profile{Name: "bad",
-			Dist: &profiles.Dist{Kind: profiles.Lognormal, P50: time.Second, P99: time.Millisecond}}},
+			Latency: &latency.Spec{Dist: latency.Lognormal, P50: time.Second, P99: time.Millisecond}}},
 	} {
 		if _, err := NewSimulated(tc.inner, tc.p, 1, "v0"); err == nil {
 			t.Errorf("%s: NewSimulated accepted it", tc.name)

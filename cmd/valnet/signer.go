@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
+	"github.com/valnet/valnet/latency"
 	"github.com/valnet/valnet/signers"
 )
 
@@ -37,7 +38,7 @@ func newSignerCmd() *cobra.Command {
 type serveOptions struct {
 	node, chainID, keyFile, stateFile, identityKey string
 	typ, profile                                   string
-	latency                                        *signers.ModelSpec
+	latency                                        *latency.Spec
 	latencyPhases                                  []string
 	cpuScale                                       float64
 	passphraseEnv, passphraseFile, decrypt         string
@@ -47,10 +48,10 @@ type serveOptions struct {
 
 func newSignerServeCmd() *cobra.Command {
 	var (
-		flags      serveOptions
-		configFile string
-		latency    string
-		faultTexts []string
+		flags       serveOptions
+		configFile  string
+		latencyText string
+		faultTexts  []string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -79,7 +80,7 @@ Exit codes: 0 stopped by a signal, 2 bad input or the signer could not start.`,
 				}
 				opts = *c
 			}
-			if err := flags.overlay(cmd, &opts, latency, faultTexts); err != nil {
+			if err := flags.overlay(cmd, &opts, latencyText, faultTexts); err != nil {
 				return &exitError{exitBadInput, err}
 			}
 			cfg, err := opts.serveConfig()
@@ -104,7 +105,7 @@ Exit codes: 0 stopped by a signal, 2 bad input or the signer could not start.`,
 	f.StringVar(&flags.identityKey, "identity-key", "", "the signer's SecretConnection key, node_key.json style, created if missing (default <state dir>/"+signers.DefaultServeIdentityName+")")
 	f.StringVar(&flags.typ, "type", "", "signer backend: local, keyfile or simulated (default local)")
 	f.StringVar(&flags.profile, "profile", "", "device profile of type simulated, e.g. yubihsm2 or ledger-nano-s-plus")
-	f.StringVar(&latency, "latency", "", "injected delay before every signature: D, uniform:MIN:MAX, normal:MEAN:STDDEV or lognormal:P50:P99")
+	f.StringVar(&latencyText, "latency", "", "injected delay before every signature: D, uniform:MIN:MAX, normal:MEAN:STDDEV or lognormal:P50:P99")
 	f.StringSliceVar(&flags.latencyPhases, "latency-phases", nil, "phases --latency applies to (default all): proposal,prevote,precommit")
 	f.Float64Var(&flags.cpuScale, "cpu-scale", 1, "multiply the cost of software signing (emulate a slower CPU)")
 	f.StringVar(&flags.passphraseEnv, "passphrase-env", "", "type keyfile: environment variable holding the passphrase")
@@ -116,7 +117,7 @@ Exit codes: 0 stopped by a signal, 2 bad input or the signer could not start.`,
 }
 
 // overlay puts the flags given on the command line over opts.
-func (fl *serveOptions) overlay(cmd *cobra.Command, opts *serveOptions, latency string, faultTexts []string) error {
+func (fl *serveOptions) overlay(cmd *cobra.Command, opts *serveOptions, latencyText string, faultTexts []string) error {
 	changed := cmd.Flags().Changed
 	for name, pair := range map[string][2]*string{
 		"node": {&opts.node, &fl.node}, "chain-id": {&opts.chainID, &fl.chainID},
@@ -133,11 +134,11 @@ func (fl *serveOptions) overlay(cmd *cobra.Command, opts *serveOptions, latency 
 		*p = serveExpandHome(*p)
 	}
 	if changed("latency") {
-		spec, err := signers.ParseLatency(latency)
+		spec, err := latency.Parse(latencyText)
 		if err != nil {
 			return fmt.Errorf("--latency: %w", err)
 		}
-		opts.latency, opts.latencyPhases = spec, nil
+		opts.latency, opts.latencyPhases = &spec, nil
 	}
 	if changed("latency-phases") {
 		if opts.latency == nil {
@@ -244,10 +245,6 @@ var serveFaultKeys = []string{"action", "at", "duration", "latency", "phases"}
 var serveKeyHints = map[string]string{
 	"target": "a standalone signer is the only target of its faults",
 	"time":   "a standalone signer sees no clock of the chain, only the heights it is asked to sign; use at.height",
-}
-
-var serveLatencyKeys = map[string][]string{
-	"fixed": {"value"}, "uniform": {"min", "max"}, "normal": {"mean", "stddev"}, "lognormal": {"p50", "p99"},
 }
 
 type serveConfigParser struct {
@@ -428,13 +425,14 @@ func (p *serveConfigParser) strings(n *yaml.Node, key string) []string {
 // latency reads a delay: a string in --latency's syntax ("200ms",
 // "lognormal:200ms:800ms") or a scenario-style mapping ({dist: lognormal,
 // p50: 200ms, p99: 800ms}), with phases in the mapping if withPhases.
-func (p *serveConfigParser) latency(n *yaml.Node, key string, withPhases bool) (*signers.ModelSpec, []string) {
+func (p *serveConfigParser) latency(n *yaml.Node, key string, withPhases bool) (*latency.Spec, []string) {
 	if n.Kind == yaml.ScalarNode && n.Tag != "!!null" {
-		spec, err := signers.ParseLatency(n.Value)
+		spec, err := latency.Parse(n.Value)
 		if err != nil {
 			p.fail(n, key, "%v", err)
+			return nil, nil
 		}
-		return spec, nil
+		return &spec, nil
 	}
 	dist := ""
 	if n.Kind == yaml.MappingNode {
@@ -444,8 +442,8 @@ func (p *serveConfigParser) latency(n *yaml.Node, key string, withPhases bool) (
 			}
 		}
 	}
-	own, ok := serveLatencyKeys[dist]
-	if n.Kind != yaml.MappingNode || !ok {
+	own := latency.Params(dist)
+	if n.Kind != yaml.MappingNode || own == nil {
 		p.fail(n, key, "must be a delay like 200ms or lognormal:200ms:800ms, or a mapping with dist: fixed, uniform, normal or lognormal")
 		return nil, nil
 	}
@@ -453,7 +451,7 @@ func (p *serveConfigParser) latency(n *yaml.Node, key string, withPhases bool) (
 	if withPhases {
 		allowed = append(allowed, "phases")
 	}
-	spec := &signers.ModelSpec{Dist: dist}
+	spec := &latency.Spec{Dist: dist}
 	params := map[string]*time.Duration{"value": &spec.Value, "min": &spec.Min, "max": &spec.Max,
 		"mean": &spec.Mean, "stddev": &spec.Stddev, "p50": &spec.P50, "p99": &spec.P99}
 	var phases []string
@@ -475,7 +473,7 @@ func (p *serveConfigParser) latency(n *yaml.Node, key string, withPhases bool) (
 			return nil, nil
 		}
 	}
-	if _, err := signers.NewModel(*spec, 0, ""); err != nil {
+	if err := spec.Validate(); err != nil {
 		p.fail(n, key, "%v", err)
 	}
 	return spec, phases

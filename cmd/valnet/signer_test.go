@@ -70,7 +70,7 @@ func TestSignerServeBadInput(t *testing.T) {
 		{"bad scheme", with("--node", "http://127.0.0.1:26659"), `unsupported scheme "http"`},
 		{"no scheme", with("--node", "127.0.0.1:26659"), `has no scheme: write tcp://host:port`},
 		{"unknown type", with("--type", "hsm"), `unknown signer type "hsm" \(allowed: local, keyfile, simulated\)`},
-		{"bad latency", with("--latency", "lognormal:800ms:200ms"), `--latency: latency "lognormal:800ms:200ms": lognormal latency needs 0 < p50 <= p99`},
+		{"bad latency", with("--latency", "lognormal:800ms:200ms"), `--latency: latency "lognormal:800ms:200ms": p99 200ms is less than p50 800ms`},
 		{"phases without latency", with("--latency-phases", "prevote"), `--latency-phases needs a latency`},
 		{"bad phase", with("--latency", "1s", "--latency-phases", "vote"), `latency phases: unknown phase "vote"`},
 		{"profile without type", with("--profile", "yubihsm2"), `--profile yubihsm2 needs --type simulated`},
