@@ -6,36 +6,33 @@ import (
 	"strings"
 	"time"
 
-	"github.com/valnet/valnet/latency"
+	"github.com/valnet/valnet/internal/schedule"
+	"github.com/valnet/valnet/internal/signerfault"
 	"github.com/valnet/valnet/network"
 	"github.com/valnet/valnet/nodes"
 	"github.com/valnet/valnet/results"
 	"github.com/valnet/valnet/scenarios"
-	"github.com/valnet/valnet/signers"
 )
 
-// timeline runs a scenario's faults: each starts when the chain reaches its
-// height (consensus at that height: the height before it is committed) or
-// when its time after the network started has come, and ends after its
-// duration. It is stepped from the runner's poll loop, one goroutine, so
-// faults never race each other.
+// timeline runs a scenario's faults on the rule of internal/schedule: each
+// starts when the chain reaches its height (consensus at that height: the
+// height before it is committed) or when its time after the network
+// started has come, and ends after its duration. It is stepped from the
+// runner's poll loop, one goroutine, so faults never race each other.
 type timeline struct {
 	r      *run
 	faults []*faultTask
-	later  []scheduled // actions due at a time, e.g. the end of a window
+	sched  *schedule.Schedule // from begin
 }
 
 type faultTask struct {
-	plan    scenarios.FaultPlan
-	id      string
-	signer  *validatorSigner // target's signer, if any
-	node    nodes.Node       // target's node, if any
-	started bool
-}
-
-type scheduled struct {
-	at time.Time
-	do func()
+	plan   scenarios.FaultPlan
+	id     string
+	signer *validatorSigner // target's signer, if any
+	node   nodes.Node       // target's node, if any
+	// end is what the fault's end does; set by start when the fault took
+	// effect and has a way back.
+	end func()
 }
 
 func newTimeline(r *run) *timeline {
@@ -56,61 +53,38 @@ func newTimeline(r *run) *timeline {
 	return t
 }
 
+// begin starts the clock of faults at a time: netStart, when the nodes
+// were up.
+func (t *timeline) begin(netStart time.Time) {
+	entries := make([]schedule.Entry, len(t.faults))
+	for i, task := range t.faults {
+		f := task.plan
+		entries[i] = schedule.Entry{Height: f.At.Height, Time: f.At.Time, Duration: f.Duration}
+	}
+	t.sched = schedule.New(netStart, entries)
+}
+
 // arm installs what must be in place before the fault's time comes: a
 // drop or error tied to one height matches signatures of that height
 // exactly, however fast the chain reaches it.
 func (t *timeline) arm(task *faultTask) {
-	f := task.plan
-	if (f.Action == scenarios.FaultSignerDrop || f.Action == scenarios.FaultSignerError) && f.Duration == 0 && f.At.Height > 0 {
-		task.signer.built.Faults.SetFailure(task.id, failRule(f, true))
+	if signerfault.Applies(task.plan.Action) {
+		signerfault.Arm(task.signer.built.Faults, task.id, task.plan)
 	}
 }
 
-func failRule(f scenarios.FaultPlan, atHeight bool) signers.FailRule {
-	rule := signers.FailRule{Mode: signers.FailError, Phases: f.Phases}
-	if f.Action == scenarios.FaultSignerDrop {
-		rule.Mode = signers.FailDrop
-	}
-	if atHeight {
-		rule.Height, rule.Round, rule.HasRound = f.At.Height, f.At.Round, f.At.HasRound
-	}
-	return rule
-}
-
-// step starts every fault whose time has come and runs due actions.
-// height is the last committed height; netStart when the nodes were up.
-func (t *timeline) step(now time.Time, height int64, netStart time.Time) {
-	for _, task := range t.faults {
-		if task.started || !due(task.plan.At, now, height, netStart) {
-			continue
-		}
-		task.started = true
-		t.start(task, now)
-	}
-	rest := t.later[:0]
-	var due []scheduled
-	for _, s := range t.later {
-		if !now.Before(s.at) {
-			due = append(due, s)
-		} else {
-			rest = append(rest, s)
+// step starts and ends every fault that is due. committed is the last
+// committed height: consensus is at the one after it.
+func (t *timeline) step(now time.Time, committed int64) {
+	for _, a := range t.sched.Step(now, committed+1) {
+		task := t.faults[a.Entry]
+		switch {
+		case a.Kind == schedule.Start:
+			t.start(task)
+		case task.end != nil:
+			task.end()
 		}
 	}
-	t.later = rest
-	for _, s := range due {
-		s.do()
-	}
-}
-
-func due(at scenarios.FaultAt, now time.Time, height int64, netStart time.Time) bool {
-	if at.Height > 0 {
-		return height >= at.Height-1
-	}
-	return !now.Before(netStart.Add(at.Time))
-}
-
-func (t *timeline) after(now time.Time, d time.Duration, do func()) {
-	t.later = append(t.later, scheduled{at: now.Add(d), do: do})
 }
 
 func (t *timeline) emit(task *faultTask, state, detail string) {
@@ -118,56 +92,34 @@ func (t *timeline) emit(task *faultTask, state, detail string) {
 		Action: task.plan.Action, State: state, Detail: detail, Height: task.plan.At.Height})
 }
 
-func (t *timeline) start(task *faultTask, now time.Time) {
+func (t *timeline) start(task *faultTask) {
 	f, vs := task.plan, task.signer
-	phases := "all phases"
-	if len(f.Phases) > 0 {
-		phases = strings.Join(f.Phases, ", ")
-	}
-	end := func(detail string, undo func()) {
-		if f.Duration > 0 {
-			t.after(now, f.Duration, func() {
-				undo()
-				t.emit(task, results.FaultEnd, detail)
-			})
+	onEnd := func(detail string, undo func()) {
+		task.end = func() {
+			undo()
+			t.emit(task, results.FaultEnd, detail)
 		}
 	}
 	switch f.Action {
-	case scenarios.FaultSignerDelay:
-		model, err := latency.New(f.Latency.Spec, t.r.seed, task.id)
-		if err != nil { // validated by the scenario; a model error here is a bug
+	case scenarios.FaultSignerDelay, scenarios.FaultSignerDrop, scenarios.FaultSignerError:
+		on, err := signerfault.Start(vs.built.Faults, task.id, f, t.r.seed)
+		if err != nil { // validated by the scenario; an error here is a bug
 			t.emit(task, results.FaultStart, "not applied: "+err.Error())
 			return
 		}
-		vs.built.Faults.SetDelay(task.id, model, f.Phases)
-		t.emit(task, results.FaultStart, "adds "+model.String()+" to "+phases)
-		end("delay removed", func() { vs.built.Faults.ClearDelay(task.id) })
-	case scenarios.FaultSignerDrop, scenarios.FaultSignerError:
-		what := "drops"
-		if f.Action == scenarios.FaultSignerError {
-			what = "fails"
+		t.emit(task, results.FaultStart, on.What)
+		if on.Undo != nil {
+			onEnd(on.Detail, on.Undo)
 		}
-		if f.Duration == 0 && f.At.Height > 0 {
-			// Armed at the start; it matches only its height.
-			at := fmt.Sprintf("height %d", f.At.Height)
-			if f.At.HasRound {
-				at += fmt.Sprintf(" round %d", f.At.Round)
-			}
-			t.emit(task, results.FaultStart, what+" "+phases+" signatures at "+at)
-			return
-		}
-		vs.built.Faults.SetFailure(task.id, failRule(f, false))
-		t.emit(task, results.FaultStart, what+" "+phases+" signatures")
-		end("signatures back", func() { vs.built.Faults.ClearFailure(task.id) })
 	case scenarios.FaultSignerOutage:
 		t.emit(task, results.FaultStart, "remote signer disconnected; the node cannot reach it")
 		_ = vs.server.Stop()
-		end("remote signer reconnecting", func() { _ = vs.server.Start() })
+		onEnd("remote signer reconnecting", func() { _ = vs.server.Start() })
 	case scenarios.FaultPartition, scenarios.FaultIsolate, scenarios.FaultHeal, scenarios.FaultNetworkLatency:
-		t.network(task, now, end)
+		t.network(task, onEnd)
 	case scenarios.FaultNodeStop, scenarios.FaultNodeKill, scenarios.FaultNodeStart, scenarios.FaultNodeRestart,
 		scenarios.FaultNodePause, scenarios.FaultNodeResume:
-		t.nodeFault(task, now)
+		t.nodeFault(task)
 	case scenarios.FaultSignerRestart:
 		t.emit(task, results.FaultStart, fmt.Sprintf("remote signer killed; restarting from its state file after %v", f.Duration))
 		_ = vs.server.Stop()
@@ -175,16 +127,16 @@ func (t *timeline) start(task *faultTask, now time.Time) {
 			t.emit(task, results.FaultEnd, "restart failed: "+err.Error())
 			return
 		}
-		t.after(now, f.Duration, func() {
-			_ = vs.server.Start()
-			t.emit(task, results.FaultEnd, "remote signer started and redialing the node")
-		})
+		onEnd("remote signer started and redialing the node", func() { _ = vs.server.Start() })
+		if f.Duration == 0 {
+			task.end() // no downtime: the schedule has no end for it
+		}
 	}
 }
 
 // network applies a partition, isolation, heal or latency change to the
 // link fabric (present whenever a scenario has network faults).
-func (t *timeline) network(task *faultTask, now time.Time, end func(string, func())) {
+func (t *timeline) network(task *faultTask, onEnd func(string, func())) {
 	f, fab := task.plan, t.r.fabric
 	if fab == nil {
 		t.emit(task, results.FaultStart, "not applied: no network fabric")
@@ -212,7 +164,7 @@ func (t *timeline) network(task *faultTask, now time.Time, end func(string, func
 			fab.SetBlocked(p[0], p[1], true)
 		}
 		t.emit(task, results.FaultStart, "partition "+groupsText(f.Groups))
-		end("partition healed", func() {
+		onEnd("partition healed", func() {
 			for _, p := range pairs {
 				fab.SetBlocked(p[0], p[1], false)
 			}
@@ -220,7 +172,7 @@ func (t *timeline) network(task *faultTask, now time.Time, end func(string, func
 	case scenarios.FaultIsolate:
 		fab.Isolate(f.Target, true)
 		t.emit(task, results.FaultStart, f.Target+" cut off from every peer")
-		end("reconnected", func() { fab.Isolate(f.Target, false) })
+		onEnd("reconnected", func() { fab.Isolate(f.Target, false) })
 	case scenarios.FaultHeal:
 		fab.HealAll()
 		t.emit(task, results.FaultStart, "every link unblocked")
@@ -246,7 +198,7 @@ func (t *timeline) network(task *faultTask, now time.Time, end func(string, func
 			desc = t.r.linkNow(pairs[0][0], pairs[0][1]).String()
 		}
 		t.emit(task, results.FaultStart, fmt.Sprintf("%d links now %s", len(pairs), desc))
-		end("links restored", func() {
+		onEnd("links restored", func() {
 			for i, p := range pairs {
 				t.r.setLink(p[0], p[1], prev[i])
 			}
@@ -289,7 +241,7 @@ func groupsText(groups [][]string) string {
 // nodeFault stops, kills, pauses or restarts the target's node. Each
 // control call returns once the change happened; a duration schedules the
 // way back (start, resume).
-func (t *timeline) nodeFault(task *faultTask, now time.Time) {
+func (t *timeline) nodeFault(task *faultTask) {
 	f := task.plan
 	ctl, ok := task.node.(nodes.Controller)
 	if !ok {
@@ -306,10 +258,7 @@ func (t *timeline) nodeFault(task *faultTask, now time.Time) {
 		return true
 	}
 	back := func(what string, op func(context.Context) error) {
-		if f.Duration <= 0 {
-			return
-		}
-		t.after(now, f.Duration, func() {
+		task.end = func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			detail := what
@@ -317,7 +266,7 @@ func (t *timeline) nodeFault(task *faultTask, now time.Time) {
 				detail = what + " failed: " + err.Error()
 			}
 			t.emit(task, results.FaultEnd, detail)
-		})
+		}
 	}
 	switch f.Action {
 	case scenarios.FaultNodeStop, scenarios.FaultNodeKill:
