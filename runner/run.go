@@ -379,7 +379,8 @@ func (r *run) wait(ctx context.Context, faults *timeline, netStart time.Time) st
 	defer deadline.Stop()
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
-	faults.begin(netStart)
+	faults.begin(ctx, netStart)
+	defer faults.close()
 	for {
 		select {
 		case <-ctx.Done():

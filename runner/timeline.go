@@ -23,6 +23,7 @@ type timeline struct {
 	r      *run
 	faults []*faultTask
 	sched  *schedule.Schedule // from begin
+	nodes  *nodeOps           // from begin
 }
 
 type faultTask struct {
@@ -53,9 +54,10 @@ func newTimeline(r *run) *timeline {
 	return t
 }
 
-// begin starts the clock of faults at a time: netStart, when the nodes
-// were up.
-func (t *timeline) begin(netStart time.Time) {
+// begin starts the clock of faults at netStart, when the nodes were up.
+// Node control runs under ctx, the run's: close cancels what is left.
+func (t *timeline) begin(ctx context.Context, netStart time.Time) {
+	t.nodes = newNodeOps(ctx)
 	entries := make([]schedule.Entry, len(t.faults))
 	for i, task := range t.faults {
 		f := task.plan
@@ -70,6 +72,14 @@ func (t *timeline) begin(netStart time.Time) {
 func (t *timeline) arm(task *faultTask) {
 	if signerfault.Applies(task.plan.Action) {
 		signerfault.Arm(task.signer.built.Faults, task.id, task.plan)
+	}
+}
+
+// close cancels node control still going and waits for it to return, so
+// nothing of a fault races the shutdown.
+func (t *timeline) close() {
+	if t.nodes != nil {
+		t.nodes.close()
 	}
 }
 
@@ -238,9 +248,11 @@ func groupsText(groups [][]string) string {
 	return strings.Join(parts, " | ")
 }
 
-// nodeFault stops, kills, pauses or restarts the target's node. Each
-// control call returns once the change happened; a duration schedules the
-// way back (start, resume).
+// nodeFault stops, kills, pauses or restarts the target's node. A control
+// call can take long (a process backend waits for the node to be up), so
+// it runs off the poll loop, after the target's earlier calls, and records
+// how it went when it returns; a duration schedules the way back (start,
+// resume), which runs only if the fault itself took.
 func (t *timeline) nodeFault(task *faultTask) {
 	f := task.plan
 	ctl, ok := task.node.(nodes.Controller)
@@ -248,24 +260,33 @@ func (t *timeline) nodeFault(task *faultTask) {
 		t.emit(task, results.FaultStart, "not applied: this backend cannot control nodes")
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	do := func(what string, op func(context.Context) error) bool {
-		if err := op(ctx); err != nil {
-			t.emit(task, results.FaultStart, what+" failed: "+err.Error())
-			return false
-		}
-		return true
+	// took is written by the fault's own call and read by its way back,
+	// which runs after it on the target's queue.
+	var took bool
+	do := func(what string, op func(context.Context) error, then func()) {
+		t.nodes.do(f.Target, func(ctx context.Context) {
+			if err := op(ctx); err != nil {
+				t.emit(task, results.FaultStart, what+" failed: "+err.Error())
+				return
+			}
+			took = true
+			if then != nil {
+				then()
+			}
+		})
 	}
 	back := func(what string, op func(context.Context) error) {
 		task.end = func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			detail := what
-			if err := op(ctx); err != nil {
-				detail = what + " failed: " + err.Error()
-			}
-			t.emit(task, results.FaultEnd, detail)
+			t.nodes.do(f.Target, func(ctx context.Context) {
+				if !took {
+					return
+				}
+				detail := what
+				if err := op(ctx); err != nil {
+					detail = what + " failed: " + err.Error()
+				}
+				t.emit(task, results.FaultEnd, detail)
+			})
 		}
 	}
 	switch f.Action {
@@ -276,36 +297,23 @@ func (t *timeline) nodeFault(task *faultTask) {
 		if h, ok := task.node.(nodes.Halter); ok && f.Action == scenarios.FaultNodeStop {
 			stop = h.Halt // a clean stop where the backend can
 		}
-		if do(f.Action, stop) {
-			back("started again from its home", func(ctx context.Context) error {
-				return ctl.Restart(ctx)
-			})
-		}
+		do(f.Action, stop, nil)
+		back("started again from its home", ctl.Restart)
 	case scenarios.FaultNodeStart:
-		if do("start", ctl.Restart) {
-			t.emit(task, results.FaultStart, f.Target+" started")
-		}
+		do("start", ctl.Restart, func() { t.emit(task, results.FaultStart, f.Target+" started") })
 	case scenarios.FaultNodeRestart:
 		t.emit(task, results.FaultStart, f.Target+" restarting from its home")
 		if f.Duration > 0 {
-			if do("stop", ctl.Kill) {
-				back("started again from its home", func(ctx context.Context) error {
-					return ctl.Restart(ctx)
-				})
-			}
+			do("stop", ctl.Kill, nil)
+			back("started again from its home", ctl.Restart)
 			return
 		}
-		if do("restart", ctl.Restart) {
-			t.emit(task, results.FaultEnd, f.Target+" running again")
-		}
+		do("restart", ctl.Restart, func() { t.emit(task, results.FaultEnd, f.Target+" running again") })
 	case scenarios.FaultNodePause:
 		t.emit(task, results.FaultStart, f.Target+" paused (no progress, no answers)")
-		if do("pause", ctl.Pause) {
-			back("resumed", ctl.Resume)
-		}
+		do("pause", ctl.Pause, nil)
+		back("resumed", ctl.Resume)
 	case scenarios.FaultNodeResume:
-		if do("resume", ctl.Resume) {
-			t.emit(task, results.FaultStart, f.Target+" resumed")
-		}
+		do("resume", ctl.Resume, func() { t.emit(task, results.FaultStart, f.Target+" resumed") })
 	}
 }
