@@ -22,6 +22,9 @@ type decoder struct {
 	errs Errors
 	pos  map[string]nodePos // every key path written in the file
 	bad  map[string]bool    // key paths that already have an error
+	// latencyText lets a latency also be written as latency.Parse's text,
+	// as the signer serve command's --latency is (its config file only).
+	latencyText bool
 }
 
 // nodePos is where a key and its value were written. List items have both

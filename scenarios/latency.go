@@ -19,8 +19,18 @@ import (
 // cannot silently select a default.
 var latencyCommonKeys = []string{"dist", "phases"}
 
-// decodeScalar reads the shorthand "latency: 200ms", a fixed delay.
+// decodeScalar reads the shorthand "latency: 200ms", a fixed delay, and
+// where the decoder allows it latency.Parse's text ("lognormal:200ms:800ms").
 func (l *rawLatency) decodeScalar(d *decoder, n *yaml.Node, key string) {
+	if d.latencyText && n.ShortTag() == "!!str" && strings.Contains(n.Value, ":") {
+		spec, err := latency.Parse(n.Value)
+		if err != nil {
+			d.fail(d.at(n), key, err.Error())
+			return
+		}
+		l.text = &spec
+		return
+	}
 	l.shorthand = true
 	l.Dist = latency.Fixed
 	if v, ok := d.duration(n, key); ok {
@@ -43,6 +53,10 @@ func (d *decoder) resolveLatency(key string, rl *rawLatency) *LatencyPlan {
 		return nil
 	}
 	lp := &LatencyPlan{Phases: d.resolvePhases(key+".phases", rl.Phases, "delay")}
+	if rl.text != nil {
+		lp.Spec = *rl.text // parsed and validated
+		return lp
+	}
 	if rl.shorthand {
 		// decode dropped the latency if the duration was bad
 		lp.Spec = latency.Spec{Dist: latency.Fixed, Value: *rl.Value}

@@ -19,6 +19,25 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files (testdata/*.bad.want, the metrics table in docs/scenario.md)")
 
+// checkGolden compares the errors got with the golden file, or rewrites it
+// with -update.
+func checkGolden(t *testing.T, wantFile, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(wantFile, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(wantFile)
+	if err != nil {
+		t.Fatalf("%v (run go test ./scenarios -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("errors differ from %s\n--- got:\n%s--- want:\n%s", wantFile, got, want)
+	}
+}
+
 // TestBadScenarios checks the exact messages for each testdata/*.bad.yaml
 // against its .bad.want file. Run `go test ./scenarios -update` to rewrite
 // them after an intended change, and read the diff.
@@ -48,20 +67,7 @@ func TestBadScenarios(t *testing.T) {
 					t.Errorf("errors not sorted: %v before %v", es[i-1], es[i])
 				}
 			}
-			got := err.Error() + "\n"
-			if *update {
-				if err := os.WriteFile(wantFile, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(wantFile)
-			if err != nil {
-				t.Fatalf("%v (run go test ./scenarios -update to create it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("errors differ from %s\n--- got:\n%s--- want:\n%s", wantFile, got, want)
-			}
+			checkGolden(t, wantFile, err.Error()+"\n")
 		})
 	}
 	// A .want without its .yaml would be a test that silently stopped running.
