@@ -5,7 +5,6 @@ import (
 	"sync"
 
 	"github.com/valnet/valnet/results"
-	"github.com/valnet/valnet/scenarios"
 )
 
 // recorder is the single entry point for events during a run: every node
@@ -111,15 +110,15 @@ func (r *recorder) Emit(e results.Event) {
 // pause until it is started, resumed or restarted.
 func (r *recorder) trackDown(e results.Event) {
 	switch e.Action {
-	case scenarios.FaultNodeStop, scenarios.FaultNodeKill, scenarios.FaultNodePause:
+	case "node-stop", "node-kill", "node-pause":
 		r.down[e.Validator] = e.State == results.FaultStart
-	case scenarios.FaultNodeStart, scenarios.FaultNodeResume, scenarios.FaultNodeRestart:
+	case "node-start", "node-resume", "node-restart":
 		if e.State == results.FaultStart || e.State == results.FaultEnd {
 			r.down[e.Validator] = false
 		}
 	}
 	// node-restart with a down time: down from its start to its end.
-	if e.Action == scenarios.FaultNodeRestart && e.State == results.FaultStart && strings.Contains(e.Detail, "restarting") {
+	if e.Action == "node-restart" && e.State == results.FaultStart && strings.Contains(e.Detail, "restarting") {
 		r.down[e.Validator] = true
 	}
 }
