@@ -4,7 +4,9 @@ GO        ?= go
 BIN       := bin/valnet
 PKGS      := ./...
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS   := -X main.version=$(VERSION)
+# SourceDir: an installed valnet builds the docker backend's static node
+# binary from this tree, wherever it is run from.
+LDFLAGS   := -X main.version=$(VERSION) -X github.com/valnet/valnet/docker.SourceDir=$(CURDIR)
 # Tests that start real networks print node logs only when they fail.
 TESTFLAGS ?= -timeout 20m
 

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/valnet/valnet/internal/nettest"
+	"github.com/valnet/valnet/nodes"
 )
 
 // BenchmarkDockerFirstBlock measures a docker network of n validators
@@ -23,7 +26,7 @@ func BenchmarkDockerFirstBlock(b *testing.B) {
 			for range b.N {
 				b.StopTimer()
 				root := b.TempDir()
-				showNodeLogsOnFailure(b, root)
+				nettest.ShowLogsOnFailure(b, root, "node.log", nodes.StderrFile)
 				r := newTestRun(b, nil)
 				tn := newTestNet(b, r, root, n, netOptions{})
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -31,9 +34,9 @@ func BenchmarkDockerFirstBlock(b *testing.B) {
 				start := time.Now()
 				tn.start(ctx)
 				up := time.Since(start)
-				waitFor(b, 3*time.Minute, "the first block", func() bool { return !tn.log.firstBlock().IsZero() })
+				nettest.WaitFor(b, 3*time.Minute, "the first block", func() bool { return !tn.Log.FirstBlock().IsZero() })
 				b.StopTimer()
-				firstBlock += tn.log.firstBlock().Sub(start)
+				firstBlock += tn.Log.FirstBlock().Sub(start)
 				allUp += up
 				mem, err := r.Memory(ctx)
 				if err != nil {
@@ -45,7 +48,7 @@ func BenchmarkDockerFirstBlock(b *testing.B) {
 					memMax = max(memMax, mib)
 					memCount++
 				}
-				tn.stop()
+				tn.Stop()
 				cancel()
 				if err := r.Close(); err != nil {
 					b.Fatal(err)

@@ -17,8 +17,8 @@ import (
 
 	dc "github.com/ory/dockertest/v3/docker"
 
+	"github.com/valnet/valnet/internal/nettest"
 	"github.com/valnet/valnet/nodes"
-	"github.com/valnet/valnet/results"
 	"github.com/valnet/valnet/signers"
 )
 
@@ -194,7 +194,7 @@ func TestBinaryChecks(t *testing.T) {
 // is left.
 func TestDockerNetwork(t *testing.T) {
 	root := t.TempDir()
-	showNodeLogsOnFailure(t, root)
+	nettest.ShowLogsOnFailure(t, root, "node.log", nodes.StderrFile)
 	testStart := time.Now()
 	r := newTestRun(t, t.Logf)
 	t.Logf("run %s: network %s (%s, gateway %s), image %s, in %v", r.ID(), r.NetworkName(), r.subnet, r.Gateway(), r.Image(),
@@ -221,90 +221,44 @@ func TestDockerNetwork(t *testing.T) {
 	start := time.Now()
 	tn.start(ctx)
 	t.Logf("4 containers up in %v", time.Since(start).Round(time.Millisecond))
-	for _, n := range tn.nodes {
-		if a := n.Addrs(); !strings.HasPrefix(a.RPC, "http://172.") || !strings.Contains(a.P2P, "@172.") {
+	for _, n := range tn.Nodes {
+		if a := tn.addrs(n.Name()); !strings.HasPrefix(a.RPC, "http://172.") || !strings.Contains(a.P2P, "@172.") {
 			t.Errorf("%s: addrs %+v", n.Name(), a)
 		}
 	}
-	all := []string{"v0", "v1", "v2", "v3"}
-	waitFor(t, 3*time.Minute, "every node at height 5 (block events)", func() bool { return tn.log.minBlock(all...) >= 5 })
+	tn.ReachHeight(5)
 	t.Logf("height 5 after %v", time.Since(start).Round(time.Millisecond))
-	for _, name := range all {
-		if tn.log.count(results.KindVote, name) == 0 {
-			t.Errorf("no vote events from %s", name)
-		}
-	}
-	if h := tn.height("v0"); h < 5 {
-		t.Errorf("v0's RPC height %d < 5", h)
-	}
 
 	// Pause v2: it stops while the others go on; resumed, it catches up.
-	if err := tn.ctl("v2").Pause(ctx); err != nil {
-		t.Fatal(err)
-	}
-	pausedAt := tn.log.block("v2")
-	live := []string{"v0", "v1", "v3"}
-	waitFor(t, 3*time.Minute, "v0, v1, v3 go on without v2", func() bool { return tn.log.minBlock(live...) >= pausedAt+4 })
-	// One block may have been in flight when the container froze.
-	if b, h := tn.log.block("v2"), tn.height("v2"); b > pausedAt+1 || h > pausedAt+1 {
-		t.Fatalf("paused v2 went on: paused at %d, now block events at %d, RPC height %d", pausedAt, b, h)
-	}
-	if err := tn.ctl("v2").Resume(ctx); err != nil {
-		t.Fatal(err)
-	}
-	resumedAt := tn.log.minBlock(live...)
-	waitFor(t, 3*time.Minute, "v2 catches up", func() bool {
-		return tn.height("v2") >= resumedAt+1 && tn.log.block("v2") >= resumedAt+1
-	})
+	tn.PauseResume(ctx, "v2", "v0", "v1", "v3")
 	t.Logf("pause/resume done after %v", time.Since(start).Round(time.Millisecond))
 
 	// Kill v3 (its signer on the host): the others go on; restarted, it
 	// catches up and its signer (which redials) signs again.
-	if err := tn.ctl("v3").Kill(ctx); err != nil {
-		t.Fatal(err)
-	}
-	killedAt := tn.height("v3")
-	others := []string{"v0", "v1", "v2"}
-	waitFor(t, 3*time.Minute, "v0-v2 go on without v3", func() bool { return tn.log.minBlock(others...) >= killedAt+3 })
-	if h := tn.height("v3"); h != killedAt {
-		t.Fatalf("killed v3 moved from height %d to %d", killedAt, h)
-	}
-	if err := tn.ctl("v3").Restart(ctx); err != nil {
-		t.Fatal(err)
-	}
-	restartedAt := tn.log.minBlock(others...)
-	waitFor(t, 3*time.Minute, "v3 catches up", func() bool {
-		return tn.height("v3") >= restartedAt+2 && tn.log.block("v3") >= restartedAt+2
-	})
-	waitFor(t, 3*time.Minute, "v3 signs again", func() bool { return signedIn(tn.log.snapshot(), "v3", restartedAt) })
+	tn.KillRestart(ctx, "v3", []string{"v0", "v1", "v2"}, nil)
 	t.Logf("kill/restart of v3 done after %v", time.Since(start).Round(time.Millisecond))
 
 	// Kill a paused node: docker kills a frozen container too. It restarts
 	// over the signer socket its killed self left behind.
-	if err := tn.ctl("v2").Pause(ctx); err != nil {
+	if err := tn.Ctl("v2").Pause(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := tn.ctl("v2").Kill(ctx); err != nil {
+	if err := tn.Ctl("v2").Kill(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := tn.ctl("v2").Pause(ctx); err == nil || !strings.Contains(err.Error(), "not running") {
+	if err := tn.Ctl("v2").Pause(ctx); err == nil || !strings.Contains(err.Error(), "not running") {
 		t.Fatalf("pausing a killed node: %v", err)
 	}
-	if err := tn.ctl("v2").Restart(ctx); err != nil {
+	if err := tn.Ctl("v2").Restart(ctx); err != nil {
 		t.Fatal(err)
 	}
-	top := tn.log.minBlock("v0", "v1", "v3")
-	waitFor(t, 3*time.Minute, "v2 catches up after kill while paused", func() bool { return tn.log.block("v2") >= top+1 })
-	waitFor(t, 3*time.Minute, "v2 signs again", func() bool { return signedIn(tn.log.snapshot(), "v2", top) })
+	top := tn.Log.MinBlock("v0", "v1", "v3")
+	nettest.WaitFor(t, 3*time.Minute, "v2 catches up after kill while paused", func() bool { return tn.Log.Block("v2") >= top+1 })
+	nettest.WaitFor(t, 3*time.Minute, "v2 signs again", func() bool { return nettest.SignedIn(tn.Log.Snapshot(), "v2", top) })
 	t.Logf("kill while paused + restart of v2 done after %v", time.Since(start).Round(time.Millisecond))
 
-	if c := conflictingVotes(tn.log.snapshot()); len(c) > 0 {
-		t.Fatalf("conflicting votes: %v", c)
-	}
-	stopStart := time.Now()
-	tn.stop()
-	t.Logf("clean stop of 4 containers in %v", time.Since(stopStart).Round(time.Millisecond))
-	for _, n := range tn.nodes {
+	tn.stopClean()
+	for _, n := range tn.Nodes {
 		if err := n.Stop(ctx); err != nil {
 			t.Errorf("second stop of %s: %v", n.Name(), err)
 		}
@@ -321,43 +275,6 @@ func TestDockerNetwork(t *testing.T) {
 		t.Errorf("keep command %q", cmd)
 	}
 	t.Logf("whole test %v", time.Since(testStart).Round(time.Millisecond))
-}
-
-// signedIn reports whether validator signed the commit of a block after
-// height (a block event after height+1 whose LastCommit does not list it
-// as absent).
-func signedIn(events []results.Event, validator string, height int64) bool {
-	for _, e := range events {
-		if e.Kind == results.KindBlock && e.Height > height+1 && !slices.Contains(e.LastCommitAbsent, validator) {
-			return true
-		}
-	}
-	return false
-}
-
-// conflictingVotes lists every validator that, as any node saw it, voted
-// for two different blocks in one height, round and phase.
-func conflictingVotes(events []results.Event) []string {
-	type hrp struct {
-		val    string
-		height int64
-		round  int32
-		phase  string
-	}
-	seen := map[hrp]string{}
-	var out []string
-	for _, e := range events {
-		if e.Kind != results.KindVote {
-			continue
-		}
-		k := hrp{e.Validator, e.Height, e.Round, e.Phase}
-		if b, ok := seen[k]; ok && b != e.BlockID {
-			out = append(out, e.Validator+" at "+strconv.FormatInt(e.Height, 10)+" "+e.Phase)
-			continue
-		}
-		seen[k] = e.BlockID
-	}
-	return out
 }
 
 // What a killed runner left (a network and a container labelled with a
@@ -381,7 +298,7 @@ func TestCleanupLeftovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadPID := dead.Process.Pid
-	if _, ok := procStart(deadPID); ok {
+	if nodes.ProcessAlive(deadPID, 0) {
 		t.Skipf("pid %d was reused at once", deadPID)
 	}
 	host, _ := os.Hostname()
@@ -491,7 +408,7 @@ func TestDockerRemoteEngine(t *testing.T) {
 		t.Errorf("remote SignerAddr: %s %s", network, addr)
 	}
 	root := t.TempDir()
-	showNodeLogsOnFailure(t, root)
+	nettest.ShowLogsOnFailure(t, root, "node.log", nodes.StderrFile)
 	tn := newTestNet(t, r, root, 4, netOptions{remote: map[string]string{"v2": signers.NetUnix, "v3": signers.NetTCP}})
 	for _, s := range tn.specs {
 		if s.Config.PrivValidatorListenAddr != "" && !strings.HasPrefix(s.Config.PrivValidatorListenAddr, "tcp://0.0.0.0:") {
@@ -504,8 +421,8 @@ func TestDockerRemoteEngine(t *testing.T) {
 	start := time.Now()
 	tn.start(ctx)
 	t.Logf("4 containers up in %v", time.Since(start).Round(time.Millisecond))
-	for _, n := range tn.nodes {
-		if a := n.Addrs(); !strings.HasPrefix(a.RPC, "http://127.0.0.1:") || !strings.Contains(a.P2P, "@172.") {
+	for _, n := range tn.Nodes {
+		if a := tn.addrs(n.Name()); !strings.HasPrefix(a.RPC, "http://127.0.0.1:") || !strings.Contains(a.P2P, "@172.") {
 			t.Errorf("%s: addrs %+v", n.Name(), a)
 		}
 		ins, err := r.client.InspectContainer(n.(*node).id)
@@ -516,45 +433,17 @@ func TestDockerRemoteEngine(t *testing.T) {
 			t.Errorf("%s: mounts %+v %+v %v", n.Name(), ins.Mounts, ins.HostConfig.Mounts, ins.HostConfig.Binds)
 		}
 	}
-	all := []string{"v0", "v1", "v2", "v3"}
-	waitFor(t, 3*time.Minute, "every node at height 5 (block events over TCP)", func() bool { return tn.log.minBlock(all...) >= 5 })
+	tn.ReachHeight(5)
 	t.Logf("height 5 after %v", time.Since(start).Round(time.Millisecond))
-	for _, name := range all {
-		if tn.log.count(results.KindVote, name) == 0 {
-			t.Errorf("no vote events from %s", name)
-		}
-	}
-	if h := tn.height("v0"); h < 5 {
-		t.Errorf("v0's RPC height %d < 5", h)
-	}
 
 	// Kill v3 (its signer on this host, through the relay) and restart it:
 	// new published ports, the same relay.
-	before := tn.node("v3").Addrs().RPC
-	if err := tn.ctl("v3").Kill(ctx); err != nil {
-		t.Fatal(err)
-	}
-	killedAt := tn.height("v3")
-	others := []string{"v0", "v1", "v2"}
-	waitFor(t, 3*time.Minute, "v0-v2 go on without v3", func() bool { return tn.log.minBlock(others...) >= killedAt+3 })
-	if err := tn.ctl("v3").Restart(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("v3 RPC %s before the kill, %s after the restart", before, tn.node("v3").Addrs().RPC)
-	restartedAt := tn.log.minBlock(others...)
-	waitFor(t, 3*time.Minute, "v3 catches up", func() bool {
-		return tn.height("v3") >= restartedAt+2 && tn.log.block("v3") >= restartedAt+2
-	})
-	waitFor(t, 3*time.Minute, "v3 signs again", func() bool { return signedIn(tn.log.snapshot(), "v3", restartedAt) })
-	waitFor(t, 3*time.Minute, "v2 signs (relay)", func() bool { return signedIn(tn.log.snapshot(), "v2", 1) })
+	before := tn.addrs("v3").RPC
+	tn.KillRestart(ctx, "v3", []string{"v0", "v1", "v2"}, nil)
+	t.Logf("v3 RPC %s before the kill, %s after the restart", before, tn.addrs("v3").RPC)
+	nettest.WaitFor(t, 3*time.Minute, "v2 signs (relay)", func() bool { return nettest.SignedIn(tn.Log.Snapshot(), "v2", 1) })
 	t.Logf("kill/restart of v3 done after %v", time.Since(start).Round(time.Millisecond))
-	if c := conflictingVotes(tn.log.snapshot()); len(c) > 0 {
-		t.Fatalf("conflicting votes: %v", c)
-	}
-
-	stopStart := time.Now()
-	tn.stop()
-	t.Logf("clean stop of 4 containers in %v", time.Since(stopStart).Round(time.Millisecond))
+	tn.stopClean()
 	for _, s := range tn.specs {
 		data, err := os.ReadFile(nodes.LogFile(s.Config))
 		if err != nil || len(data) == 0 {

@@ -2,23 +2,18 @@ package docker
 
 import (
 	"context"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/cometbft/cometbft/crypto/ed25519"
-	"github.com/cometbft/cometbft/p2p"
-	"github.com/cometbft/cometbft/privval"
-	"github.com/cometbft/cometbft/types"
 
+	"github.com/valnet/valnet/internal/nettest"
 	"github.com/valnet/valnet/network"
 	"github.com/valnet/valnet/nodes"
-	"github.com/valnet/valnet/results"
 	"github.com/valnet/valnet/signers"
 )
 
@@ -109,12 +104,9 @@ func newTestRunWith(t testing.TB, o Options) *Run {
 // through the link fabric on the bridge gateway), a FilePV in each home or
 // a remote signer on the host.
 type testNet struct {
-	t      testing.TB
+	*nettest.Net
 	run    *Run
 	specs  []nodes.Spec
-	nodes  []nodes.Node
-	log    *eventLog
-	keys   []ed25519.PrivKey
 	fabric *network.Fabric
 	remote map[string]*signers.RemoteServer
 }
@@ -126,44 +118,19 @@ type netOptions struct {
 
 func newTestNet(t testing.TB, r *Run, root string, n int, o netOptions) *testNet {
 	t.Helper()
-	tn := &testNet{t: t, run: r, log: newEventLog(), remote: map[string]*signers.RemoteServer{}}
-	var names []string
-	for i := range n {
-		names = append(names, fmt.Sprintf("v%d", i))
-	}
-	addrs, err := r.Prepare(names)
+	tn := &testNet{Net: nettest.NewNet(t), run: r, remote: map[string]*signers.RemoteServer{}}
+	vals := nettest.NewValidators(t, "valnet-docker-test", n)
+	addrs, err := r.Prepare(vals.Names)
 	if err != nil {
-		t.Fatal(err)
-	}
-	gen := &types.GenesisDoc{
-		GenesisTime: time.Now().UTC().Round(time.Millisecond), ChainID: "valnet-docker-test",
-		InitialHeight: 1, ConsensusParams: types.DefaultConsensusParams(),
-	}
-	valNames := map[string]string{}
-	var nodeKeys []*p2p.NodeKey
-	for _, name := range names {
-		key := ed25519.GenPrivKeyFromSecret([]byte("valnet-docker-test/" + name))
-		tn.keys = append(tn.keys, key)
-		nodeKeys = append(nodeKeys, &p2p.NodeKey{PrivKey: ed25519.GenPrivKeyFromSecret([]byte("valnet-docker-test/p2p/" + name))})
-		gen.Validators = append(gen.Validators, types.GenesisValidator{PubKey: key.PubKey(), Power: 10, Name: name})
-		valNames[strings.ToUpper(hex.EncodeToString(key.PubKey().Address()))] = name
-	}
-	if err := gen.ValidateAndComplete(); err != nil {
 		t.Fatal(err)
 	}
 	if o.fabric {
 		tn.fabric = network.NewFabric(network.Options{ListenHost: addrs.Gateway, Logf: t.Logf})
 		t.Cleanup(func() { tn.fabric.Close() })
 	}
-	for i, name := range names {
+	for i, name := range vals.Names {
 		c := nodes.NewConfig(filepath.Join(root, name))
-		c.Consensus.TimeoutPropose = 400 * time.Millisecond
-		c.Consensus.TimeoutProposeDelta = 100 * time.Millisecond
-		c.Consensus.TimeoutPrevote = 100 * time.Millisecond
-		c.Consensus.TimeoutPrevoteDelta = 50 * time.Millisecond
-		c.Consensus.TimeoutPrecommit = 100 * time.Millisecond
-		c.Consensus.TimeoutPrecommitDelta = 50 * time.Millisecond
-		c.Consensus.TimeoutCommit = 150 * time.Millisecond
+		nettest.FastConsensus(c)
 		Configure(c, o.remote[name] == signers.NetTCP)
 		signerNet, signerAddr := signers.NetTCP, addrs.Nodes[name].PrivVal
 		if o.remote[name] == signers.NetUnix {
@@ -171,21 +138,17 @@ func newTestNet(t testing.TB, r *Run, root string, n int, o netOptions) *testNet
 			// TCP through a relay with a remote engine).
 			c.PrivValidatorListenAddr, signerNet, signerAddr = r.SignerAddr(name)
 		}
-		var peers []string
-		for j, other := range names {
-			if j == i {
-				continue
-			}
+		c.P2P.PersistentPeers = vals.Peers(i, func(j int) string {
+			other := vals.Names[j]
 			addr := addrs.Nodes[other].P2P
 			if tn.fabric != nil {
 				if addr, err = tn.fabric.Route(name, other, addr); err != nil {
 					t.Fatal(err)
 				}
 			}
-			peers = append(peers, nodes.NodeID(nodeKeys[j])+"@"+addr)
-		}
-		c.P2P.PersistentPeers = strings.Join(peers, ",")
-		spec := nodes.Spec{Name: name, Config: c, Genesis: gen, NodeKey: nodeKeys[i], Names: valNames, Sink: tn.log}
+			return addr
+		})
+		spec := nodes.Spec{Name: name, Config: c, Genesis: vals.Genesis, NodeKey: vals.NodeKeys[i], Names: vals.ByAddress, Sink: tn.Log}
 		if err := nodes.WriteHome(spec); err != nil {
 			t.Fatal(err)
 		}
@@ -197,163 +160,42 @@ func newTestNet(t testing.TB, r *Run, root string, n int, o netOptions) *testNet
 			if err := os.MkdirAll(dir, 0o700); err != nil {
 				t.Fatal(err)
 			}
-			pv := privval.NewFilePV(tn.keys[i], filepath.Join(dir, "key.json"), filepath.Join(dir, "state.json"))
-			pv.Save()
+			pv := vals.FilePV(i, filepath.Join(dir, "key.json"), filepath.Join(dir, "state.json"))
 			srv, err := signers.ServeRemote(signers.ServerConfig{Network: signerNet, Address: signerAddr,
-				ChainID: gen.ChainID, IdentityKey: ed25519.GenPrivKey(), Signer: pv, RedialForever: true})
+				ChainID: vals.Genesis.ChainID, IdentityKey: ed25519.GenPrivKey(), Signer: pv, RedialForever: true})
 			if err != nil {
 				t.Fatal(err)
 			}
 			tn.remote[name] = srv
 			t.Cleanup(func() { srv.Stop() })
 		} else {
-			pv := privval.NewFilePV(tn.keys[i], c.PrivValidatorKeyFile(), c.PrivValidatorStateFile())
-			pv.Save()
+			vals.FilePV(i, c.PrivValidatorKeyFile(), c.PrivValidatorStateFile())
 		}
 		tn.specs = append(tn.specs, spec)
 	}
 	return tn
 }
 
-// start starts every node, in order, as the runner does.
+// start starts every node, in order, as the runner does; Cleanup stops
+// them.
 func (tn *testNet) start(ctx context.Context) {
-	tn.t.Helper()
+	tn.T.Helper()
 	b := tn.run.Backend()
-	for _, s := range tn.specs {
-		n, err := b.Start(ctx, s)
-		if err != nil {
-			tn.t.Fatal(err)
-		}
-		tn.nodes = append(tn.nodes, n)
-	}
-}
-
-// stop stops every node at once and reports errors.
-func (tn *testNet) stop() {
-	var wg sync.WaitGroup
-	for _, n := range tn.nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			if err := n.Stop(ctx); err != nil {
-				tn.t.Errorf("stop %s: %v", n.Name(), err)
-			}
-		}()
-	}
-	wg.Wait()
-}
-
-func (tn *testNet) node(name string) nodes.Node {
-	for _, n := range tn.nodes {
-		if n.Name() == name {
-			return n
-		}
-	}
-	tn.t.Fatalf("no node %s", name)
-	return nil
-}
-
-func (tn *testNet) ctl(name string) nodes.Controller { return tn.node(name).(nodes.Controller) }
-
-func (tn *testNet) height(name string) int64 { return tn.node(name).(nodes.HeightReporter).Height() }
-
-// waitFor polls cond until it holds or timeout passes.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// eventLog is a Sink that keeps every event and the highest block each
-// node reported.
-type eventLog struct {
-	mu     sync.Mutex
-	events []results.Event
-	blocks map[string]int64
-	first  time.Time // the first block event
-}
-
-func newEventLog() *eventLog { return &eventLog{blocks: map[string]int64{}} }
-
-func (l *eventLog) Emit(e results.Event) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.events = append(l.events, e)
-	if e.Kind == results.KindBlock {
-		if l.first.IsZero() {
-			l.first = time.Now()
-		}
-		if e.Height > l.blocks[e.Node] {
-			l.blocks[e.Node] = e.Height
-		}
-	}
-}
-
-func (l *eventLog) block(node string) int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.blocks[node]
-}
-
-func (l *eventLog) firstBlock() time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.first
-}
-
-// minBlock is the lowest of nodes' highest blocks.
-func (l *eventLog) minBlock(names ...string) int64 {
-	m := int64(-1)
-	for _, n := range names {
-		if b := l.block(n); m < 0 || b < m {
-			m = b
-		}
-	}
-	return m
-}
-
-func (l *eventLog) snapshot() []results.Event {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]results.Event(nil), l.events...)
-}
-
-func (l *eventLog) count(kind results.Kind, node string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	c := 0
-	for _, e := range l.events {
-		if e.Kind == kind && e.Node == node {
-			c++
-		}
-	}
-	return c
-}
-
-// showNodeLogsOnFailure prints the tail of every node's log and stderr if
-// the test fails; they stay in files otherwise. Registered before the
-// run's Close, it runs after it, once Close has saved container output.
-func showNodeLogsOnFailure(t testing.TB, root string) {
-	t.Cleanup(func() {
-		if !t.Failed() {
-			return
-		}
-		for _, pattern := range []string{"*/node.log", "*/" + nodes.StderrFile} {
-			files, _ := filepath.Glob(filepath.Join(root, pattern))
-			for _, f := range files {
-				data, _ := os.ReadFile(f)
-				if len(data) > 3000 {
-					data = data[len(data)-3000:]
-				}
-				t.Logf("--- %s (tail)\n%s", f, data)
-			}
-		}
+	tn.Start(ctx, len(tn.specs), func(ctx context.Context, i int) (nettest.Node, error) {
+		return b.Start(ctx, tn.specs[i])
 	})
+}
+
+// addrs are node name's addresses.
+func (tn *testNet) addrs(name string) nodes.Addrs { return tn.Node(name).(nodes.Node).Addrs() }
+
+// stopClean checks that no node saw a double sign and stops every node.
+func (tn *testNet) stopClean() {
+	tn.T.Helper()
+	if c := nettest.ConflictingVotes(tn.Log.Snapshot()); len(c) > 0 {
+		tn.T.Fatalf("conflicting votes: %v", c)
+	}
+	start := time.Now()
+	tn.Stop()
+	tn.T.Logf("clean stop of %d containers in %v", len(tn.Nodes), time.Since(start).Round(time.Millisecond))
 }

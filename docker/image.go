@@ -109,10 +109,15 @@ func engineArch(c *dc.Client) (goos, goarch string, err error) {
 	return goos, goarch, nil
 }
 
+// SourceDir is the valnet source tree this executable was built from
+// (make build sets it with -ldflags -X): an installed valnet run from any
+// directory builds the node image's static binary from there.
+var SourceDir string
+
 // resolveBinary puts a static valnet binary for goos/goarch at dst: the
-// given one, else $VALNET_DOCKER_BINARY, else one built from the valnet
-// module holding the working directory, else this executable if it is a
-// static valnet binary.
+// given one, else $VALNET_DOCKER_BINARY, else this executable if it is a
+// static Linux valnet, else one built from the valnet module holding the
+// working directory or the source tree this executable was built from.
 func resolveBinary(ctx context.Context, given, dst, goos, goarch string, logf func(string, ...any)) error {
 	if given == "" {
 		given = os.Getenv(BinaryEnv)
@@ -123,21 +128,59 @@ func resolveBinary(ctx context.Context, given, dst, goos, goarch string, logf fu
 		}
 		return copyFile(given, dst)
 	}
-	root, modErr := valnetModuleRoot(ctx)
-	if modErr == nil {
-		return buildBinary(ctx, root, dst, goos, goarch, logf)
-	}
 	if exe, err := os.Executable(); err == nil && strings.HasPrefix(filepath.Base(exe), "valnet") && checkStatic(exe, goarch) == nil {
 		return copyFile(exe, dst)
 	}
-	return fmt.Errorf("docker: no static Linux valnet binary for the node image (%v); run from valnet's source tree "+
-		"(valnet builds one with CGO_ENABLED=0), or set %s to a valnet built with CGO_ENABLED=0 GOOS=linux GOARCH=%s", modErr, BinaryEnv, goarch)
+	root, modErr := valnetModuleRoot(ctx)
+	if modErr != nil && SourceDir != "" {
+		var srcErr error
+		if root, srcErr = valnetModuleRootAt(ctx, SourceDir); srcErr == nil {
+			modErr = nil
+		} else {
+			modErr = fmt.Errorf("%v; the source tree it was built from: %v", modErr, srcErr)
+		}
+	}
+	if modErr == nil {
+		return buildBinary(ctx, root, dst, goos, goarch, logf)
+	}
+	return fmt.Errorf("docker: no static Linux valnet binary for the node image (%v); run valnet from its source tree "+
+		"or build it with make build (it then builds one with CGO_ENABLED=0 from that tree), "+
+		"or set %s to a valnet built with CGO_ENABLED=0 GOOS=linux GOARCH=%s", modErr, BinaryEnv, goarch)
+}
+
+// checkBinarySource says whether resolveBinary would find a binary, as far
+// as that can be told without building one.
+func checkBinarySource(ctx context.Context, goarch string) error {
+	if given := os.Getenv(BinaryEnv); given != "" {
+		if err := checkStatic(given, goarch); err != nil {
+			return fmt.Errorf("docker: %s=%s: %w", BinaryEnv, given, err)
+		}
+		return nil
+	}
+	if exe, err := os.Executable(); err == nil && strings.HasPrefix(filepath.Base(exe), "valnet") && checkStatic(exe, goarch) == nil {
+		return nil
+	}
+	if _, err := valnetModuleRoot(ctx); err == nil {
+		return nil
+	}
+	if SourceDir != "" {
+		if _, err := valnetModuleRootAt(ctx, SourceDir); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("docker: no static Linux valnet binary for the node image: run valnet from its source tree or build it with make build, or set %s to a valnet built with CGO_ENABLED=0", BinaryEnv)
 }
 
 // valnetModuleRoot is the root of the valnet module holding the working
-// directory, found as `go env GOMOD` finds it.
-func valnetModuleRoot(ctx context.Context) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+// directory.
+func valnetModuleRoot(ctx context.Context) (string, error) { return valnetModuleRootAt(ctx, "") }
+
+// valnetModuleRootAt is the root of the valnet module holding dir ("": the
+// working directory), found as `go env GOMOD` finds it.
+func valnetModuleRootAt(ctx context.Context, dir string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", "env", "GOMOD")
+	cmd.Dir = dir
+	out, err := cmd.Output()
 	if err != nil {
 		return "", fmt.Errorf("go env GOMOD: %w", err)
 	}

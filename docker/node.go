@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	dc "github.com/ory/dockertest/v3/docker"
@@ -146,7 +145,7 @@ type node struct {
 	ip     net.IP
 	id     string // container ID
 	http   *http.Client
-	height atomic.Int64
+	height nodes.LastHeight
 
 	// addrMu guards the addresses, which a remote engine's published
 	// ports change at every start.
@@ -157,18 +156,12 @@ type node struct {
 
 	// The event socket, open across restarts; the container reaches it
 	// through the bind-mounted socket dir.
-	sockPath string
-	ln       net.Listener
-	readers  sync.WaitGroup
-	connsMu  sync.Mutex
-	conns    map[net.Conn]bool
+	events *nodes.EventListener
 
-	// mu serialises Stop, the Controller methods and Close.
-	mu      sync.Mutex
-	killed  bool // by Kill, since the last start: its exit code is ours
-	stopped bool
-	stopErr error
-	removed bool
+	// life serialises Stop, the Controller methods and Close; killed (by
+	// Kill, since the last start: its exit code is ours) is under it.
+	life   nodes.Lifecycle
+	killed bool
 }
 
 var (
@@ -215,7 +208,7 @@ func (n *node) create(ctx context.Context, args []string) error {
 		}
 	} else {
 		mounts = []dc.HostMount{{Type: "bind", Source: n.home, Target: ContainerHome}}
-		if n.ln != nil || r.hostSocket(n.spec.Config.PrivValidatorListenAddr) != "" {
+		if n.events != nil || r.hostSocket(n.spec.Config.PrivValidatorListenAddr) != "" {
 			mounts = append(mounts, dc.HostMount{Type: "bind", Source: r.sockDir, Target: ContainerSockDir})
 		}
 	}
@@ -278,29 +271,22 @@ func (n *node) startContainer(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, n.run.opts.StartTimeout)
 	defer cancel()
-	want := nodes.NodeID(n.spec.NodeKey)
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for i := 0; ; i++ {
-		st, err := n.status(ctx)
-		if err == nil && st.Result.NodeInfo.ID == want {
-			if h, err := strconv.ParseInt(st.Result.SyncInfo.LatestBlockHeight, 10, 64); err == nil {
-				n.height.Store(h)
-			}
-			return nil
+	polls := 0
+	st, err := nodes.WaitStatus(ctx, n.status, nodes.NodeID(n.spec.NodeKey), func() error {
+		if polls++; polls%5 != 0 {
+			return nil // every 0.5 s: did it exit?
 		}
-		if i%5 == 4 { // every 0.5 s: did it exit?
-			if ins, err := c.InspectContainerWithContext(n.id, ctx); err == nil && !ins.State.Running {
-				return fmt.Errorf("node %s: container exited during start (code %d): %s", n.name, ins.State.ExitCode, n.logTail())
-			}
+		if ins, err := c.InspectContainerWithContext(n.id, ctx); err == nil && !ins.State.Running {
+			return fmt.Errorf("node %s: container exited during start (code %d): %s", n.name, ins.State.ExitCode, n.logTail())
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("node %s: RPC %s did not answer /status within %v (see node.log in %s; %s)",
-				n.name, n.rpcURL(), n.run.opts.StartTimeout, n.home, n.logTail())
-		case <-tick.C:
-		}
+		return nil
+	})
+	n.height.Update(st, err)
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return fmt.Errorf("node %s: RPC %s did not answer /status within %v (see node.log in %s; %s)",
+			n.name, n.rpcURL(), n.run.opts.StartTimeout, n.home, n.logTail())
 	}
+	return err
 }
 
 func (n *node) status(ctx context.Context) (*nodes.StatusResult, error) {
@@ -313,13 +299,8 @@ func (n *node) status(ctx context.Context) (*nodes.StatusResult, error) {
 
 // Height is the node's last block height from RPC /status; while the node
 // cannot answer (killed, paused) it is the last height it reported.
-func (n *node) Height() int64 {
-	if st, err := n.status(context.Background()); err == nil {
-		if h, err := strconv.ParseInt(st.Result.SyncInfo.LatestBlockHeight, 10, 64); err == nil {
-			n.height.Store(h)
-		}
-	}
-	return n.height.Load()
+func (n *node) Height(ctx context.Context) int64 {
+	return n.height.Update(n.status(ctx))
 }
 
 // ContainerID is the ID of the node's container.
@@ -376,34 +357,27 @@ func (n *node) inspect(ctx context.Context) (*dc.State, error) {
 // closes the event socket once drained. A node that exited non-zero is an
 // error carrying its output.
 func (n *node) Stop(ctx context.Context) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.stopped {
-		return n.stopErr
-	}
-	n.stopped = true
-	if !n.removed {
-		n.stopErr = n.stopContainer(ctx)
-		if st, err := n.inspect(ctx); n.stopErr == nil && err == nil && !n.killed && st.ExitCode != 0 {
+	return n.life.Stop(func() error {
+		err := n.stopContainer(ctx)
+		if st, ierr := n.inspect(ctx); err == nil && ierr == nil && !n.killed && st.ExitCode != 0 {
 			// It had exited by itself before this stop: a crash.
 			why := fmt.Sprintf("code %d", st.ExitCode)
 			if st.OOMKilled {
 				why = "killed: out of memory"
 			}
-			n.stopErr = fmt.Errorf("node %s: had exited (%s): %s", n.name, why, n.logTail())
+			err = fmt.Errorf("node %s: had exited (%s): %s", n.name, why, n.logTail())
 		}
 		n.saveLogs()
 		n.fetchFiles()
-		if err := n.run.client.RemoveContainer(dc.RemoveContainerOptions{ID: n.id, Force: true, RemoveVolumes: true}); err != nil && n.stopErr == nil {
+		if rerr := n.run.client.RemoveContainer(dc.RemoveContainerOptions{ID: n.id, Force: true, RemoveVolumes: true}); rerr != nil && err == nil {
 			var nsc *dc.NoSuchContainer
-			if !errors.As(err, &nsc) {
-				n.stopErr = fmt.Errorf("node %s: remove container: %w", n.name, err)
+			if !errors.As(rerr, &nsc) {
+				err = fmt.Errorf("node %s: remove container: %w", n.name, rerr)
 			}
 		}
-		n.removed = true
-	}
-	n.closeEvents()
-	return n.stopErr
+		n.closeEvents()
+		return err
+	})
 }
 
 // stopContainer stops a running (or paused) container cleanly; a stopped
@@ -447,29 +421,26 @@ func (n *node) stopContainer(ctx context.Context) error {
 // Kill SIGKILLs the node (docker kill; a paused node too) and returns once
 // its container has stopped. The home keeps whatever was written.
 func (n *node) Kill(ctx context.Context) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.stopped {
-		return fmt.Errorf("node %s: already stopped", n.name)
-	}
-	st, err := n.inspect(ctx)
-	if err != nil {
-		return fmt.Errorf("node %s: %w", n.name, err)
-	}
-	if !st.Running {
-		return nil
-	}
-	if err := n.run.client.KillContainer(dc.KillContainerOptions{ID: n.id, Signal: dc.SIGKILL, Context: ctx}); err != nil {
-		var nr *dc.ContainerNotRunning
-		if !errors.As(err, &nr) {
-			return fmt.Errorf("node %s: docker kill: %w", n.name, err)
+	return n.life.Control(n.name, func() error {
+		st, err := n.inspect(ctx)
+		if err != nil {
+			return fmt.Errorf("node %s: %w", n.name, err)
 		}
-	}
-	n.killed = true
-	if _, err := n.run.client.WaitContainerWithContext(n.id, ctx); err != nil {
-		return fmt.Errorf("node %s: wait for kill: %w", n.name, err)
-	}
-	return nil
+		if !st.Running {
+			return nil
+		}
+		if err := n.run.client.KillContainer(dc.KillContainerOptions{ID: n.id, Signal: dc.SIGKILL, Context: ctx}); err != nil {
+			var nr *dc.ContainerNotRunning
+			if !errors.As(err, &nr) {
+				return fmt.Errorf("node %s: docker kill: %w", n.name, err)
+			}
+		}
+		n.killed = true
+		if _, err := n.run.client.WaitContainerWithContext(n.id, ctx); err != nil {
+			return fmt.Errorf("node %s: wait for kill: %w", n.name, err)
+		}
+		return nil
+	})
 }
 
 // Pause freezes the container (docker pause: the cgroup freezer, like
@@ -485,30 +456,27 @@ func (n *node) Resume(ctx context.Context) error {
 }
 
 func (n *node) freeze(ctx context.Context, pause bool) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.stopped {
-		return fmt.Errorf("node %s: already stopped", n.name)
-	}
-	st, err := n.inspect(ctx)
-	if err != nil {
-		return fmt.Errorf("node %s: %w", n.name, err)
-	}
-	if !st.Running {
-		return fmt.Errorf("node %s: not running (killed)", n.name)
-	}
-	if st.Paused == pause {
+	return n.life.Control(n.name, func() error {
+		st, err := n.inspect(ctx)
+		if err != nil {
+			return fmt.Errorf("node %s: %w", n.name, err)
+		}
+		if !st.Running {
+			return fmt.Errorf("node %s: not running (killed)", n.name)
+		}
+		if st.Paused == pause {
+			return nil
+		}
+		if pause {
+			err = n.run.client.PauseContainer(n.id)
+		} else {
+			err = n.run.client.UnpauseContainer(n.id)
+		}
+		if err != nil {
+			return fmt.Errorf("node %s: %w", n.name, err)
+		}
 		return nil
-	}
-	if pause {
-		err = n.run.client.PauseContainer(n.id)
-	} else {
-		err = n.run.client.UnpauseContainer(n.id)
-	}
-	if err != nil {
-		return fmt.Errorf("node %s: %w", n.name, err)
-	}
-	return nil
+	})
 }
 
 // Restart starts the container again (same IP, same home: WAL, block
@@ -516,43 +484,34 @@ func (n *node) freeze(ctx context.Context, pause bool) error {
 // once RPC answers. It catches up from its peers; `valnet node` reconnects
 // to the same event socket.
 func (n *node) Restart(ctx context.Context) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.stopped {
-		return fmt.Errorf("node %s: already stopped", n.name)
-	}
-	if err := n.stopContainer(ctx); err != nil {
-		return fmt.Errorf("restart: %w", err)
-	}
-	n.killed = false
-	if err := n.startContainer(ctx); err != nil {
-		return fmt.Errorf("restart: %w", err)
-	}
-	return nil
+	return n.life.Control(n.name, func() error {
+		if err := n.stopContainer(ctx); err != nil {
+			return fmt.Errorf("restart: %w", err)
+		}
+		n.killed = false
+		if err := n.startContainer(ctx); err != nil {
+			return fmt.Errorf("restart: %w", err)
+		}
+		return nil
+	})
 }
 
 // remove force-removes the container (keeping its output) and closes the
 // event socket: Run.Close, for nodes nobody stopped.
 func (n *node) remove() error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	var err error
-	if !n.removed && n.id != "" {
+	return n.life.Discard(func() error {
+		defer n.closeEvents()
+		if n.id == "" {
+			return nil
+		}
 		n.saveLogs()
 		n.fetchFiles()
-		err = n.run.client.RemoveContainer(dc.RemoveContainerOptions{ID: n.id, Force: true, RemoveVolumes: true})
-		var nsc *dc.NoSuchContainer
-		if errors.As(err, &nsc) {
-			err = nil
+		err := n.run.client.RemoveContainer(dc.RemoveContainerOptions{ID: n.id, Force: true, RemoveVolumes: true})
+		if nsc := (*dc.NoSuchContainer)(nil); err != nil && !errors.As(err, &nsc) {
+			return fmt.Errorf("node %s: remove container: %w", n.name, err)
 		}
-		if err != nil {
-			err = fmt.Errorf("node %s: remove container: %w", n.name, err)
-		}
-	}
-	n.removed = true
-	n.stopped = true
-	n.closeEvents()
-	return err
+		return nil
+	})
 }
 
 // listenEvents opens the node's event socket in the run's socket dir, or
@@ -560,86 +519,29 @@ func (n *node) remove() error {
 // returns the address the node dials (--events).
 func (n *node) listenEvents() (string, error) {
 	if n.run.remote {
-		ln, err := net.Listen("tcp", ":0")
+		l, err := nodes.ListenEvents("tcp", ":0", n.name, n.spec.Sink)
 		if err != nil {
 			return "", fmt.Errorf("event listener: %w", err)
 		}
-		n.ln = ln
-		n.readers.Add(1)
-		go n.acceptEvents()
-		port := ln.Addr().(*net.TCPAddr).Port
+		n.events = l
+		port := l.Addr().(*net.TCPAddr).Port
 		return "tcp://" + net.JoinHostPort(n.run.hostAddr, strconv.Itoa(port)), nil
 	}
 	file := n.run.sockFile(n.name, ".events.sock")
-	n.sockPath = filepath.Join(n.run.sockDir, file)
-	_ = os.Remove(n.sockPath)
-	ln, err := net.Listen("unix", n.sockPath)
+	l, err := nodes.ListenEvents("unix", filepath.Join(n.run.sockDir, file), n.name, n.spec.Sink)
 	if err != nil {
 		return "", fmt.Errorf("event socket: %w", err)
 	}
-	n.ln = ln
-	n.readers.Add(1)
-	go n.acceptEvents()
+	n.events = l
 	return "unix://" + ContainerSockDir + "/" + file, nil
 }
 
-// acceptEvents reads every connection of the node (one per start).
-func (n *node) acceptEvents() {
-	defer n.readers.Done()
-	for {
-		conn, err := n.ln.Accept()
-		if err != nil {
-			return
-		}
-		n.connsMu.Lock()
-		if n.conns == nil {
-			n.conns = map[net.Conn]bool{}
-		}
-		n.conns[conn] = true
-		n.connsMu.Unlock()
-		n.readers.Add(1)
-		go n.readEvents(conn)
-	}
-}
-
-// readEvents forwards one connection's event lines to the Sink until the
-// node closes it (it stops, or is killed).
-func (n *node) readEvents(conn net.Conn) {
-	defer n.readers.Done()
-	defer func() {
-		conn.Close()
-		n.connsMu.Lock()
-		delete(n.conns, conn)
-		n.connsMu.Unlock()
-	}()
-	nodes.ReadEvents(conn, n.name, n.spec.Sink)
-}
-
-// closeEvents closes the socket once no container can write to it and
-// waits for the readers to drain what was sent. A connection still open
-// after drainGrace (a container that could not be removed) is cut.
+// closeEvents closes the socket once no container can write to it, after
+// what was sent is read (nodes.EventListener.Close).
 func (n *node) closeEvents() {
-	if n.ln == nil {
+	if n.events == nil {
 		return
 	}
-	n.ln.Close()
-	done := make(chan struct{})
-	go func() { n.readers.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(drainGrace):
-		n.connsMu.Lock()
-		for c := range n.conns {
-			c.Close()
-		}
-		n.connsMu.Unlock()
-		<-done
-	}
-	if n.sockPath != "" {
-		_ = os.Remove(n.sockPath)
-	}
-	n.ln = nil
+	n.events.Close()
+	n.events = nil
 }
-
-// drainGrace is how long closeEvents waits for the node to close its end.
-const drainGrace = 5 * time.Second

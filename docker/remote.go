@@ -28,10 +28,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	dc "github.com/ory/dockertest/v3/docker"
+
+	"github.com/valnet/valnet/internal/accept"
 )
 
 // Remote reports whether the run uses the remote-engine path: no bind
@@ -128,10 +129,7 @@ func (r *Run) SignerAddr(name string) (laddr, dialNetwork, dialAddr string) {
 type signerRelay struct {
 	run  *Run
 	name string
-	ln   net.Listener
-	wg   sync.WaitGroup
-	mu   sync.Mutex
-	open map[net.Conn]bool
+	loop *accept.Loop
 }
 
 // relayLocked returns validator name's signer relay, opening it if needed;
@@ -147,29 +145,13 @@ func (r *Run) relayLocked(name string) (*signerRelay, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docker: signer relay of %s: %w", name, err)
 	}
-	rl := &signerRelay{run: r, name: name, ln: ln, open: map[net.Conn]bool{}}
+	rl := &signerRelay{run: r, name: name, loop: accept.New(ln)}
+	rl.loop.Serve(rl.relay)
 	r.relays[name] = rl
-	rl.wg.Add(1)
-	go rl.serve()
 	return rl, nil
 }
 
-func (rl *signerRelay) addr() string { return rl.ln.Addr().String() }
-
-func (rl *signerRelay) serve() {
-	defer rl.wg.Done()
-	for {
-		c, err := rl.ln.Accept()
-		if err != nil {
-			return
-		}
-		rl.wg.Add(1)
-		go func() {
-			defer rl.wg.Done()
-			rl.relay(c)
-		}()
-	}
-}
+func (rl *signerRelay) addr() string { return rl.loop.Addr().String() }
 
 // relay joins one signer connection to the node's published port; without
 // a running node it closes the connection (the signer redials).
@@ -185,10 +167,10 @@ func (rl *signerRelay) relay(c net.Conn) {
 		return
 	}
 	defer up.Close()
-	if !rl.track(c, up) {
-		return
+	if !rl.loop.Track(up) {
+		return // closing
 	}
-	defer rl.untrack(c, up)
+	defer rl.loop.Untrack(up)
 	done := make(chan struct{}, 2)
 	go func() { _, _ = io.Copy(up, c); closeWrite(up); done <- struct{}{} }()
 	go func() { _, _ = io.Copy(c, up); closeWrite(c); done <- struct{}{} }()
@@ -202,37 +184,8 @@ func closeWrite(c net.Conn) {
 	}
 }
 
-func (rl *signerRelay) track(cs ...net.Conn) bool {
-	rl.mu.Lock()
-	defer rl.mu.Unlock()
-	if rl.open == nil {
-		return false // closed
-	}
-	for _, c := range cs {
-		rl.open[c] = true
-	}
-	return true
-}
-
-func (rl *signerRelay) untrack(cs ...net.Conn) {
-	rl.mu.Lock()
-	defer rl.mu.Unlock()
-	for _, c := range cs {
-		delete(rl.open, c)
-	}
-}
-
 // close stops the relay and cuts its connections.
-func (rl *signerRelay) close() {
-	rl.ln.Close()
-	rl.mu.Lock()
-	for c := range rl.open {
-		c.Close()
-	}
-	rl.open = nil
-	rl.mu.Unlock()
-	rl.wg.Wait()
-}
+func (rl *signerRelay) close() { rl.loop.Close(0) }
 
 // publishedPort is the engine host's port that a running container of
 // validator name publishes for its port; "" if none.

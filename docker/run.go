@@ -31,6 +31,8 @@ import (
 	cfg "github.com/cometbft/cometbft/config"
 	"github.com/ory/dockertest/v3"
 	dc "github.com/ory/dockertest/v3/docker"
+
+	"github.com/valnet/valnet/nodes"
 )
 
 // Labels on every container and network of a run. Runner labels say who
@@ -166,11 +168,7 @@ func NewRun(ctx context.Context, runID string, opts Options) (*Run, error) {
 		remote: remote, relays: map[string]*signerRelay{}}
 	r.netName = "valnet-" + r.id
 	// Unix socket paths are limited to ~108 bytes: a short temp dir.
-	base := os.TempDir()
-	if len(base) > 40 {
-		base = "/tmp"
-	}
-	if r.sockDir, err = os.MkdirTemp(base, "valnet-dk-"); err != nil {
+	if r.sockDir, err = nodes.MkRunTempDir("dk"); err != nil {
 		return nil, fmt.Errorf("docker: event socket dir: %w", err)
 	}
 	r.labels = runnerLabels(r.id)
@@ -242,7 +240,7 @@ func newRunID(readable string) string {
 func runnerLabels(id string) map[string]string {
 	host, _ := os.Hostname()
 	l := map[string]string{LabelRun: id, LabelRunnerPID: strconv.Itoa(os.Getpid()), LabelRunnerHost: host}
-	if st, ok := procStart(os.Getpid()); ok {
+	if st, ok := nodes.ProcessStart(os.Getpid()); ok {
 		l[LabelRunnerStart] = strconv.FormatUint(st, 10)
 	}
 	return l
@@ -674,35 +672,10 @@ func runnerGone(l map[string]string, host string) bool {
 	if err != nil || pid <= 0 {
 		return false
 	}
-	if _, err := os.Stat("/proc/self/stat"); err != nil {
-		return false // cannot tell
+	if _, ok := nodes.ProcessStart(os.Getpid()); !ok {
+		return false // no /proc: cannot tell
 	}
-	st, ok := procStart(pid)
-	if !ok {
-		return true
-	}
-	if want, err := strconv.ParseUint(l[LabelRunnerStart], 10, 64); err == nil && want != st {
-		return true // the pid was reused
-	}
-	return false
-}
-
-// procStart is the start time of pid (clock ticks since boot, field 22 of
-// /proc/<pid>/stat); false if there is no such (live) process.
-func procStart(pid int) (uint64, bool) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 || f[0] == "Z" || f[0] == "X" {
-		return 0, false
-	}
-	st, err := strconv.ParseUint(f[19], 10, 64)
-	return st, err == nil
+	// No start label: any process under the pid is the runner.
+	start, _ := strconv.ParseUint(l[LabelRunnerStart], 10, 64)
+	return !nodes.ProcessAlive(pid, start)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 	cfg "github.com/cometbft/cometbft/config"
 	cmtlog "github.com/cometbft/cometbft/libs/log"
 	cmtpubsub "github.com/cometbft/cometbft/libs/pubsub"
+	cmtquery "github.com/cometbft/cometbft/libs/pubsub/query"
 	"github.com/cometbft/cometbft/node"
 	"github.com/cometbft/cometbft/proxy"
 	"github.com/cometbft/cometbft/types"
@@ -31,10 +33,12 @@ var _ Backend = InProcess{}
 
 func (InProcess) Name() string { return "inprocess" }
 
-// eventBuffer is the capacity of each event subscription. CometBFT cancels a
-// subscription whose buffer is full rather than block consensus, so it is
-// generous; the pump drains it into the Sink at once.
-const eventBuffer = 10_000
+// eventBuffer is the capacity of a node's event subscription. CometBFT
+// cancels a subscription whose buffer is full rather than block consensus,
+// so it holds many heights' worth of events (a height at 100 validators is
+// a few hundred); the pump drains it into the Sink at once. CometBFT
+// allocates it up front, per node: 4096 messages are ~160 KB.
+const eventBuffer = 4096
 
 type inProcessNode struct {
 	name    string
@@ -44,13 +48,11 @@ type inProcessNode struct {
 	logFile *os.File
 	logger  cmtlog.Logger
 
-	// mu serialises Stop and the Controller methods; cur is the running
-	// incarnation (nil once killed), last the newest one (for Height).
-	mu      sync.Mutex
-	cur     *inProcessRun
-	last    atomic.Pointer[node.Node]
-	stopped bool
-	stopErr error
+	// The running incarnation (nil once killed or stopped) and what
+	// serialises Stop and the Controller methods; last is the newest
+	// incarnation (for Height).
+	life incarnations[inProcessRun]
+	last atomic.Pointer[node.Node]
 }
 
 // inProcessRun is one incarnation of a node: Restart builds a new one from
@@ -90,7 +92,7 @@ func (InProcess) Start(ctx context.Context, spec Spec) (Node, error) {
 		logFile.Close()
 		return nil, err
 	}
-	ipn.cur = r
+	ipn.life.cur = r
 	ipn.addrs = Addrs{
 		RPC: "http://" + strings.TrimPrefix(spec.Config.RPC.ListenAddress, "tcp://"),
 		P2P: NodeID(spec.NodeKey) + "@" + strings.TrimPrefix(spec.Config.P2P.ListenAddress, "tcp://"),
@@ -171,63 +173,63 @@ func (r *inProcessRun) stop() error {
 }
 
 func (n *inProcessNode) Name() string  { return n.name }
-func (n *inProcessNode) Height() int64 { return n.last.Load().BlockStore().Height() }
+func (n *inProcessNode) Height(context.Context) int64 { return n.last.Load().BlockStore().Height() }
 func (n *inProcessNode) Addrs() Addrs  { return n.addrs }
 
 func (n *inProcessNode) Stop(context.Context) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.stopped {
-		return n.stopErr
-	}
-	n.stopped = true
-	if n.cur != nil {
-		n.stopErr = n.cur.stop()
-		n.cur = nil
-	}
-	if err := n.logFile.Close(); err != nil && n.stopErr == nil {
-		n.stopErr = err
-	}
-	return n.stopErr
+	return n.life.stop((*inProcessRun).stop, n.logFile.Close)
 }
 
 // subscribeBus pumps the consensus events of bus, translated by tr, into
 // sink until ctx ends; wg counts the pumps.
 func subscribeBus(ctx context.Context, bus *types.EventBus, tr *translator, sink Sink, wg *sync.WaitGroup) error {
-	queries := []cmtpubsub.Query{
-		types.EventQueryVote,
-		types.EventQueryNewRound,
-		types.EventQueryNewRoundStep,
-		types.EventQueryCompleteProposal,
-		types.EventQueryNewBlock,
+	// One subscription that matches everything (a nil query): CometBFT
+	// expands a published event's attributes once per subscription with a
+	// real query, and a channel per query costs its buffer. The translator
+	// keeps the five kinds valnet records and drops the rest.
+	sub, err := bus.Subscribe(ctx, "valnet", cmtquery.All, eventBuffer)
+	if err != nil {
+		return err
 	}
-	for i, q := range queries {
-		sub, err := bus.Subscribe(ctx, fmt.Sprintf("valnet-%d", i), q, eventBuffer)
-		if err != nil {
-			return err
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case msg := <-sub.Out():
-					if e, ok := tr.translate(msg.Data()); ok {
-						sink.Emit(e)
-					}
-				case <-sub.Canceled():
-					if err := sub.Err(); err != nil && ctx.Err() == nil && bus.IsRunning() {
-						sink.Emit(results.Event{Time: time.Now(), Kind: results.KindNodeError, Node: tr.node,
-							Error: "event subscription cancelled: " + err.Error()})
-					}
-					return
-				case <-ctx.Done():
-					return
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case msg := <-sub.Out():
+				if !recorded(msg) {
+					continue
 				}
+				if e, ok := tr.translate(msg.Data()); ok {
+					sink.Emit(e)
+				}
+			case <-sub.Canceled():
+				if err := sub.Err(); err != nil && ctx.Err() == nil && bus.IsRunning() {
+					sink.Emit(results.Event{Time: time.Now(), Kind: results.KindNodeError, Node: tr.node,
+						Error: "event subscription cancelled: " + err.Error()})
+				}
+				return
+			case <-ctx.Done():
+				return
 			}
-		}()
-	}
+		}
+	}()
 	return nil
+}
+
+// recordedEventTypes are the CometBFT event types valnet records. The
+// round-state data of a step is also published for timeouts, polka, lock
+// and valid block: only NewRoundStep is a step.
+var recordedEventTypes = []string{types.EventVote, types.EventNewRound, types.EventNewRoundStep,
+	types.EventCompleteProposal, types.EventNewBlock}
+
+func recorded(msg cmtpubsub.Message) bool {
+	for _, t := range msg.Events()[types.EventTypeKey] {
+		if slices.Contains(recordedEventTypes, t) {
+			return true
+		}
+	}
+	return false
 }
 
 // translator turns CometBFT event data into valnet events.

@@ -37,6 +37,9 @@ type Spec struct {
 	// Sink receives the node's events; nil records nothing (a plain node,
 	// for measuring what recording costs).
 	Sink Sink
+	// Binary is the validator's own CometBFT-compatible binary (node.binary
+	// or run.binary), for backends that run one; empty: valnet's node.
+	Binary string
 }
 
 // Addrs are a running node's listen addresses.
@@ -58,7 +61,7 @@ type Node interface {
 // block in its store, read directly (benchmarks compare against plain
 // networks that record no events).
 type HeightReporter interface {
-	Height() int64
+	Height(ctx context.Context) int64
 }
 
 // Controller is the optional ability to stop and start a node again on a

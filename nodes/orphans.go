@@ -37,12 +37,8 @@ func entryPath(pid int) string { return filepath.Join(PIDRegistryDir(), strconv.
 // renamed into place, so CleanOrphans never reads half of one.
 func registerChild(pid int, home string) error {
 	e := pidEntry{RunnerPID: os.Getpid(), PID: pid, Home: home, Started: time.Now().UTC()}
-	if info, err := procStat(e.RunnerPID); err == nil {
-		e.RunnerStart = info.start
-	}
-	if info, err := procStat(pid); err == nil {
-		e.PIDStart = info.start
-	}
+	e.RunnerStart, _ = ProcessStart(e.RunnerPID)
+	e.PIDStart, _ = ProcessStart(pid)
 	data, err := json.Marshal(e)
 	if err != nil {
 		return err
@@ -93,7 +89,7 @@ func CleanOrphans() (killed []int, err error) {
 			errs = append(errs, fmt.Errorf("pid registry: %s: unreadable entry, left in place", f))
 			continue
 		}
-		if alive(e.RunnerPID, e.RunnerStart) {
+		if ProcessAlive(e.RunnerPID, e.RunnerStart) {
 			continue
 		}
 		if isRecordedChild(e) {
@@ -117,20 +113,10 @@ func CleanOrphans() (killed []int, err error) {
 	return killed, errors.Join(errs...)
 }
 
-// alive reports whether pid is a running (not zombie) process started at
-// start (0: any start time).
-func alive(pid int, start uint64) bool {
-	info, err := procStat(pid)
-	if err != nil || info.state == 'Z' || info.state == 'X' {
-		return false
-	}
-	return start == 0 || info.start == start
-}
-
 // isRecordedChild reports whether the live process e.PID is still the node
 // recorded in e.
 func isRecordedChild(e pidEntry) bool {
-	if e.Home == "" || !alive(e.PID, e.PIDStart) {
+	if e.Home == "" || !ProcessAlive(e.PID, e.PIDStart) {
 		return false
 	}
 	cmdline, err := procCmdline(e.PID)

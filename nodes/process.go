@@ -9,10 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -79,7 +77,7 @@ func (p Process) Start(ctx context.Context, spec Spec) (Node, error) {
 		return nil, err
 	}
 	n := &processNode{
-		name: spec.Name, spec: spec, argv: argv, user: p.Binary != "",
+		name: spec.Name, spec: spec, argv: argv, user: p.binary(spec) != "",
 		startTimeout: p.StartTimeout,
 		tr:           &translator{node: spec.Name, names: spec.Names, valSet: valSet},
 		rpc:          "http://" + strings.TrimPrefix(c.RPC.ListenAddress, "tcp://"),
@@ -100,7 +98,7 @@ func (p Process) Start(ctx context.Context, spec Spec) (Node, error) {
 		n.closeEvents()
 		return nil, err
 	}
-	n.cur = cur
+	n.life.cur = cur
 	return n, nil
 }
 
@@ -111,8 +109,8 @@ func (p Process) argv(spec Spec) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.Binary != "" {
-		return []string{p.Binary, "start", "--home", home, "--proxy_app=kvstore"}, nil
+	if bin := p.binary(spec); bin != "" {
+		return []string{bin, "start", "--home", home, "--proxy_app=kvstore"}, nil
 	}
 	cmd := p.Command
 	if len(cmd) == 0 {
@@ -125,6 +123,14 @@ func (p Process) argv(spec Spec) ([]string, error) {
 	return append(append([]string{}, cmd...), "--home", home, "--name", spec.Name), nil
 }
 
+// binary is the validator's own binary (Spec.Binary), else p.Binary.
+func (p Process) binary(spec Spec) string {
+	if spec.Binary != "" {
+		return spec.Binary
+	}
+	return p.Binary
+}
+
 type processNode struct {
 	name         string
 	spec         Spec
@@ -135,19 +141,16 @@ type processNode struct {
 	addrs        Addrs
 	rpc          string
 	http         *http.Client
-	height       atomic.Int64
+	height       LastHeight
 
 	// The event socket of `valnet node`, open across restarts.
 	sockDir  string
 	sockPath string
-	ln       net.Listener
-	readers  sync.WaitGroup
+	events   *EventListener
 
-	// mu serialises Stop and the Controller methods.
-	mu      sync.Mutex
-	cur     *child // nil once killed or stopped
-	stopped bool
-	stopErr error
+	// The running child (nil once killed, halted or stopped), and what
+	// serialises Stop and the Controller methods.
+	life incarnations[child]
 }
 
 var (
@@ -172,14 +175,8 @@ func (n *processNode) Addrs() Addrs { return n.addrs }
 
 // Height is the node's last block height from its RPC /status; while the
 // node cannot answer (killed, paused) it is the last height it reported.
-func (n *processNode) Height() int64 {
-	if st, err := n.status(context.Background()); err == nil {
-		h, err := strconv.ParseInt(st.Result.SyncInfo.LatestBlockHeight, 10, 64)
-		if err == nil {
-			n.height.Store(h)
-		}
-	}
-	return n.height.Load()
+func (n *processNode) Height(ctx context.Context) int64 {
+	return n.height.Update(n.status(ctx))
 }
 
 // spawn starts a new incarnation and waits until its RPC answers as this
@@ -287,30 +284,25 @@ func (n *processNode) status(ctx context.Context) (*StatusResult, error) {
 }
 
 // waitUp polls /status until the node answers with its own node ID (not
-// some other process that took the port).
+// some other process that took the port), the child exits or the start
+// timeout passes.
 func (n *processNode) waitUp(ctx context.Context, ch *child) error {
 	ctx, cancel := context.WithTimeout(ctx, n.startTimeout)
 	defer cancel()
-	want := NodeID(n.spec.NodeKey)
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		st, err := n.status(ctx)
-		if err == nil && st.Result.NodeInfo.ID == want {
-			if h, err := strconv.ParseInt(st.Result.SyncInfo.LatestBlockHeight, 10, 64); err == nil {
-				n.height.Store(h)
-			}
-			return nil
-		}
+	st, err := WaitStatus(ctx, n.status, NodeID(n.spec.NodeKey), func() error {
 		select {
 		case <-ch.done:
 			return fmt.Errorf("exited during start (%v): %s", ch.err, n.stderrTail())
-		case <-ctx.Done():
-			return fmt.Errorf("RPC %s did not answer /status within %v (see %s and node.log in %s)",
-				n.rpc, n.startTimeout, StderrFile, n.spec.Config.RootDir)
-		case <-tick.C:
+		default:
+			return nil
 		}
+	})
+	n.height.Update(st, err)
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return fmt.Errorf("RPC %s did not answer /status within %v (see %s and node.log in %s)",
+			n.rpc, n.startTimeout, StderrFile, n.spec.Config.RootDir)
 	}
+	return err
 }
 
 // stderrTail is the end of node.stderr, for error messages.
@@ -371,56 +363,22 @@ func (ch *child) stopEvents() {
 // Stop stops the node cleanly (SIGTERM, then SIGKILL after 10 s), closes
 // its event socket and removes the socket's directory.
 func (n *processNode) Stop(ctx context.Context) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.stopped {
-		return n.stopErr
-	}
-	n.stopped = true
-	if n.cur != nil {
-		n.stopErr = n.terminate(ctx, n.cur)
-		n.cur = nil
-	}
-	n.closeEvents()
-	return n.stopErr
+	return n.life.stop(
+		func(ch *child) error { return n.terminate(ctx, ch) },
+		func() error { n.closeEvents(); return nil })
 }
 
 // Halt stops the node cleanly (SIGTERM, then SIGKILL after 10 s); Restart
 // starts it again.
 func (n *processNode) Halt(ctx context.Context) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.stopped {
-		return errStopped(n.name)
-	}
-	if n.cur == nil {
-		return nil
-	}
-	err := n.terminate(ctx, n.cur)
-	n.cur = nil
-	if err != nil {
-		return fmt.Errorf("node %s: stop: %w", n.name, err)
-	}
-	return nil
+	return n.life.end(n.name, "stop", func(ch *child) error { return n.terminate(ctx, ch) })
 }
 
 var _ Halter = (*processNode)(nil)
 
 // Kill SIGKILLs the node's process group and waits until it is gone.
 func (n *processNode) Kill(ctx context.Context) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.stopped {
-		return errStopped(n.name)
-	}
-	if n.cur == nil {
-		return nil
-	}
-	if err := n.cur.kill(ctx); err != nil {
-		return fmt.Errorf("node %s: kill: %w", n.name, err)
-	}
-	n.cur = nil
-	return nil
+	return n.life.end(n.name, "kill", func(ch *child) error { return ch.kill(ctx) })
 }
 
 // Pause freezes the node's process group (SIGSTOP) and returns once the
@@ -435,59 +393,40 @@ func (n *processNode) Resume(ctx context.Context) error {
 }
 
 func (n *processNode) freeze(ctx context.Context, stop bool) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.stopped {
-		return errStopped(n.name)
-	}
-	if n.cur == nil {
-		return fmt.Errorf("node %s: not running (killed)", n.name)
-	}
-	ch := n.cur
-	sig := sigCont
-	if stop {
-		sig = sigStop
-	}
-	if err := signalGroup(ch.pid, sig); err != nil {
-		return fmt.Errorf("node %s: %w", n.name, err)
-	}
-	for {
-		info, err := procStat(ch.pid)
-		if err != nil || info.state == 'Z' {
-			return fmt.Errorf("node %s: exited", n.name)
+	return n.life.with(n.name, func(ch *child) error {
+		if ch == nil {
+			return fmt.Errorf("node %s: not running (killed)", n.name)
 		}
-		if (info.state == 'T') == stop {
-			return nil
+		sig := sigCont
+		if stop {
+			sig = sigStop
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(5 * time.Millisecond):
+		if err := signalGroup(ch.pid, sig); err != nil {
+			return fmt.Errorf("node %s: %w", n.name, err)
 		}
-	}
+		for {
+			info, err := procStat(ch.pid)
+			if err != nil || info.state == 'Z' {
+				return fmt.Errorf("node %s: exited", n.name)
+			}
+			if (info.state == 'T') == stop {
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	})
 }
 
 // Restart spawns the node again from its home, on the same ports; a node
 // still running is stopped cleanly first.
 func (n *processNode) Restart(ctx context.Context) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.stopped {
-		return errStopped(n.name)
-	}
-	if n.cur != nil {
-		err := n.terminate(ctx, n.cur)
-		n.cur = nil
-		if err != nil {
-			return fmt.Errorf("restart: %w", err)
-		}
-	}
-	ch, err := n.spawn(ctx)
-	if err != nil {
-		return fmt.Errorf("restart: %w", err)
-	}
-	n.cur = ch
-	return nil
+	return n.life.restart(n.name,
+		func(ch *child) error { return n.terminate(ctx, ch) },
+		func() (*child, error) { return n.spawn(ctx) })
 }
 
 // listenEvents opens the unix socket `valnet node` streams its events to.
@@ -499,45 +438,21 @@ func (n *processNode) listenEvents() error {
 		return fmt.Errorf("event socket: %w", err)
 	}
 	n.sockDir, n.sockPath = dir, filepath.Join(dir, "events.sock")
-	n.ln, err = net.Listen("unix", n.sockPath)
+	n.events, err = ListenEvents("unix", n.sockPath, n.name, n.spec.Sink)
 	if err != nil {
 		os.RemoveAll(dir)
 		return fmt.Errorf("event socket: %w", err)
 	}
-	n.readers.Add(1)
-	go n.acceptEvents()
 	return nil
 }
 
-// acceptEvents reads every connection of the node (one per incarnation).
-func (n *processNode) acceptEvents() {
-	defer n.readers.Done()
-	for {
-		conn, err := n.ln.Accept()
-		if err != nil {
-			return
-		}
-		n.readers.Add(1)
-		go n.readEvents(conn)
-	}
-}
-
-// readEvents forwards one connection's event lines to the Sink until the
-// child closes it (it exits, or is killed).
-func (n *processNode) readEvents(conn net.Conn) {
-	defer n.readers.Done()
-	defer conn.Close()
-	ReadEvents(conn, n.name, n.spec.Sink)
-}
-
-// closeEvents closes the socket once no child can write to it, waits for
-// the readers to drain what was sent, and removes the socket's directory.
+// closeEvents closes the socket once no child can write to it, once what
+// was sent is read, and removes the socket's directory.
 func (n *processNode) closeEvents() {
-	if n.ln == nil {
+	if n.events == nil {
 		return
 	}
-	n.ln.Close()
-	n.readers.Wait()
+	n.events.Close()
 	os.RemoveAll(n.sockDir)
-	n.ln = nil
+	n.events = nil
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/valnet/valnet/internal/nettest"
 	"github.com/valnet/valnet/results"
 )
 
@@ -32,7 +33,7 @@ func TestProcessUserBinary(t *testing.T) {
 	tn := newTestNet(t, t.TempDir(), 4)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	t.Cleanup(func() { tn.stop() })
+	t.Cleanup(func() { tn.Stop() })
 	for i, s := range tn.specs {
 		backend := Process{Command: []string{bin, "node"}}
 		if i == 0 {
@@ -42,12 +43,12 @@ func TestProcessUserBinary(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tn.nodes = append(tn.nodes, n)
+		tn.Nodes = append(tn.Nodes, n)
 	}
 	all := []string{"v0", "v1", "v2", "v3"}
-	waitFor(t, 3*time.Minute, "every node at height 5", func() bool { return tn.log.minBlock(all...) >= 5 })
+	nettest.WaitFor(t, 3*time.Minute, "every node at height 5", func() bool { return tn.Log.MinBlock(all...) >= 5 })
 	kinds := map[results.Kind]int{}
-	for _, e := range tn.log.snapshot() {
+	for _, e := range tn.Log.Snapshot() {
 		if e.Node != "v0" {
 			continue
 		}
@@ -62,28 +63,28 @@ func TestProcessUserBinary(t *testing.T) {
 		}
 	}
 	// The cometbft validator signs: it is not absent from recent commits.
-	if !signedIn(tn.log.snapshot(), "v0", 2) {
+	if !nettest.SignedIn(tn.Log.Snapshot(), "v0", 2) {
 		t.Error("v0 (cometbft) is absent from every commit")
 	}
 
 	// Killed and restarted, the user binary streams events again.
-	if err := tn.ctl("v0").Kill(ctx); err != nil {
+	if err := tn.Ctl("v0").Kill(ctx); err != nil {
 		t.Fatal(err)
 	}
 	others := []string{"v1", "v2", "v3"}
-	killedAt := tn.log.minBlock(others...)
-	waitFor(t, 3*time.Minute, "v1-v3 go on", func() bool { return tn.log.minBlock(others...) >= killedAt+2 })
-	if err := tn.ctl("v0").Restart(ctx); err != nil {
+	killedAt := tn.Log.MinBlock(others...)
+	nettest.WaitFor(t, 3*time.Minute, "v1-v3 go on", func() bool { return tn.Log.MinBlock(others...) >= killedAt+2 })
+	if err := tn.Ctl("v0").Restart(ctx); err != nil {
 		t.Fatal(err)
 	}
-	target := tn.log.minBlock(others...) + 3
-	waitFor(t, 3*time.Minute, "the restarted cometbft node reports blocks again", func() bool {
-		return tn.log.block("v0") >= target && tn.height("v0") >= target
+	target := tn.Log.MinBlock(others...) + 3
+	nettest.WaitFor(t, 3*time.Minute, "the restarted cometbft node reports blocks again", func() bool {
+		return tn.Log.Block("v0") >= target && tn.Height("v0") >= target
 	})
-	if c := conflictingVotes(tn.log.snapshot()); len(c) > 0 {
+	if c := nettest.ConflictingVotes(tn.Log.Snapshot()); len(c) > 0 {
 		t.Fatalf("conflicting votes: %v", c)
 	}
-	for _, e := range tn.log.snapshot() {
+	for _, e := range tn.Log.Snapshot() {
 		if e.Kind == results.KindNodeError {
 			t.Errorf("node error: %+v", e)
 		}

@@ -82,13 +82,6 @@ func signalPID(pid int, s groupSignal) error {
 	return err
 }
 
-// procInfo is what /proc/<pid>/stat says of a process.
-type procInfo struct {
-	state byte   // R, S, D, T (stopped), Z (zombie), ...
-	pgid  int    // process group
-	start uint64 // start time in clock ticks since boot: with the pid, it names one process
-}
-
 // procStat reads /proc/<pid>/stat; os.ErrNotExist when there is no such
 // process.
 func procStat(pid int) (procInfo, error) {
@@ -96,23 +89,11 @@ func procStat(pid int) (procInfo, error) {
 	if err != nil {
 		return procInfo{}, err
 	}
-	// The command name (field 2) may hold spaces and parentheses: the
-	// fields that follow start after its last ')'.
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
+	info, ok := parseProcStat(string(data))
+	if !ok {
 		return procInfo{}, fmt.Errorf("/proc/%d/stat: malformed", pid)
 	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return procInfo{}, fmt.Errorf("/proc/%d/stat: malformed", pid)
-	}
-	pgid, err1 := strconv.Atoi(f[2])                // field 5
-	start, err2 := strconv.ParseUint(f[19], 10, 64) // field 22
-	if err1 != nil || err2 != nil || len(f[0]) != 1 {
-		return procInfo{}, fmt.Errorf("/proc/%d/stat: malformed", pid)
-	}
-	return procInfo{state: f[0][0], pgid: pgid, start: start}, nil
+	return info, nil
 }
 
 // procCmdline is the command line of pid, arguments separated by spaces.

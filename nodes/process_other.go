@@ -27,11 +27,5 @@ const (
 func signalGroup(int, groupSignal) error { return errNoProcess }
 func signalPID(int, groupSignal) error   { return errNoProcess }
 
-type procInfo struct {
-	state byte
-	pgid  int
-	start uint64
-}
-
 func procStat(int) (procInfo, error)  { return procInfo{}, errNoProcess }
 func procCmdline(int) (string, error) { return "", errNoProcess }

@@ -24,6 +24,7 @@ import (
 	"github.com/cometbft/cometbft/privval"
 	"github.com/cometbft/cometbft/types"
 
+	"github.com/valnet/valnet/internal/nettest"
 	"github.com/valnet/valnet/internal/testbin"
 	"github.com/valnet/valnet/results"
 )
@@ -70,69 +71,35 @@ func TestProcessNetwork(t *testing.T) {
 	start := time.Now()
 	tn.start(ctx, Process{Command: []string{bin, "node"}})
 	t.Logf("4 processes up in %v", time.Since(start).Round(time.Millisecond))
-	all := []string{"v0", "v1", "v2", "v3"}
 	var pids []int
-	for _, n := range tn.nodes {
-		pids = append(pids, n.(*processNode).cur.pid)
+	for _, n := range tn.Nodes {
+		pids = append(pids, n.(*processNode).life.cur.pid)
 		if _, err := os.Stat(entryPath(pids[len(pids)-1])); err != nil {
 			t.Errorf("%s: no pid registry entry: %v", n.Name(), err)
 		}
 	}
-	waitFor(t, 3*time.Minute, "every node at height 5 (block events)", func() bool { return tn.log.minBlock(all...) >= 5 })
+	tn.ReachHeight(5)
 	t.Logf("height 5 after %v", time.Since(start).Round(time.Millisecond))
 
-	// Kill v3: the others go on.
-	if err := tn.ctl("v3").Kill(ctx); err != nil {
-		t.Fatal(err)
-	}
-	killedAt := tn.height("v3")
-	signedBefore := lastSignHeight(t, tn.specs[3])
-	others := []string{"v0", "v1", "v2"}
-	waitFor(t, 3*time.Minute, "v0-v2 go on without v3", func() bool { return tn.log.minBlock(others...) >= killedAt+3 })
-	if h := tn.height("v3"); h != killedAt {
-		t.Fatalf("killed v3 moved from height %d to %d", killedAt, h)
-	}
-
-	// Restart v3: it catches up, and signs again (not absent from a commit).
-	if err := tn.ctl("v3").Restart(ctx); err != nil {
-		t.Fatal(err)
-	}
-	restartedAt := tn.log.minBlock(others...)
-	waitFor(t, 3*time.Minute, "v3 catches up", func() bool {
-		return tn.height("v3") >= restartedAt+2 && tn.log.block("v3") >= restartedAt+2
-	})
-	waitFor(t, 3*time.Minute, "v3 signs again", func() bool { return signedIn(tn.log.snapshot(), "v3", restartedAt) })
+	// Kill v3: the others go on; restarted, it catches up and signs again,
+	// and its FilePV never goes back.
+	var signedBefore int64
+	tn.KillRestart(ctx, "v3", []string{"v0", "v1", "v2"}, func() { signedBefore = lastSignHeight(t, tn.specs[3]) })
 	if after := lastSignHeight(t, tn.specs[3]); after < signedBefore {
 		t.Fatalf("v3's FilePV went back from height %d to %d", signedBefore, after)
 	}
 
 	// Pause v2: it stops while the others go on; resumed, it catches up.
-	if err := tn.ctl("v2").Pause(ctx); err != nil {
-		t.Fatal(err)
-	}
-	pausedAt := tn.log.block("v2")
-	live := []string{"v0", "v1", "v3"}
-	waitFor(t, 3*time.Minute, "v0, v1, v3 go on without v2", func() bool { return tn.log.minBlock(live...) >= pausedAt+4 })
-	// One block may have been in flight when the process froze.
-	if b, h := tn.log.block("v2"), tn.height("v2"); b > pausedAt+1 || h > pausedAt+1 {
-		t.Fatalf("paused v2 went on: paused at %d, now block events at %d, RPC height %d", pausedAt, b, h)
-	}
-	if err := tn.ctl("v2").Resume(ctx); err != nil {
-		t.Fatal(err)
-	}
-	resumedAt := tn.log.minBlock(live...)
-	waitFor(t, 3*time.Minute, "v2 catches up", func() bool {
-		return tn.height("v2") >= resumedAt+1 && tn.log.block("v2") >= resumedAt+1
-	})
+	tn.PauseResume(ctx, "v2", "v0", "v1", "v3")
 
 	// No double sign: no node saw conflicting votes, and no block holds
 	// evidence of one.
-	if c := conflictingVotes(tn.log.snapshot()); len(c) > 0 {
+	if c := nettest.ConflictingVotes(tn.Log.Snapshot()); len(c) > 0 {
 		t.Fatalf("conflicting votes: %v", c)
 	}
-	top := tn.height("v0")
+	top := tn.Height("v0")
 	for h := int64(1); h <= top; h++ {
-		if n := evidenceAt(t, tn.node("v0").Addrs().RPC, h); n > 0 {
+		if n := evidenceAt(t, tn.addrs("v0").RPC, h); n > 0 {
 			t.Fatalf("block %d holds %d evidence", h, n)
 		}
 	}
@@ -141,12 +108,12 @@ func TestProcessNetwork(t *testing.T) {
 	// A clean stop: every process exits 0, leaves no registry entry and no
 	// socket dir.
 	sockDirs := []string{}
-	for _, n := range tn.nodes {
+	for _, n := range tn.Nodes {
 		sockDirs = append(sockDirs, n.(*processNode).sockDir)
 	}
 	stopStart := time.Now()
-	tn.stop()
-	tn.nodes = nil
+	tn.Stop()
+	tn.Nodes = nil
 	t.Logf("clean stop of 4 processes in %v", time.Since(stopStart).Round(time.Millisecond))
 	for i, pid := range pids {
 		if i == 3 {
@@ -161,18 +128,6 @@ func TestProcessNetwork(t *testing.T) {
 			t.Errorf("socket dir %s left behind", d)
 		}
 	}
-}
-
-// signedIn reports whether validator signed the commit of a block after
-// height (a block event after height+1 whose LastCommit does not list it
-// as absent).
-func signedIn(events []results.Event, validator string, height int64) bool {
-	for _, e := range events {
-		if e.Kind == results.KindBlock && e.Height > height+1 && !slices.Contains(e.LastCommitAbsent, validator) {
-			return true
-		}
-	}
-	return false
 }
 
 // lastSignHeight reads the height of a home's FilePV state file.
@@ -273,7 +228,7 @@ func TestProcessNoOrphanWhenRunnerKilled(t *testing.T) {
 	}
 	helper.Wait()
 	killedAt := time.Now()
-	waitFor(t, 5*time.Second, "the node dies with its runner", func() bool { return !alive(pid, 0) })
+	nettest.WaitFor(t, 5*time.Second, "the node dies with its runner", func() bool { return !ProcessAlive(pid, 0) })
 	t.Logf("node %d gone %v after its runner", pid, time.Since(killedAt).Round(time.Millisecond))
 
 	killed, err := CleanOrphans()
@@ -303,7 +258,7 @@ func runHelperRunner() int {
 				n, err = Process{Command: []string{os.Getenv("VALNET_TEST_BIN"), "node"}}.Start(context.Background(),
 					Spec{Name: "v0", Config: c, Genesis: gen, NodeKey: key, Sink: SinkFunc(func(results.Event) {})})
 				if err == nil {
-					fmt.Printf("PID %d\n", n.(*processNode).cur.pid)
+					fmt.Printf("PID %d\n", n.(*processNode).life.cur.pid)
 					select {}
 				}
 			}
@@ -375,7 +330,7 @@ func TestCleanOrphans(t *testing.T) {
 	if err := orphan.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
 		t.Fatalf("orphan: %v, want killed", err)
 	}
-	if !alive(unrelated.Process.Pid, 0) {
+	if !ProcessAlive(unrelated.Process.Pid, 0) {
 		t.Fatal("the unrelated process was killed")
 	}
 	for _, pid := range []int{orphan.Process.Pid, unrelated.Process.Pid} {
@@ -438,15 +393,15 @@ func TestProcessRemoteSigner(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 			defer cancel()
 			tn.start(ctx, Process{Command: []string{bin, "node"}})
-			waitFor(t, 3*time.Minute, "height 3", func() bool { return tn.log.block("v0") >= 3 })
-			if err := tn.ctl("v0").Kill(ctx); err != nil {
+			nettest.WaitFor(t, 3*time.Minute, "height 3", func() bool { return tn.Log.Block("v0") >= 3 })
+			if err := tn.Ctl("v0").Kill(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if err := tn.ctl("v0").Restart(ctx); err != nil {
+			if err := tn.Ctl("v0").Restart(ctx); err != nil {
 				t.Fatal(err)
 			}
-			target := tn.log.block("v0") + 3
-			waitFor(t, 3*time.Minute, "blocks after the restart", func() bool { return tn.log.block("v0") >= target })
+			target := tn.Log.Block("v0") + 3
+			nettest.WaitFor(t, 3*time.Minute, "blocks after the restart", func() bool { return tn.Log.Block("v0") >= target })
 			votes, doubles := signer.report()
 			if votes == 0 || len(doubles) > 0 {
 				t.Fatalf("remote signer: %d votes, double signs %v", votes, doubles)
@@ -515,8 +470,8 @@ func TestProcessStartErrors(t *testing.T) {
 	}
 
 	tn.start(ctx, Process{Command: []string{bin, "node"}})
-	waitFor(t, 3*time.Minute, "height 2", func() bool { return tn.log.block("v0") >= 2 })
-	ctl := tn.ctl("v0")
+	nettest.WaitFor(t, 3*time.Minute, "height 2", func() bool { return tn.Log.Block("v0") >= 2 })
+	ctl := tn.Ctl("v0")
 	if err := ctl.Kill(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -535,8 +490,8 @@ func TestProcessStartErrors(t *testing.T) {
 	if err := ctl.Restart(ctx); err != nil {
 		t.Fatal(err)
 	}
-	h := tn.log.block("v0")
-	waitFor(t, 3*time.Minute, "blocks after the restart", func() bool { return tn.log.block("v0") > h+1 })
+	h := tn.Log.Block("v0")
+	nettest.WaitFor(t, 3*time.Minute, "blocks after the restart", func() bool { return tn.Log.Block("v0") > h+1 })
 }
 
 // The runner's homes may be relative to its working directory (runs/...);
@@ -548,5 +503,5 @@ func TestProcessRelativeHome(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	tn.start(ctx, Process{Command: []string{bin, "node"}})
-	waitFor(t, 3*time.Minute, "height 2", func() bool { return tn.log.block("v0") >= 2 })
+	nettest.WaitFor(t, 3*time.Minute, "height 2", func() bool { return tn.Log.Block("v0") >= 2 })
 }

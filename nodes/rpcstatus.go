@@ -1,17 +1,15 @@
 package nodes
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
+	"strconv"
+	"sync/atomic"
 	"time"
-
-	"github.com/valnet/valnet/results"
 )
 
 // StatusResult is the part of CometBFT's RPC /status that backends read to
@@ -48,24 +46,47 @@ func RPCStatus(ctx context.Context, client *http.Client, rpc string) (*StatusRes
 	return &st, nil
 }
 
-// ReadEvents forwards the event lines a `valnet node` writes on conn to
-// sink until conn is closed (the node stops, or is killed); a bad line or
-// a broken read becomes a node_error event.
-func ReadEvents(conn net.Conn, node string, sink Sink) {
-	sc := bufio.NewScanner(conn)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for sc.Scan() {
-		var e results.Event
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			sink.Emit(results.Event{Time: time.Now(), Kind: results.KindNodeError, Node: node,
-				Error: "event socket: bad line: " + err.Error()})
-			continue
+// Height is the block height st reports.
+func (st *StatusResult) Height() (int64, bool) {
+	h, err := strconv.ParseInt(st.Result.SyncInfo.LatestBlockHeight, 10, 64)
+	return h, err == nil
+}
+
+// LastHeight is the height a node's RPC /status last reported: while the
+// node cannot answer (killed, paused) it is the last height it said.
+type LastHeight struct{ h atomic.Int64 }
+
+// Update records an answer of /status (st, or the error of asking) and
+// returns the last height.
+func (l *LastHeight) Update(st *StatusResult, err error) int64 {
+	if err == nil {
+		if h, ok := st.Height(); ok {
+			l.h.Store(h)
 		}
-		sink.Emit(e)
 	}
-	if err := sc.Err(); err != nil && !errors.Is(err, net.ErrClosed) {
-		sink.Emit(results.Event{Time: time.Now(), Kind: results.KindNodeError, Node: node,
-			Error: "event socket: " + err.Error()})
+	return l.h.Load()
+}
+
+// WaitStatus polls status every 100 ms until the node answers as nodeID
+// (not some other process that took the port) and returns its answer.
+// Between polls gone is asked whether the node has exited; its error ends
+// the wait. When ctx ends, the error is ctx's.
+func WaitStatus(ctx context.Context, status func(context.Context) (*StatusResult, error), nodeID string, gone func() error) (*StatusResult, error) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		st, err := status(ctx)
+		if err == nil && st.Result.NodeInfo.ID == nodeID {
+			return st, nil
+		}
+		if err := gone(); err != nil {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-tick.C:
+		}
 	}
 }
 

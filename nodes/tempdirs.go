@@ -9,15 +9,22 @@ import (
 	"strings"
 )
 
-// Short-lived directories of a run (event and signer sockets) live in the
-// temp dir, since unix socket paths are limited to ~108 bytes. Their names
-// carry the runner's pid, so that a later run can remove what a killed
-// runner left: valnet-<kind>-<pid>-<random>.
+// Short-lived directories of a run (event and signer sockets, the docker
+// backend's socket dir) live in the temp dir, since unix socket paths are
+// limited to ~108 bytes. Their names carry the runner's pid, so that a
+// later run can remove what a killed runner left:
+// valnet-<kind>-<pid>-<random>.
+
+// maxTempBase is the longest temp dir a socket path is built on: base,
+// /valnet-<kind>-<pid>-<random> (about 30) and a file name of up to 35
+// (docker's <hash>.events.sock is 24) stay under the 108 bytes of a unix
+// socket address.
+const maxTempBase = 40
 
 // shortTempBase is the temp dir, or /tmp when TMPDIR is too deep for a
 // socket path.
 func shortTempBase() string {
-	if base := os.TempDir(); len(base) <= 60 {
+	if base := os.TempDir(); len(base) <= maxTempBase {
 		return base
 	}
 	return "/tmp"
@@ -41,7 +48,7 @@ func CleanStaleTempDirs() error {
 			continue
 		}
 		pid, err := strconv.Atoi(parts[2])
-		if err != nil || pid <= 0 || pid == os.Getpid() || alive(pid, 0) {
+		if err != nil || pid <= 0 || pid == os.Getpid() || ProcessAlive(pid, 0) {
 			continue
 		}
 		if err := os.RemoveAll(dir); err != nil && !errors.Is(err, os.ErrNotExist) {

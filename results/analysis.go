@@ -1,8 +1,9 @@
 package results
 
 // summarizeConsensus adds what needs the nodes' view of consensus (votes,
-// steps, proposals) rather than the signers' view: missed-precommit causes,
-// late votes and round-change causes. Validators it names that are not in
+// steps, proposals) rather than the signers' view: missed-precommit causes
+// (each one kept in s.Missed for missed.csv), late votes and round-change
+// causes. Validators it names that are not in
 // s.Validators (e.g. an unknown address in a vote) are left out.
 func summarizeConsensus(s *Summary, events []Event, start *Event, c *chain) {
 	x := newIndex(events, start)
@@ -10,7 +11,8 @@ func summarizeConsensus(s *Summary, events []Event, start *Event, c *chain) {
 	for i := range s.Validators {
 		rows[s.Validators[i].Name] = &s.Validators[i]
 	}
-	for _, m := range missedPrecommits(c, x) {
+	s.Missed = missedPrecommits(c, x)
+	for _, m := range s.Missed {
 		if v := rows[m.Validator]; v != nil {
 			if p := v.MissedByCause.field(m.Cause); p != nil {
 				*p++

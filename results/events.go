@@ -39,13 +39,18 @@ const (
 	// ("start" or "end"): Action (e.g. signer-delay), Detail (what it does).
 	KindFault Kind = "fault"
 	// KindMissed: Validator's precommit for Height is absent from the next
-	// block while its node was down (Cause "node-down": stopped, killed or
-	// paused by a fault), recorded as it happens. Every other cause is
+	// block while its node was down (Cause "node-down": see NodeChangeOf),
+	// recorded as it happens. Every other cause is
 	// derived at report time from the observations (missed.csv).
 	KindMissed Kind = "missed"
 	// KindNodeError: something went wrong inside node Node (Error), e.g. an
 	// event subscription that CometBFT cancelled; events may be missing.
 	KindNodeError Kind = "node_error"
+	// KindHost: one second of the machine the run runs on, measured by the
+	// runner (Host): CPU busy against cores, scheduling lag, memory. A
+	// saturated host slows every node at once; results say so rather than
+	// blame the network.
+	KindHost Kind = "host"
 	// KindRunEnd closes a stream: StopReason and Error.
 	KindRunEnd Kind = "run_end"
 )
@@ -111,10 +116,12 @@ type Event struct {
 	Heights    int64           `json:"heights,omitempty"`
 	Validators []ValidatorInfo `json:"validators,omitempty"`
 	Expect     []Expectation   `json:"expect,omitempty"`
-	// HaltAfterMS: a gap without a commit longer than this is a halt; 0 =
-	// 3 × the run's median block interval
-	// (the runner always records its default, from the timeouts).
-	HaltAfterMS int64 `json:"halt_after_ms,omitempty"`
+	// HaltAfterMS and HaltAfterExplicit: the scenario's run.halt_after
+	// (explicit: a gap without a commit longer than this is a halt), or the
+	// runner's default from the consensus timeouts, which the summary
+	// raises to 5 × the run's median block interval (see haltThreshold).
+	HaltAfterMS       int64 `json:"halt_after_ms,omitempty"`
+	HaltAfterExplicit bool  `json:"halt_after_explicit,omitempty"`
 
 	// missed
 	Cause string `json:"cause,omitempty"`
@@ -124,8 +131,27 @@ type Event struct {
 	State  string `json:"state,omitempty"` // start | end
 	Detail string `json:"detail,omitempty"`
 
+	// host
+	Host *HostSample `json:"host,omitempty"`
+
 	// run_end
 	StopReason string `json:"stop_reason,omitempty"`
+}
+
+// HostSample is one second of the host, as the runner measured it.
+type HostSample struct {
+	Cores int `json:"cores"` // CPUs the runner may use
+	// CPUBusy is the share of all cores busy over the second (0..1), for
+	// the whole machine (/proc/stat): nodes in other processes count.
+	CPUBusy float64 `json:"cpu_busy"`
+	// SchedLagP99MS is the 99th percentile over the second of how long the
+	// runner's goroutines waited to run once runnable (Go's
+	// /sched/latencies:seconds), and TickLagMS the worst lateness of a
+	// 10 ms ticker in the runner: both grow when the cores are saturated.
+	SchedLagP99MS float64 `json:"sched_lag_p99_ms"`
+	TickLagMS     float64 `json:"tick_lag_ms"`
+	RSSMB         float64 `json:"rss_mb"`               // the runner process's resident memory
+	Overloaded    bool    `json:"overloaded,omitempty"` // this second the host was saturated (see Saturated)
 }
 
 // ValidatorInfo describes one genesis validator in run_start.

@@ -3,6 +3,7 @@ package results
 import (
 	"bytes"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -60,57 +61,25 @@ func TestGolden(t *testing.T) {
 	evs := readFixture(t)
 	s := Summarize(evs)
 
-	t.Run("summary.json", func(t *testing.T) {
-		b, err := encodeSummary(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkGolden(t, "summary.json", b)
-
-		// WriteSummaryJSON writes exactly these bytes.
-		path := filepath.Join(t.TempDir(), "summary.json")
-		if err := WriteSummaryJSON(path, s); err != nil {
-			t.Fatal(err)
-		}
-		if got, _ := os.ReadFile(path); !bytes.Equal(got, b) {
-			t.Error("WriteSummaryJSON output differs from encodeSummary")
-		}
-	})
-	t.Run("heights.csv", func(t *testing.T) {
-		var buf bytes.Buffer
-		if err := WriteHeightsCSV(&buf, evs); err != nil {
-			t.Fatal(err)
-		}
-		checkGolden(t, "heights.csv", buf.Bytes())
-	})
-	t.Run("missed.csv", func(t *testing.T) {
-		var buf bytes.Buffer
-		if err := WriteMissedCSV(&buf, evs); err != nil {
-			t.Fatal(err)
-		}
-		checkGolden(t, "missed.csv", buf.Bytes())
-	})
-	t.Run("junit.xml", func(t *testing.T) {
-		var buf bytes.Buffer
-		if err := WriteJUnit(&buf, s); err != nil {
-			t.Fatal(err)
-		}
-		checkGolden(t, "junit.xml", buf.Bytes())
-	})
-	t.Run("summary.md", func(t *testing.T) {
-		var buf bytes.Buffer
-		if err := WriteMarkdown(&buf, s); err != nil {
-			t.Fatal(err)
-		}
-		checkGolden(t, "summary.md", buf.Bytes())
-	})
-	t.Run("table.txt", func(t *testing.T) {
-		var buf bytes.Buffer
-		if err := WriteTable(&buf, s); err != nil {
-			t.Fatal(err)
-		}
-		checkGolden(t, "table.txt", buf.Bytes())
-	})
+	for _, f := range []struct {
+		name  string
+		write func(io.Writer) error
+	}{
+		{"summary.json", func(w io.Writer) error { return WriteSummaryJSON(w, s) }},
+		{"heights.csv", func(w io.Writer) error { return WriteHeightsCSV(w, evs) }},
+		{"missed.csv", func(w io.Writer) error { return WriteMissedCSV(w, s) }},
+		{"junit.xml", func(w io.Writer) error { return WriteJUnit(w, s) }},
+		{"summary.md", func(w io.Writer) error { return WriteMarkdown(w, s) }},
+		{"table.txt", func(w io.Writer) error { return WriteTable(w, s) }},
+	} {
+		t.Run(f.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := f.write(&buf); err != nil {
+				t.Fatal(err)
+			}
+			checkGolden(t, f.name, buf.Bytes())
+		})
+	}
 }
 
 // TestFixtureFacts pins the facts the fixture was scripted to contain, so a

@@ -11,19 +11,37 @@ type Halt struct {
 	Resumed    bool  `json:"resumed"`
 }
 
-// defaultHaltFactor: without a scenario halt_after, a gap longer than this
-// many times the run's median block interval is a halt.
-const defaultHaltFactor = 3
+// haltMedianFactor: without an explicit run.halt_after, a gap is a halt
+// only if it is also longer than this many median block intervals, so
+// that a chain that is merely slow (blocks slower than its timeouts
+// suggest) is not reported as halted.
+const haltMedianFactor = 5
+
+// haltThreshold is the longest stretch without a commit that is not a
+// halt. An explicit run.halt_after (run_start's halt_after_ms with
+// halt_after_explicit) is used as it is. Otherwise it is the larger of the
+// runner's default from the timeouts (halt_after_ms: round 0 and round 1
+// with every timeout firing, plus timeout_commit; 12.5 s at CometBFT's
+// defaults, see haltAfter in runner/run.go) and haltMedianFactor × the
+// median block interval p50ms. 0: no threshold can be set (no run_start
+// value and no interval), so no halts.
+func haltThreshold(start *Event, p50ms float64) time.Duration {
+	var floor time.Duration
+	if start != nil {
+		floor = time.Duration(start.HaltAfterMS) * time.Millisecond
+		if start.HaltAfterExplicit && floor > 0 {
+			return floor
+		}
+	}
+	return max(floor, time.Duration(haltMedianFactor*p50ms*float64(time.Millisecond)))
+}
 
 // findHalts lists the gaps between consecutive observed commits (and from
 // the last commit to the end of the run) longer than haltAfter; haltAfter
-// 0 means 3 × the median block interval (p50ms).
-func findHalts(c *chain, haltAfter time.Duration, p50ms float64, end time.Time) []Halt {
+// 0 finds none.
+func findHalts(c *chain, haltAfter time.Duration, end time.Time) []Halt {
 	if haltAfter <= 0 {
-		if p50ms <= 0 {
-			return nil
-		}
-		haltAfter = time.Duration(defaultHaltFactor * p50ms * float64(time.Millisecond))
+		return nil
 	}
 	var halts []Halt
 	for i := 1; i < len(c.heights); i++ {

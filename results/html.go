@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"html/template"
 	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -14,57 +12,21 @@ import (
 
 // WriteHTMLReport writes report.html: one self-contained page (inline CSS,
 // charts as inline SVG, no script, no external reference) built from the
-// events of a run, like every other report. It shows the run header and
+// events of a run and their summary s (Summarize(events), computed once by
+// the caller for every report of the run). It shows the run header and
 // verdict (the same ResultLine as the text table), the chain numbers,
 // commit round per height, block interval over time with fault windows
 // shaded, a validator × height heat map of absent and nil precommits,
 // signing latency distributions, and the validator, expectation and fault
 // tables. Every string taken from the events is escaped by html/template.
-func WriteHTMLReport(w io.Writer, events []Event) error {
-	b, err := renderHTMLReport(events)
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(b)
-	return err
-}
-
-// WriteHTMLReportFile writes the report to path atomically: a temporary
-// file in the same directory, renamed over path once complete, so a reader
-// never sees half a report.
-func WriteHTMLReportFile(path string, events []Event) error {
-	b, err := renderHTMLReport(events)
-	if err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Chmod(0o644)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
-}
-
-func renderHTMLReport(events []Event) ([]byte, error) {
-	s := Summarize(events)
+// A chart that cannot be drawn leaves a note in its place.
+func WriteHTMLReport(w io.Writer, s *Summary, events []Event) error {
 	var buf bytes.Buffer
 	if err := htmlTemplate.Execute(&buf, newHTMLData(s, events)); err != nil {
-		return nil, fmt.Errorf("html report: %w", err)
+		return fmt.Errorf("html report: %w", err)
 	}
-	return buf.Bytes(), nil
+	_, err := w.Write(buf.Bytes())
+	return err
 }
 
 var htmlTemplate = template.Must(template.New("report").Parse(htmlTemplateText))
@@ -127,11 +89,14 @@ func newHTMLData(s *Summary, events []Event) *htmlData {
 	d.Chain = chainRows(s)
 
 	cd := newChartData(events)
-	d.Rounds = roundsChart(s, cd)
-	d.Interval = intervalChart(s, cd)
-	d.Heatmap = heatmapChart(s, cd)
+	d.Rounds = guardChart(func() chart { return roundsChart(s, cd) })
+	d.Interval = guardChart(func() chart { return intervalChart(s, cd) })
+	d.Heatmap = guardChart(func() chart { return heatmapChart(s, cd) })
 	d.HeatmapList = heatmapList(s, cd)
-	d.Latency, d.LatencyLog = latencyChart(s, cd)
+	d.Latency = guardChart(func() (c chart) {
+		c, d.LatencyLog = latencyChart(s, cd)
+		return c
+	})
 
 	for _, v := range s.Validators {
 		l := v.SignLatencyMS
@@ -161,21 +126,7 @@ func newHTMLData(s *Summary, events []Event) *htmlData {
 	}
 
 	for _, e := range s.Expectations {
-		subject := e.Metric
-		if e.Validator != "" {
-			subject += " " + e.Validator
-		}
-		if e.Phase != "" {
-			subject += " " + e.Phase
-		}
-		value := formatMS(e.Value)
-		switch {
-		case e.Error != "":
-			value = "error: " + e.Error
-		case e.Note != "":
-			value += " (" + e.Note + ")"
-		}
-		d.Expect = append(d.Expect, htmlExpectation{OK: e.OK, Subject: subject, Bounds: formatBounds(e.Min, e.Max), Value: value})
+		d.Expect = append(d.Expect, htmlExpectation{OK: e.OK, Subject: expectationSubject(e), Bounds: formatBounds(e.Min, e.Max), Value: expectationValue(e)})
 	}
 
 	for _, f := range s.Faults {
@@ -191,27 +142,10 @@ func newHTMLData(s *Summary, events []Event) *htmlData {
 
 // chainRows: the Chain block of the text table, as label/value rows.
 func chainRows(s *Summary) []htmlKV {
-	h := s.Heights
-	heights := strconv.Itoa(h.Committed)
-	if h.Committed > 0 {
-		heights += fmt.Sprintf(" (%d..%d)", h.First, h.Last)
-	}
-	if h.Target > 0 {
-		heights += fmt.Sprintf(", target %d", h.Target)
-	}
-	r := s.Rounds
-	rounds := fmt.Sprintf("%d (max commit round %d, extra rounds %d)", r.HeightsWithRoundChange, r.MaxCommitRound, r.ExtraRounds)
-	if r.UnknownCommitRound > 0 {
-		rounds += fmt.Sprintf(", commit round unknown for %d", r.UnknownCommitRound)
-	}
-	interval := "-"
-	if bi := s.BlockIntervalMS; bi.Count > 0 {
-		interval = fmt.Sprintf("p50 %s ms, p95 %s ms, max %s ms (%d intervals)", formatMS(bi.P50), formatMS(bi.P95), formatMS(bi.Max), bi.Count)
-	}
 	rows := []htmlKV{
-		{"heights committed", heights},
-		{"heights with round change", rounds},
-		{"block interval", interval},
+		{"heights committed", heightsText(s.Heights)},
+		{"heights with round change", roundsText(s.Rounds)},
+		{"block interval", intervalText(s.BlockIntervalMS)},
 	}
 	for _, hl := range s.Halts {
 		rows = append(rows, htmlKV{"halt", haltText(hl)})

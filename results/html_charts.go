@@ -120,20 +120,32 @@ type chart struct {
 	Note string
 }
 
-// renderChart draws a w×h chart with fn and returns the cleaned SVG. A
-// panic inside gonum (it panics on degenerate ranges) becomes a note rather
-// than a failed report: the tables matter more than any one chart.
-func renderChart(w, h vg.Length, label string, fn func(dc draw.Canvas)) (out chart) {
+// chartFailed is what a chart that cannot be drawn leaves in the report:
+// a note in its place. The tables matter more than any one chart, so no
+// chart may fail the report, let alone the run that writes it.
+func chartFailed(why any) chart {
+	return chart{Note: fmt.Sprintf("chart could not be drawn: %v", why)}
+}
+
+// guardChart builds one chart; a panic inside it (gonum panics on some
+// degenerate ranges while drawing) becomes that chart's note.
+func guardChart(build func() chart) (out chart) {
 	defer func() {
 		if r := recover(); r != nil {
-			out = chart{Note: fmt.Sprintf("chart could not be drawn: %v", r)}
+			out = chartFailed(r)
 		}
 	}()
+	return build()
+}
+
+// renderChart draws a w×h chart with fn and returns the cleaned SVG. It
+// runs inside guardChart (see newHTMLData).
+func renderChart(w, h vg.Length, label string, fn func(dc draw.Canvas)) chart {
 	c := vgsvg.NewWith(vgsvg.UseWH(w, h))
 	fn(draw.New(c))
 	var buf bytes.Buffer
 	if _, err := c.WriteTo(&buf); err != nil {
-		return chart{Note: "chart could not be drawn: " + err.Error()}
+		return chartFailed(err)
 	}
 	return chart{SVG: template.HTML(cleanSVG(buf.String(), label))}
 }
@@ -448,7 +460,7 @@ func roundsChart(s *Summary, d *chartData) chart {
 	for _, sg := range segs {
 		poly, err := plotter.NewPolygon(sg)
 		if err != nil {
-			panic(err)
+			return chartFailed(err)
 		}
 		poly.Color = color.NRGBA{R: colRound.R, G: colRound.G, B: colRound.B, A: 0x90}
 		poly.LineStyle = draw.LineStyle{Color: colRound, Width: 0.8}
@@ -458,12 +470,18 @@ func roundsChart(s *Summary, d *chartData) chart {
 		l.add("commit round", swatch{colRound})
 	}
 	if len(spikes) > 0 && len(spikes) <= 300 {
-		sc, _ := plotter.NewScatter(spikes)
+		sc, err := plotter.NewScatter(spikes)
+		if err != nil {
+			return chartFailed(err)
+		}
 		sc.GlyphStyle = draw.GlyphStyle{Color: colRound, Radius: 2.2, Shape: draw.CircleGlyph{}}
 		p.Add(sc)
 	}
 	if len(unknown) > 0 {
-		sc, _ := plotter.NewScatter(unknown)
+		sc, err := plotter.NewScatter(unknown)
+		if err != nil {
+			return chartFailed(err)
+		}
 		sc.GlyphStyle = draw.GlyphStyle{Color: colGray, Radius: 2.5, Shape: draw.CrossGlyph{}}
 		p.Add(sc)
 		l.add("round unknown", sc)
@@ -511,13 +529,16 @@ func intervalChart(s *Summary, d *chartData) chart {
 	p.Add(faults)
 	line, err := plotter.NewLine(steps)
 	if err != nil {
-		panic(err)
+		return chartFailed(err)
 	}
 	line.StepStyle = plotter.PreStep
 	line.LineStyle = draw.LineStyle{Color: colLine, Width: 1}
 	p.Add(line)
 	if n <= 150 {
-		sc, _ := plotter.NewScatter(pts)
+		sc, err := plotter.NewScatter(pts)
+		if err != nil {
+			return chartFailed(err)
+		}
 		sc.GlyphStyle = draw.GlyphStyle{Color: colLine, Radius: 1.8, Shape: draw.CircleGlyph{}}
 		p.Add(sc)
 	}
@@ -529,7 +550,10 @@ func intervalChart(s *Summary, d *chartData) chart {
 		yMax = max(yMax, pt.Y)
 	}
 	if s.BlockIntervalMS.Count > 0 {
-		med, _ := plotter.NewLine(plotter.XYs{{X: 0, Y: s.BlockIntervalMS.P50}, {X: xMax, Y: s.BlockIntervalMS.P50}})
+		med, err := plotter.NewLine(plotter.XYs{{X: 0, Y: s.BlockIntervalMS.P50}, {X: xMax, Y: s.BlockIntervalMS.P50}})
+		if err != nil {
+			return chartFailed(err)
+		}
 		med.LineStyle = draw.LineStyle{Color: colGray, Width: 0.8, Dashes: []vg.Length{4, 3}}
 		p.Add(med)
 		l.add("p50 "+formatMS(s.BlockIntervalMS.P50)+" ms", med)
@@ -804,7 +828,7 @@ func latencyChart(s *Summary, d *chartData) (chart, bool) {
 				}
 				line, err := plotter.NewLine(pts)
 				if err != nil {
-					panic(err)
+					return chartFailed(err), false
 				}
 				line.StepStyle = plotter.PostStep
 				line.LineStyle = draw.LineStyle{Color: colorOf[v.Name], Width: 1.2}

@@ -7,21 +7,24 @@ import (
 	"fmt"
 	"html"
 	"io"
-	"os"
-	"path/filepath"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 // htmlReport renders the report of events, failing the test on error.
 func htmlReport(t testing.TB, events []Event) string {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := WriteHTMLReport(&buf, events); err != nil {
+	if err := WriteHTMLReport(&buf, Summarize(events), events); err != nil {
 		t.Fatal(err)
 	}
 	return buf.String()
@@ -371,32 +374,54 @@ func TestHTMLReportDegenerateRuns(t *testing.T) {
 	}
 }
 
-func TestWriteHTMLReportFile(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "report.html")
-	if err := os.WriteFile(path, []byte("old"), 0o600); err != nil {
-		t.Fatal(err)
+// TestHTMLReportChartThatCannotBeDrawn: input gonum/plot rejects (a
+// latency that is not a number; plotter.NewLine refuses NaN and Inf) costs
+// that chart only: a note in its place, the rest of the report intact, no
+// panic out of WriteHTMLReport.
+func TestHTMLReportChartThatCannotBeDrawn(t *testing.T) {
+	for _, bad := range []float64{math.NaN(), math.Inf(1)} {
+		t.Run(strconv.FormatFloat(bad, 'g', -1, 64), func(t *testing.T) {
+			evs := []Event{runStart("v1"),
+				withLatency(signEv("v1", PhasePrevote, 1, 0, "B"), 1, 0),
+				withLatency(signEv("v1", PhasePrevote, 2, 0, "B"), bad, 0),
+				block(1, 1000, 0, nil, nil), block(2, 2000, 0, nil, nil), runEnd(3000, StopHeights)}
+			page := htmlReport(t, evs)
+			lat := sectionOf(t, page, "latency")
+			if !strings.Contains(lat, "chart could not be drawn") || strings.Contains(lat, "<svg") {
+				t.Errorf("latency section should hold a note instead of a chart:\n%s", lat)
+			}
+			if n := strings.Count(page, "<svg "); n != 3 {
+				t.Errorf("%d charts, want the other 3", n)
+			}
+			if !strings.Contains(page, "</html>") {
+				t.Errorf("incomplete page")
+			}
+		})
 	}
-	evs := readFixture(t)
-	if err := WriteHTMLReportFile(path, evs); err != nil {
-		t.Fatal(err)
+}
+
+// TestGuardChart: a panic while building or drawing a chart (gonum
+// panics on some degenerate ranges, e.g. a log axis reaching 0) is that
+// chart's note.
+func TestGuardChart(t *testing.T) {
+	got := guardChart(func() chart {
+		p := newPlot("log axis through 0")
+		p.X.Scale = plot.LogScale{}
+		p.X.Min, p.X.Max = 0, 10
+		return renderChart(chartWidth, vg.Inch, "log", func(dc draw.Canvas) { p.Draw(dc) })
+	})
+	if got.SVG != "" || !strings.Contains(got.Note, "chart could not be drawn: Values must be greater than 0 for a log scale") {
+		t.Errorf("got %+v", got)
 	}
-	got, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
+	if got := guardChart(func() chart { return chart{Note: "no data"} }); got.Note != "no data" {
+		t.Errorf("a chart that did not panic changed: %+v", got)
 	}
-	if string(got) != htmlReport(t, evs) {
-		t.Errorf("file differs from WriteHTMLReport's output (the report must be deterministic)")
-	}
-	entries, _ := os.ReadDir(dir)
-	if len(entries) != 1 {
-		t.Errorf("temporary files left behind: %v", entries)
-	}
-	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o644 {
-		t.Errorf("mode %v, want 0644", fi.Mode().Perm())
-	}
-	if err := WriteHTMLReportFile(filepath.Join(dir, "missing", "report.html"), evs); err == nil {
-		t.Errorf("writing into a missing directory succeeded")
+}
+
+func TestHTMLReportIsDeterministic(t *testing.T) {
+	evs := richEvents(t)
+	if htmlReport(t, evs) != htmlReport(t, evs) {
+		t.Errorf("two reports of the same events differ")
 	}
 }
 

@@ -2,17 +2,6 @@ package results
 
 import "time"
 
-// Node fault actions: while one is active on a validator its node is not
-// running, so nothing it would have signed or gossiped can be expected.
-// The runner does not inject them yet; the analysis already honours them.
-const (
-	FaultNodeStop  = "node-stop"
-	FaultNodeKill  = "node-kill"
-	FaultNodePause = "node-pause"
-)
-
-var nodeDownActions = map[string]bool{FaultNodeStop: true, FaultNodeKill: true, FaultNodePause: true}
-
 // hr keys a (height, round).
 type hr struct {
 	height int64
@@ -37,12 +26,6 @@ type voteKey struct {
 	precommit bool // else prevote
 }
 
-// window is a node-down fault on a validator; end is zero while it lasts.
-type window struct {
-	action, detail string
-	start, end     time.Time
-}
-
 // index holds, once per Summarize, the per-node observations that the
 // consensus analysis (missed-precommit causes, late votes, round-change
 // causes) looks up. Every "first"/"earliest" is by event time; ties keep
@@ -60,7 +43,7 @@ type index struct {
 	roundNodes  map[hr][]string        // nodes that entered a round (new_round or prevote step), first-seen order
 	votes       []*Event               // vote events, stream order
 	roundVotes  map[hr][]*Event        // the same by (height, round); see votesAt
-	downs       map[string][]window    // node-down faults by validator
+	downs       NodeDowns              // when each validator's node was down
 }
 
 func newIndex(events []Event, start *Event) *index {
@@ -68,7 +51,6 @@ func newIndex(events []Event, start *Event) *index {
 		power: map[string]int64{}, signs: map[valHeight][]*Event{}, commitSteps: map[int64][]*Event{},
 		prevoteStep: map[nodeHR]time.Time{}, proposalAt: map[nodeHR]time.Time{},
 		roundStart: map[hr]time.Time{}, proposer: map[hr]string{}, roundNodes: map[hr][]string{},
-		downs: map[string][]window{},
 	}
 	if start != nil {
 		for _, v := range start.Validators {
@@ -121,22 +103,7 @@ func newIndex(events []Event, start *Event) *index {
 		case KindVote:
 			x.votes = append(x.votes, ev)
 		case KindFault:
-			if !nodeDownActions[ev.Action] {
-				continue
-			}
-			ws := x.downs[ev.Validator]
-			switch ev.State {
-			case FaultStart:
-				x.downs[ev.Validator] = append(ws, window{action: ev.Action, detail: ev.Detail, start: ev.Time})
-			case FaultEnd:
-				// Close the latest open window of the same action.
-				for j := len(ws) - 1; j >= 0; j-- {
-					if ws[j].action == ev.Action && ws[j].end.IsZero() {
-						ws[j].end = ev.Time
-						break
-					}
-				}
-			}
+			x.downs.Observe(ev)
 		}
 	}
 	return x

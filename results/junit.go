@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 )
 
 // JUnit shapes: the subset of the de-facto JUnit XML schema that CI
@@ -128,33 +127,5 @@ func WriteJUnit(w io.Writer, s *Summary) error {
 
 // stoppedEarly says how far a run stopped by max_duration got.
 func stoppedEarly(s *Summary) string {
-	msg := fmt.Sprintf("stopped at max_duration after committing %d heights", s.Heights.Committed)
-	if s.Heights.Committed > 0 {
-		msg += fmt.Sprintf(" (%d..%d)", s.Heights.First, s.Heights.Last)
-	}
-	if s.Heights.Target > 0 {
-		msg += fmt.Sprintf(", target %d", s.Heights.Target)
-	}
-	return msg
-}
-
-// ExpectationName names an expectation result the way junit.xml and
-// summary.md show it: metric[validator,phase] and its bounds, e.g.
-// "missed_precommits[slow] <= 5" or "heights_committed >= 20".
-func ExpectationName(e ExpectationResult) string {
-	return expectationSubject(e) + " " + formatBounds(e.Min, e.Max)
-}
-
-func expectationSubject(e ExpectationResult) string {
-	var sub []string
-	if e.Validator != "" {
-		sub = append(sub, e.Validator)
-	}
-	if e.Phase != "" {
-		sub = append(sub, e.Phase)
-	}
-	if len(sub) == 0 {
-		return e.Metric
-	}
-	return e.Metric + "[" + strings.Join(sub, ",") + "]"
+	return fmt.Sprintf("stopped at max_duration after committing %d heights%s", s.Heights.Committed, heightRange(s.Heights))
 }

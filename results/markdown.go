@@ -32,17 +32,8 @@ func WriteMarkdown(w io.Writer, s *Summary) error {
 	}
 
 	p("\n### Chain\n\n| metric | value |\n| --- | --- |\n")
-	h := s.Heights
-	heights := strconv.Itoa(h.Committed)
-	if h.Committed > 0 {
-		heights += fmt.Sprintf(" (%d..%d)", h.First, h.Last)
-	}
-	if h.Target > 0 {
-		heights += fmt.Sprintf(", target %d", h.Target)
-	}
-	p("| heights committed | %s |\n", heights)
-	p("| heights with round change | %d (max commit round %d, extra rounds %d) |\n",
-		s.Rounds.HeightsWithRoundChange, s.Rounds.MaxCommitRound, s.Rounds.ExtraRounds)
+	p("| heights committed | %s |\n", heightsText(s.Heights))
+	p("| heights with round change | %s |\n", roundsText(s.Rounds))
 	bi := s.BlockIntervalMS
 	if bi.Count > 0 {
 		p("| block interval ms p50 / p95 / max | %s / %s / %s |\n", formatMS(bi.P50), formatMS(bi.P95), formatMS(bi.Max))
@@ -50,11 +41,7 @@ func WriteMarkdown(w io.Writer, s *Summary) error {
 		p("| block interval ms p50 / p95 / max | - |\n")
 	}
 	for _, hl := range s.Halts {
-		state := "then resumed"
-		if !hl.Resumed {
-			state = "until the end"
-		}
-		p("| halt | no commit after height %d for %d ms, %s |\n", hl.FromHeight, hl.DurationMS, state)
+		p("| halt | %s |\n", haltText(hl))
 	}
 	p("| double signs | %d |\n", s.DoubleSigns)
 
@@ -85,14 +72,7 @@ func WriteMarkdown(w io.Writer, s *Summary) error {
 			if !e.OK {
 				mark = "❌"
 			}
-			value := formatMS(e.Value)
-			switch {
-			case e.Error != "":
-				value = "error: " + e.Error
-			case e.Note != "":
-				value += " (" + e.Note + ")"
-			}
-			p("| %s | `%s` | %s |\n", mark, codeCell(ExpectationName(e)), mdCell(value))
+			p("| %s | `%s` | %s |\n", mark, codeCell(ExpectationName(e)), mdCell(expectationValue(e)))
 		}
 	}
 

@@ -128,8 +128,8 @@ func (x *index) classifyMissed(c *chain, h int64, v string) (cause, detail strin
 	if t, ok := x.roundStart[hr{h, cr}]; ok && t.Before(from) {
 		from = t
 	}
-	for _, w := range x.downs[v] {
-		if !w.start.After(decided) && (w.end.IsZero() || w.end.After(from)) {
+	for _, w := range x.downs.windowsOf(v) {
+		if !w.start.After(decided) && (w.open || w.end.After(from)) {
 			d := w.action + " fault active"
 			if w.detail != "" {
 				d += ": " + w.detail
@@ -206,20 +206,16 @@ func (x *index) classifyMissed(c *chain, h int64, v string) (cause, detail strin
 	return CauseUnknown, fmt.Sprintf("no precommit signature for r%d", cr)
 }
 
-// WriteMissedCSV writes missed.csv: one row per missed precommit (see
-// MissedPrecommits), with the header
+// WriteMissedCSV writes missed.csv: one row per missed precommit of s
+// (s.Missed, see MissedPrecommits), with the header
 //
 //	height,validator,cause,detail
-func WriteMissedCSV(w io.Writer, events []Event) error {
-	return writeMissedCSV(w, MissedPrecommits(events))
-}
-
-func writeMissedCSV(w io.Writer, rows []MissedPrecommit) error {
+func WriteMissedCSV(w io.Writer, s *Summary) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write([]string{"height", "validator", "cause", "detail"}); err != nil {
 		return err
 	}
-	for _, m := range rows {
+	for _, m := range s.Missed {
 		if err := cw.Write([]string{strconv.FormatInt(m.Height, 10), m.Validator, m.Cause, m.Detail}); err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package results
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -117,8 +118,13 @@ func TestMissedPrecommitCauses(t *testing.T) {
 			if m.Height != 1 || m.Validator != "v4" || m.Cause != tt.cause || !strings.Contains(m.Detail, tt.detail) {
 				t.Errorf("got %+v, want cause %s with detail containing %q", m, tt.cause, tt.detail)
 			}
-			// summary.json counts the same cause.
-			v := vByName(t, Summarize(tt.events), "v4")
+			// summary.json counts the same cause, and keeps the same rows
+			// for missed.csv.
+			s := Summarize(tt.events)
+			if !reflect.DeepEqual(s.Missed, got) {
+				t.Errorf("Summary.Missed %+v, want %+v", s.Missed, got)
+			}
+			v := vByName(t, s, "v4")
 			if v.MissedByCause.Get(tt.cause) != 1 || v.MissedPrecommits != 1 || v.MissedBlocks != 1 {
 				t.Errorf("summary: missed %d blocks %d by cause %+v", v.MissedPrecommits, v.MissedBlocks, v.MissedByCause)
 			}
@@ -158,7 +164,7 @@ func TestMissedByCauseSumsToMissed(t *testing.T) {
 func TestMissedCSV(t *testing.T) {
 	evs := missedRun(0, signAt(1100, "v4", PhasePrecommit, 1, 0, "B", 400))
 	var b strings.Builder
-	if err := WriteMissedCSV(&b, evs); err != nil {
+	if err := WriteMissedCSV(&b, Summarize(evs)); err != nil {
 		t.Fatal(err)
 	}
 	want := "height,validator,cause,detail\n1,v4,signer-late,precommit r0 signed 200 ms after the decision (signature took 400 ms)\n"

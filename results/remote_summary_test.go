@@ -53,28 +53,3 @@ func TestFaultWindows(t *testing.T) {
 		t.Errorf("outage window %+v (never ended: end 0)", o)
 	}
 }
-
-func TestHalts(t *testing.T) {
-	// Commits every second, then a 10 s gap, then the run ends 8 s after
-	// the last commit: two halts at 3 × the 1 s median.
-	evs := []Event{runStart("v1")}
-	for h, ms := range []float64{1000, 2000, 3000, 4000, 14000, 15000, 16000} {
-		evs = append(evs, block(int64(h+1), ms, 0, nil, nil))
-	}
-	evs = append(evs, runEnd(24000, StopMaxDuration))
-	s := Summarize(evs)
-	if len(s.Halts) != 2 {
-		t.Fatalf("halts %+v", s.Halts)
-	}
-	if h := s.Halts[0]; h.FromHeight != 4 || h.DurationMS != 10000 || !h.Resumed {
-		t.Errorf("first halt %+v", h)
-	}
-	if h := s.Halts[1]; h.FromHeight != 7 || h.DurationMS != 8000 || h.Resumed {
-		t.Errorf("last halt %+v (never resumed)", h)
-	}
-	// halt_after from the scenario wins over the default.
-	evs[0].HaltAfterMS = 9000
-	if s := Summarize(evs); len(s.Halts) != 1 || s.Halts[0].FromHeight != 4 {
-		t.Errorf("with halt_after 9s: %+v", s.Halts)
-	}
-}

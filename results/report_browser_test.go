@@ -54,7 +54,7 @@ func TestHTMLReportInBrowser(t *testing.T) {
 	for _, run := range runs {
 		t.Run(run.name, func(t *testing.T) {
 			report := filepath.Join(dir, run.name+".html")
-			if err := WriteHTMLReportFile(report, run.events(t)); err != nil {
+			if err := os.WriteFile(report, []byte(htmlReport(t, run.events(t))), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			url := "file://" + report

@@ -1,10 +1,9 @@
 package results
 
 import (
-	"bytes"
 	"encoding/json"
+	"io"
 	"math"
-	"os"
 	"slices"
 	"sort"
 	"time"
@@ -31,17 +30,28 @@ type Summary struct {
 
 	Faults []FaultWindow `json:"faults,omitempty"`
 	// Halts are stretches with no commit longer than the halt threshold
-	// (run_start's halt_after_ms; 3 × the median block interval when absent).
+	// (see haltThreshold: run.halt_after when set, else the longer of two
+	// rounds of timeouts plus timeout_commit and 5 × the median block
+	// interval).
 	Halts []Halt `json:"halts"`
 
 	DoubleSigns       int          `json:"double_signs"`
 	DoubleSignDetails []DoubleSign `json:"double_sign_details,omitempty"`
+
+	// Host is the machine the run ran on, measured every second; nil for a
+	// stream without host events.
+	Host *HostSummary `json:"host,omitempty"`
 
 	// NodeErrors lists node_error events: the stream may be missing events
 	// after them, so every number above may undercount.
 	NodeErrors []NodeError `json:"node_errors,omitempty"`
 
 	Expectations []ExpectationResult `json:"expectations"`
+
+	// Missed is every missed precommit with its cause, as missed.csv lists
+	// them (MissedPrecommits). Not part of summary.json: missed_by_cause
+	// counts them there.
+	Missed []MissedPrecommit `json:"-"`
 }
 
 // HeightStats: committed heights.
@@ -225,8 +235,11 @@ func (s *Summary) Failed() []ExpectationResult {
 func Summarize(events []Event) *Summary {
 	s := &Summary{Validators: []ValidatorSummary{}, Expectations: []ExpectationResult{}, RoundChanges: []RoundChange{}}
 	var start, end *Event
+	var host hostAgg
 	for i := range events {
 		switch events[i].Kind {
+		case KindHost:
+			host.add(events[i].Host)
 		case KindRunStart:
 			if start == nil {
 				start = &events[i]
@@ -241,6 +254,7 @@ func Summarize(events []Event) *Summary {
 		}
 	}
 	summarizeRun(s, events, start, end)
+	s.Host = host.result()
 
 	c := newChain(events)
 	summarizeChain(s, c)
@@ -260,17 +274,15 @@ func Summarize(events []Event) *Summary {
 	return s
 }
 
-// summarizeHalts finds the halts of the chain (see findHalts).
+// summarizeHalts finds the halts of the chain (see haltThreshold and
+// findHalts); it needs the block intervals, so it runs after
+// summarizeChain.
 func summarizeHalts(s *Summary, c *chain, start, end *Event) {
-	var haltAfter time.Duration
-	if start != nil {
-		haltAfter = time.Duration(start.HaltAfterMS) * time.Millisecond
-	}
 	var stop time.Time
 	if end != nil {
 		stop = end.Time
 	}
-	s.Halts = findHalts(c, haltAfter, s.BlockIntervalMS.P50, stop)
+	s.Halts = findHalts(c, haltThreshold(start, s.BlockIntervalMS.P50), stop)
 	if s.Halts == nil {
 		s.Halts = []Halt{} // [] not null in JSON
 	}
@@ -539,28 +551,12 @@ func summarizeValidators(s *Summary, events []Event, start *Event, c *chain) {
 	s.Validators = rows
 }
 
-// WriteSummaryJSON writes s as indented JSON with a trailing newline. It
-// writes a temporary file and renames it, so readers never see half a
-// summary.
-func WriteSummaryJSON(path string, s *Summary) error {
-	b, err := encodeSummary(s)
-	if err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
-
-func encodeSummary(s *Summary) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf) // Encode adds the trailing newline
+// WriteSummaryJSON writes summary.json: s as indented JSON with a trailing
+// newline. The runner writes it through internal/atomicfile, so readers
+// never see half a summary.
+func WriteSummaryJSON(w io.Writer, s *Summary) error {
+	enc := json.NewEncoder(w) // Encode adds the trailing newline
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false) // keep signer names like "a<b>" readable
-	if err := enc.Encode(s); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return enc.Encode(s)
 }

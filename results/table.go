@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -23,27 +22,9 @@ func WriteTable(w io.Writer, s *Summary) error {
 
 	p("\nChain\n")
 	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
-	h := s.Heights
-	heights := strconv.Itoa(h.Committed)
-	if h.Committed > 0 {
-		heights += fmt.Sprintf(" (%d..%d)", h.First, h.Last)
-	}
-	if h.Target > 0 {
-		heights += fmt.Sprintf(", target %d", h.Target)
-	}
-	fmt.Fprintf(tw, "  heights committed\t%s\n", heights)
-	r := s.Rounds
-	rounds := fmt.Sprintf("%d (max commit round %d, extra rounds %d)", r.HeightsWithRoundChange, r.MaxCommitRound, r.ExtraRounds)
-	if r.UnknownCommitRound > 0 {
-		rounds += fmt.Sprintf(", commit round unknown for %d", r.UnknownCommitRound)
-	}
-	fmt.Fprintf(tw, "  heights with round change\t%s\n", rounds)
-	bi := s.BlockIntervalMS
-	interval := "-"
-	if bi.Count > 0 {
-		interval = fmt.Sprintf("p50 %s ms, p95 %s ms, max %s ms (%d intervals)", formatMS(bi.P50), formatMS(bi.P95), formatMS(bi.Max), bi.Count)
-	}
-	fmt.Fprintf(tw, "  block interval\t%s\n", interval)
+	fmt.Fprintf(tw, "  heights committed\t%s\n", heightsText(s.Heights))
+	fmt.Fprintf(tw, "  heights with round change\t%s\n", roundsText(s.Rounds))
+	fmt.Fprintf(tw, "  block interval\t%s\n", intervalText(s.BlockIntervalMS))
 	for _, hl := range s.Halts {
 		fmt.Fprintf(tw, "  halt\t%s\n", haltText(hl))
 	}
@@ -119,21 +100,7 @@ func WriteTable(w io.Writer, s *Summary) error {
 			if !e.OK {
 				status = "FAIL"
 			}
-			subject := e.Metric
-			if e.Validator != "" {
-				subject += " " + e.Validator
-			}
-			if e.Phase != "" {
-				subject += " " + e.Phase
-			}
-			value := formatMS(e.Value)
-			switch {
-			case e.Error != "":
-				value = "error: " + e.Error
-			case e.Note != "":
-				value += " (" + e.Note + ")"
-			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", status, subject, formatBounds(e.Min, e.Max), value)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", status, expectationSubject(e), formatBounds(e.Min, e.Max), expectationValue(e))
 		}
 		tw.Flush()
 	}
@@ -171,70 +138,4 @@ func ResultLine(s *Summary) string {
 		return fmt.Sprintf("RESULT: FAIL (%d expectation(s) failed)", n)
 	}
 	return "RESULT: PASS"
-}
-
-// p50p99 formats a latency cell; "-" when the phase was never signed, so
-// "no data" is not confused with 0 ms.
-func p50p99(st LatencyStats) string {
-	if st.Count == 0 {
-		return "-"
-	}
-	return formatLatency(st.P50) + "/" + formatLatency(st.P99)
-}
-
-// formatLatency keeps about three significant digits: local signing is
-// sub-millisecond, injected latency is hundreds of ms.
-func formatLatency(ms float64) string {
-	switch {
-	case ms >= 100:
-		return strconv.FormatFloat(ms, 'f', 0, 64)
-	case ms >= 10:
-		return strconv.FormatFloat(ms, 'f', 1, 64)
-	default:
-		return strconv.FormatFloat(ms, 'f', 2, 64)
-	}
-}
-
-func formatBounds(lo, hi *float64) string {
-	switch {
-	case lo != nil && hi != nil:
-		return fmt.Sprintf("in [%s, %s]", formatMS(*lo), formatMS(*hi))
-	case lo != nil:
-		return ">= " + formatMS(*lo)
-	case hi != nil:
-		return "<= " + formatMS(*hi)
-	}
-	return "(no bound)"
-}
-
-func formatBlockIDs(ids []string) string {
-	out := make([]string, len(ids))
-	for i, id := range ids {
-		switch {
-		case id == "":
-			out[i] = "nil"
-		case len(id) > 12:
-			out[i] = id[:12] + "…"
-		default:
-			out[i] = id
-		}
-	}
-	return strings.Join(out, " vs ")
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-// haltText describes a halt in one line, for the table and the HTML report.
-func haltText(hl Halt) string {
-	state := "then resumed"
-	if !hl.Resumed {
-		state = "until the end of the run"
-	}
-	return fmt.Sprintf("no commit after height %d for %s, %s", hl.FromHeight,
-		(time.Duration(hl.DurationMS) * time.Millisecond).String(), state)
 }

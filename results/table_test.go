@@ -50,7 +50,7 @@ func TestTableCells(t *testing.T) {
 		"2/2", // v1 missed 2 of 2 counted heights
 		"1/1", // v1 made its one proposal
 		"-",   // v2 never signed a proposal
-		"FAIL  sign_latency_p50_ms v1 proposal",
+		"FAIL  sign_latency_p50_ms[v1,proposal]",
 		"0 (no samples)",             // v2's proposal latency
 		"v1 h1 r0 precommit: A vs B", // double-sign detail
 		"1, events may be missing (first: v2: event subscription cancelled)",

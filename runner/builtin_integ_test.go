@@ -5,6 +5,7 @@ package runner
 import (
 	"context"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -41,6 +42,35 @@ func TestIntegBuiltinScenarios(t *testing.T) {
 			if s.DoubleSigns != 0 {
 				t.Errorf("%s: %d double signs", b.Name, s.DoubleSigns)
 			}
+			// Calibration of the host measure: every built-in fits this
+			// 2-core machine.
+			if s.Host == nil || s.Host.Overloaded {
+				t.Errorf("%s: host %+v, want measured and not overloaded", b.Name, s.Host)
+			}
 		})
+	}
+}
+
+// TestIntegHostOverloaded: 100 validators on a ring saturate 2 cores, and
+// the summary says so (the other side of the calibration above).
+func TestIntegHostOverloaded(t *testing.T) {
+	if runtime.NumCPU() > 4 {
+		t.Skipf("%d cores: 100 validators may not saturate them", runtime.NumCPU())
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	out, err := Run(ctx, parse(t, `
+name: ring-100
+run: {heights: 5, max_duration: 4m}
+network: {topology: {ring: 2}}
+validators:
+  - {name: v, count: 100}
+`), Options{OutDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := out.Summary.Host; h == nil || !h.Overloaded {
+		t.Fatalf("100 validators on %d cores: host %+v, want overloaded", runtime.NumCPU(), h)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/cometbft/cometbft/p2p"
 	"github.com/cometbft/cometbft/types"
 
-	vdocker "github.com/valnet/valnet/docker"
 	"github.com/valnet/valnet/network"
 	"github.com/valnet/valnet/nodes"
 	"github.com/valnet/valnet/scenarios"
@@ -28,6 +27,15 @@ type member struct {
 	address string // upper-case hex, as CometBFT prints it
 	config  *cfg.Config
 	ports   []int
+}
+
+// binary is the validator's own node binary (node.binary, else
+// run.binary); empty: valnet's node.
+func (m *member) binary(p *scenarios.Plan) string {
+	if m.plan.Binary != "" {
+		return m.plan.Binary
+	}
+	return p.Run.Binary
 }
 
 // layoutNetwork derives every validator's keys, home and config.
@@ -90,9 +98,9 @@ func applyTimeouts(c *cfg.Config, t scenarios.Timeouts) {
 // the link fabric, a node dials each peer through that pair's proxy.
 func (r *run) assignPorts() error {
 	for _, m := range r.members {
-		if r.docker != nil {
-			// Fixed ports inside each container, on its own IP.
-			vdocker.Configure(m.config, false)
+		if r.addresser != nil {
+			// The backend's addresses (a container's own IP and ports).
+			r.addresser.ConfigureListen(m.config)
 			continue
 		}
 		releasePorts(m)
@@ -124,8 +132,8 @@ func (r *run) assignPorts() error {
 		for _, name := range peers[m.plan.Name] {
 			o := byName[name]
 			addr := strings.TrimPrefix(o.config.P2P.ListenAddress, "tcp://")
-			if r.docker != nil {
-				addr = r.dockerAddrs.Nodes[name].P2P
+			if r.addresser != nil {
+				addr = r.addresser.PeerAddr(name)
 			}
 			if r.fabric != nil {
 				if addr, err = r.fabric.Route(m.plan.Name, name, addr); err != nil {

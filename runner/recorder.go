@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"strings"
 	"sync"
 
 	"github.com/valnet/valnet/results"
@@ -20,7 +19,7 @@ type recorder struct {
 	mu     sync.Mutex
 	blocks map[int64]bool
 	sealed bool
-	down   map[string]bool // validators whose node a fault has taken down
+	downs  results.NodeDowns // validators whose node a fault has taken down
 
 	// Signers report through a queue: encoding and writing an event must
 	// not sit inside a signature (it would be counted as transport time,
@@ -31,12 +30,13 @@ type recorder struct {
 	once    sync.Once
 }
 
-// queueSize bounds the signer event queue; a full queue falls back to a
+// queueSize bounds the signer event queue (an Event is ~500 bytes, and the
+// queue is allocated up front); a full queue falls back to a
 // direct write rather than drop a signature's record.
-const queueSize = 4096
+const queueSize = 512
 
 func newRecorder(w *results.Writer) *recorder {
-	r := &recorder{w: w, tracker: results.NewTracker(), blocks: map[int64]bool{}, down: map[string]bool{},
+	r := &recorder{w: w, tracker: results.NewTracker(), blocks: map[int64]bool{},
 		queue: make(chan results.Event, queueSize), drained: make(chan struct{}), stop: make(chan struct{})}
 	go r.drain()
 	return r
@@ -90,10 +90,10 @@ func (r *recorder) Emit(e results.Event) {
 	r.w.Emit(e)
 	switch e.Kind {
 	case results.KindFault:
-		r.trackDown(e)
+		r.downs.Observe(&e)
 	case results.KindBlock:
 		for _, v := range e.LastCommitAbsent {
-			if r.down[v] {
+			if r.downs.Down(v) {
 				r.w.Emit(results.Event{Time: e.Time, Kind: results.KindMissed, Validator: v,
 					Height: e.Height - 1, Cause: results.CauseNodeDown})
 			}
@@ -103,23 +103,6 @@ func (r *recorder) Emit(e results.Event) {
 	r.tracker.Observe(e)
 	if r.metrics != nil {
 		r.metrics.Observe(e)
-	}
-}
-
-// trackDown follows node faults: a node is down from a stop, kill or
-// pause until it is started, resumed or restarted.
-func (r *recorder) trackDown(e results.Event) {
-	switch e.Action {
-	case "node-stop", "node-kill", "node-pause":
-		r.down[e.Validator] = e.State == results.FaultStart
-	case "node-start", "node-resume", "node-restart":
-		if e.State == results.FaultStart || e.State == results.FaultEnd {
-			r.down[e.Validator] = false
-		}
-	}
-	// node-restart with a down time: down from its start to its end.
-	if e.Action == "node-restart" && e.State == results.FaultStart && strings.Contains(e.Detail, "restarting") {
-		r.down[e.Validator] = true
 	}
 }
 

@@ -1,28 +1,27 @@
 package runner
 
 import (
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/valnet/valnet/results"
 )
 
-func TestRecorderKeepsOneBlockPerHeightAndDropsAfterSeal(t *testing.T) {
+// record runs emit against a new recorder over a real events file and
+// returns what the file holds once the writer is closed.
+func record(t *testing.T, emit func(r *recorder)) (*recorder, []results.Event) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "events.jsonl")
 	w, err := results.NewWriter(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := newRecorder(w)
-	now := time.Now()
-	r.Emit(results.Event{Time: now, Kind: results.KindRunStart, Scenario: "x"})
-	r.Emit(results.Event{Time: now, Kind: results.KindBlock, Node: "v1", Height: 1})
-	r.Emit(results.Event{Time: now, Kind: results.KindBlock, Node: "v2", Height: 1})
-	r.Emit(results.Event{Time: now, Kind: results.KindBlock, Node: "v2", Height: 2})
+	emit(r)
 	r.seal()
-	r.Emit(results.Event{Time: now, Kind: results.KindVote, Node: "v1", Height: 3})
-	r.Emit(results.Event{Time: now, Kind: results.KindRunEnd, StopReason: results.StopHeights})
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -30,20 +29,61 @@ func TestRecorderKeepsOneBlockPerHeightAndDropsAfterSeal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return r, events
+}
+
+func TestRecorderKeepsOneBlockPerHeightAndDropsAfterSeal(t *testing.T) {
+	now := time.Now()
+	r, events := record(t, func(r *recorder) {
+		r.Emit(results.Event{Time: now, Kind: results.KindRunStart, Scenario: "x"})
+		r.Emit(results.Event{Time: now, Kind: results.KindBlock, Node: "v1", Height: 1})
+		r.Emit(results.Event{Time: now, Kind: results.KindBlock, Node: "v2", Height: 1})
+		r.Emit(results.Event{Time: now, Kind: results.KindBlock, Node: "v2", Height: 2})
+		r.seal()
+		r.Emit(results.Event{Time: now, Kind: results.KindVote, Node: "v1", Height: 3})
+		r.Emit(results.Event{Time: now, Kind: results.KindRunEnd, StopReason: results.StopHeights})
+	})
 	var kinds []string
 	for _, e := range events {
 		kinds = append(kinds, string(e.Kind)+"/"+e.Node)
 	}
-	want := []string{"run_start/", "block/v1", "block/v2", "run_end/"}
-	if len(kinds) != len(want) {
-		t.Fatalf("events %v, want %v", kinds, want)
-	}
-	for i := range want {
-		if kinds[i] != want[i] {
-			t.Fatalf("events %v, want %v", kinds, want)
-		}
+	if got, want := strings.Join(kinds, " "), "run_start/ block/v1 block/v2 run_end/"; got != want {
+		t.Fatalf("events %s, want %s", got, want)
 	}
 	if p := r.tracker.Snapshot(); p.Height != 2 {
 		t.Fatalf("tracker height %d, want 2", p.Height)
+	}
+}
+
+// TestRecorderMarksMissedWhileNodeDown: a block that shows a validator
+// absent while a node fault has its node down gets a live missed event
+// (cause node-down), by results.NodeChangeOf: a node-restart is down from
+// its start to its end whatever its detail says, and a node-start ends a
+// stop.
+func TestRecorderMarksMissedWhileNodeDown(t *testing.T) {
+	now := time.Now()
+	_, events := record(t, func(r *recorder) {
+		fault := func(v, action, state string) {
+			r.Emit(results.Event{Time: now, Kind: results.KindFault, Validator: v, Action: action, State: state, Detail: "x"})
+		}
+		block := func(h int64, absent ...string) {
+			r.Emit(results.Event{Time: now, Kind: results.KindBlock, Height: h, LastCommitAbsent: absent})
+		}
+		r.Emit(results.Event{Time: now, Kind: results.KindRunStart, Scenario: "x"})
+		fault("v1", results.FaultNodeRestart, results.FaultStart)
+		fault("v2", results.FaultNodeStop, results.FaultStart)
+		block(2, "v1", "v2", "v3") // v3 absent but up: no missed event
+		fault("v1", results.FaultNodeRestart, results.FaultEnd)
+		fault("v2", results.FaultNodeStart, results.FaultStart)
+		block(3, "v1", "v2") // both back: none
+	})
+	var missed []string
+	for _, e := range events {
+		if e.Kind == results.KindMissed {
+			missed = append(missed, fmt.Sprintf("%s@%d:%s", e.Validator, e.Height, e.Cause))
+		}
+	}
+	if got, want := strings.Join(missed, " "), "v1@1:node-down v2@1:node-down"; got != want {
+		t.Errorf("missed events %q, want %q", got, want)
 	}
 }

@@ -1,11 +1,12 @@
 package runner
 
 import (
-	"bytes"
+	"fmt"
 	"io"
-	"os"
 	"path/filepath"
+	"slices"
 
+	"github.com/valnet/valnet/internal/atomicfile"
 	"github.com/valnet/valnet/results"
 )
 
@@ -18,36 +19,42 @@ const (
 	ReportFile    = "report.html" // self-contained HTML report with charts
 )
 
-// writeCIFiles writes missed.csv, junit.xml, summary.md and report.html of a run from
-// its events and their summary, each one whole or not at all.
-func writeCIFiles(dir string, events []results.Event, s *results.Summary) error {
+// Report derives summary.json, heights.csv, missed.csv, junit.xml,
+// summary.md and report.html of a run directory from its events.jsonl
+// alone, and returns the summary.
+func Report(dir string) (*results.Summary, error) {
+	path := filepath.Join(dir, EventsFile)
+	events, err := results.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.ContainsFunc(events, func(e results.Event) bool { return e.Kind == results.KindRunStart }) {
+		// A summary of nothing would show a run that never was.
+		return nil, fmt.Errorf("nothing to report: %s has no run_start event (%d events); the run never started", path, len(events))
+	}
+	s := results.Summarize(events)
+	return s, writeReportFiles(dir, events, s)
+}
+
+// writeReportFiles writes the derived files of a run from its events and
+// their summary, each one whole or not at all (a CI step or a browser
+// reading one never sees half of it).
+func writeReportFiles(dir string, events []results.Event, s *results.Summary) error {
 	files := []struct {
 		name  string
 		write func(io.Writer) error
 	}{
-		{MissedFile, func(w io.Writer) error { return results.WriteMissedCSV(w, events) }},
+		{SummaryFile, func(w io.Writer) error { return results.WriteSummaryJSON(w, s) }},
+		{HeightsFile, func(w io.Writer) error { return results.WriteHeightsCSV(w, events) }},
+		{MissedFile, func(w io.Writer) error { return results.WriteMissedCSV(w, s) }},
 		{JUnitFile, func(w io.Writer) error { return results.WriteJUnit(w, s) }},
 		{SummaryMDFile, func(w io.Writer) error { return results.WriteMarkdown(w, s) }},
-		{ReportFile, func(w io.Writer) error { return results.WriteHTMLReport(w, events) }},
+		{ReportFile, func(w io.Writer) error { return results.WriteHTMLReport(w, s, events) }},
 	}
 	for _, f := range files {
-		var buf bytes.Buffer
-		if err := f.write(&buf); err != nil {
-			return err
-		}
-		if err := writeFileAtomic(filepath.Join(dir, f.name), buf.Bytes()); err != nil {
-			return err
+		if err := atomicfile.WriteWith(filepath.Join(dir, f.name), 0o644, f.write); err != nil {
+			return fmt.Errorf("%s: %w", f.name, err)
 		}
 	}
 	return nil
-}
-
-// writeFileAtomic writes a temporary file and renames it over path, so a
-// CI step reading the file never sees half of it.
-func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }

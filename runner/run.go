@@ -19,7 +19,6 @@ import (
 	"github.com/cometbft/cometbft/crypto"
 	"github.com/cometbft/cometbft/types"
 
-	vdocker "github.com/valnet/valnet/docker"
 	"github.com/valnet/valnet/network"
 	"github.com/valnet/valnet/nodes"
 	"github.com/valnet/valnet/results"
@@ -85,15 +84,8 @@ func Run(ctx context.Context, plan *scenarios.Plan, opts Options) (*Outcome, err
 	if opts.Seed != nil {
 		seed = *opts.Seed
 	}
-	backendName := plan.Run.Backend
-	if opts.Backend != nil {
-		backendName = opts.Backend.Name()
-	}
-	if backendName == "process" {
-		// A runner killed earlier may have left node processes behind.
-		if _, err := nodes.CleanOrphans(); err != nil {
-			return nil, fmt.Errorf("cleaning up nodes of an earlier run: %w", err)
-		}
+	if ps := Preflight(ctx, plan); len(ps) > 0 {
+		return nil, ps // before a run directory exists
 	}
 	if opts.OutDir == "" {
 		opts.OutDir = DefaultOutDir(plan.Name, time.Now())
@@ -108,23 +100,28 @@ func Run(ctx context.Context, plan *scenarios.Plan, opts Options) (*Outcome, err
 	if err != nil {
 		return nil, err
 	}
-	r := &run{plan: plan, seed: seed, opts: opts, rec: newRecorder(w), writer: w,
-		backendName: backendName, outOfProcess: backendName != "inprocess"}
-	if backendName == "docker" && opts.Backend == nil {
-		dr, err := vdocker.NewRun(ctx, filepath.Base(opts.OutDir), vdocker.Options{})
-		if err != nil {
+	backend := opts.Backend
+	if backend == nil {
+		if backend, err = openBackend(ctx, plan.Run.Backend, filepath.Base(opts.OutDir), opts); err != nil {
 			w.Close()
 			return &Outcome{OutDir: opts.OutDir}, err
 		}
-		// Runs last, after the nodes are stopped (also with --keep and on
-		// Ctrl-C): every container and the network of this run go.
-		defer dr.Close()
-		if dr.Remote() && plan.NeedsFabric() {
-			w.Close()
-			return &Outcome{OutDir: opts.OutDir}, errors.New("backend docker on a remote engine: shaped links and network faults need valnet's link fabric between the containers, which cannot run on the engine's host; use unshaped links or a local engine")
-		}
-		r.docker = dr
 	}
+	if rel, ok := backend.(nodes.Releaser); ok {
+		// Runs last, after the nodes are stopped (also with --keep and on
+		// Ctrl-C): whatever the backend holds for the run goes.
+		defer rel.Release()
+	}
+	if c, ok := backend.(nodes.LeftoverCleaner); ok {
+		// A runner killed earlier may have left nodes behind.
+		if _, err := c.CleanLeftovers(ctx); err != nil {
+			w.Close()
+			return &Outcome{OutDir: opts.OutDir}, fmt.Errorf("cleaning up nodes of an earlier run: %w", err)
+		}
+	}
+	r := &run{plan: plan, seed: seed, opts: opts, rec: newRecorder(w), writer: w, backend: backend}
+	r.remoteSigning, _ = backend.(nodes.RemoteSigning)
+	r.addresser, _ = backend.(nodes.Addresser)
 	if opts.Metrics != "" {
 		m, err := startMetrics(opts.Metrics)
 		if err != nil {
@@ -180,32 +177,15 @@ type run struct {
 	start   time.Time
 	reason  string
 
-	backendName string
-	docker      *vdocker.Run      // the docker backend's run; nil otherwise
-	dockerAddrs vdocker.Addresses // containers' addresses, known before they start
-	// outOfProcess: nodes run in their own processes (or containers), so
+	backend  nodes.Backend
+	stopHost func() // ends the host monitor; nil before it starts
+	// remoteSigning: nodes run in their own processes (or containers), so
 	// every signer runs here and reaches its node over the remote-signer
-	// protocol (the node listens on priv_validator_laddr).
-	outOfProcess bool
-}
-
-// backendFor is the backend that runs m's node.
-func (r *run) backendFor(m *member) nodes.Backend {
-	if r.opts.Backend != nil {
-		return r.opts.Backend
-	}
-	switch r.backendName {
-	case "docker":
-		return r.docker.Backend()
-	case "process":
-		bin := m.plan.Binary
-		if bin == "" {
-			bin = r.plan.Run.Binary
-		}
-		return nodes.Process{Binary: bin, Command: r.opts.NodeCommand}
-	default:
-		return nodes.InProcess{}
-	}
+	// protocol (the node listens on priv_validator_laddr); nil in-process.
+	remoteSigning nodes.RemoteSigning
+	// addresser: the backend assigns the nodes' addresses; nil: loopback
+	// ports picked here.
+	addresser nodes.Addresser
 }
 
 func (r *run) execute(ctx context.Context) error {
@@ -215,12 +195,12 @@ func (r *run) execute(ctx context.Context) error {
 		return err
 	}
 	r.members = members
-	if r.docker != nil {
+	if p, ok := r.backend.(nodes.Preparer); ok {
 		names := make([]string, len(members))
 		for i, m := range members {
 			names[i] = m.plan.Name
 		}
-		if r.dockerAddrs, err = r.docker.Prepare(names); err != nil {
+		if err := p.Prepare(ctx, nodes.Layout{Names: names, NeedsFabric: r.plan.NeedsFabric()}); err != nil {
 			return err
 		}
 	}
@@ -239,17 +219,19 @@ func (r *run) execute(ctx context.Context) error {
 		names[m.address] = m.plan.Name
 		infos[i].Address = m.address
 	}
+	halt, haltExplicit := r.plan.HaltAfter()
+	r.stopHost = startHostMonitor(ctx, r.rec.Emit)
 	r.rec.Emit(results.Event{Time: r.start, Kind: results.KindRunStart, Scenario: r.plan.Name,
-		Backend: r.backendName, ChainID: r.plan.ChainID, Seed: r.seed,
+		Backend: r.backend.Name(), ChainID: r.plan.ChainID, Seed: r.seed,
 		Heights: r.plan.Run.Heights, Validators: infos, Expect: expectations(r.plan),
-		HaltAfterMS: haltAfter(r.plan).Milliseconds()})
+		HaltAfterMS: halt.Milliseconds(), HaltAfterExplicit: haltExplicit})
 	if r.plan.NeedsFabric() {
 		// Proxy ports come from the same picker as the nodes' ports, so a
 		// proxy never takes a port a node is about to bind.
 		opts := network.Options{PickPort: nodes.FreePort}
-		if r.docker != nil {
-			// Containers reach the proxies on this host's bridge address.
-			opts.ListenHost = r.dockerAddrs.Gateway
+		if r.addresser != nil {
+			// The nodes reach the proxies where the backend says.
+			opts.ListenHost = r.addresser.FabricHost()
 		}
 		r.fabric = network.NewFabric(opts)
 		if err := r.shapeLinks(); err != nil {
@@ -271,7 +253,7 @@ func (r *run) execute(ctx context.Context) error {
 func (r *run) openSigners() ([]results.ValidatorInfo, []crypto.PubKey, error) {
 	var sockDir string
 	for _, m := range r.members {
-		if (m.plan.Signer.Via == scenarios.ViaUnix || r.outOfProcess && m.plan.Signer.Via != scenarios.ViaTCP) && sockDir == "" {
+		if (m.plan.Signer.Via == scenarios.ViaUnix || r.remoteSigning != nil && m.plan.Signer.Via != scenarios.ViaTCP) && sockDir == "" {
 			// Unix socket paths are limited to ~108 bytes: keep them short,
 			// outside the (possibly deep) run directory.
 			dir, err := nodes.MkRunTempDir("sock")
@@ -293,7 +275,7 @@ func (r *run) openSigners() ([]results.ValidatorInfo, []crypto.PubKey, error) {
 		switch via := m.plan.Signer.Via; {
 		case via == scenarios.ViaTCP || via == scenarios.ViaUnix:
 			label += " via " + via
-		case r.outOfProcess:
+		case r.remoteSigning != nil:
 			label += " via unix (node in its own process)"
 		}
 		infos = append(infos, results.ValidatorInfo{Name: m.plan.Name, Power: m.plan.Power, Signer: label})
@@ -325,14 +307,14 @@ func (r *run) startNodes(ctx context.Context, gen *types.GenesisDoc, names map[s
 func (r *run) startAll(ctx context.Context, gen *types.GenesisDoc, names map[string]string) error {
 	for i, m := range r.members {
 		spec := nodes.Spec{Name: m.plan.Name, Config: m.config, Genesis: gen, NodeKey: m.nodeKey,
-			Names: names, Sink: r.rec}
+			Names: names, Sink: r.rec, Binary: m.binary(r.plan)}
 		if pv := r.signers[i].node; pv != nil {
 			spec.Signer = pv
 		}
 		if err := nodes.WriteHome(spec); err != nil {
 			return err
 		}
-		n, err := r.backendFor(m).Start(ctx, spec)
+		n, err := r.backend.Start(ctx, spec)
 		if err != nil {
 			return err
 		}
@@ -349,8 +331,8 @@ func isAddrInUse(err error) bool {
 
 func (r *run) writeNetwork() (NetworkInfo, error) {
 	info := NetworkInfo{Scenario: r.plan.Name, ChainID: r.plan.ChainID}
-	if r.docker != nil {
-		info.Cleanup = r.docker.KeepCommand()
+	if k, ok := r.backend.(nodes.KeepInfo); ok {
+		info.Cleanup = k.KeepCommand()
 	}
 	for i, n := range r.nodes {
 		a := n.Addrs()
@@ -401,6 +383,10 @@ func (r *run) wait(ctx context.Context, faults *timeline, netStart time.Time) st
 // shutdown stops recording, releases any signature still waiting in a
 // latency model (so no node is held up), and stops every node.
 func (r *run) shutdown() []error {
+	if r.stopHost != nil {
+		r.stopHost()
+		r.stopHost = nil
+	}
 	r.rec.seal()
 	for _, s := range r.signers {
 		s.release()
@@ -473,43 +459,6 @@ func (r *run) finish(runErr error) (*Outcome, error) {
 	s, err := Report(r.opts.OutDir)
 	out.Summary = s
 	return out, err
-}
-
-// Report derives summary.json, heights.csv, missed.csv, junit.xml and
-// summary.md of a run directory from its events.jsonl alone, and returns
-// the summary.
-func Report(dir string) (*results.Summary, error) {
-	events, err := results.ReadFile(filepath.Join(dir, EventsFile))
-	if err != nil {
-		return nil, err
-	}
-	s := results.Summarize(events)
-	if err := results.WriteSummaryJSON(filepath.Join(dir, SummaryFile), s); err != nil {
-		return s, err
-	}
-	f, err := os.Create(filepath.Join(dir, HeightsFile))
-	if err != nil {
-		return s, err
-	}
-	if err := results.WriteHeightsCSV(f, events); err != nil {
-		f.Close()
-		return s, err
-	}
-	if err := f.Close(); err != nil {
-		return s, err
-	}
-	return s, writeCIFiles(dir, events, s)
-}
-
-// haltAfter is run.halt_after, or by default 3 × the longest a height
-// takes in one round when every timeout fires (propose + prevote +
-// precommit + commit): a round change is not a halt, a stall is.
-func haltAfter(p *scenarios.Plan) time.Duration {
-	if p.Run.HaltAfter > 0 {
-		return p.Run.HaltAfter
-	}
-	t := p.Timeouts
-	return 3 * (t.Propose + t.Prevote + t.Precommit + t.Commit)
 }
 
 func expectations(p *scenarios.Plan) []results.Expectation {

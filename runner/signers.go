@@ -9,8 +9,6 @@ import (
 	"github.com/cometbft/cometbft/crypto"
 	cmtlog "github.com/cometbft/cometbft/libs/log"
 
-	vdocker "github.com/valnet/valnet/docker"
-	"github.com/valnet/valnet/nodes"
 	"github.com/valnet/valnet/results"
 	"github.com/valnet/valnet/scenarios"
 	"github.com/valnet/valnet/signers"
@@ -58,7 +56,7 @@ func (r *run) openSigner(m *member, sockDir string) (*validatorSigner, error) {
 		Seed:      r.seed,
 		Stream:    name,
 	}
-	if remote && !r.outOfProcess {
+	if remote && r.remoteSigning == nil {
 		spec.Obs = obs(results.SideSigner)
 	} else {
 		// Direct, or a node in another process: the signer's view is the
@@ -113,7 +111,7 @@ func (r *run) openSigner(m *member, sockDir string) (*validatorSigner, error) {
 		return nil, fmt.Errorf("validator %s: %w", name, err)
 	}
 	vs := &validatorSigner{built: built, node: built.Signer}
-	if r.outOfProcess {
+	if r.remoteSigning != nil {
 		vs.node = nil
 		if err := r.serveToNode(vs, m, sockDir); err != nil {
 			vs.close()
@@ -175,29 +173,12 @@ func (r *run) serveToNode(vs *validatorSigner, m *member, sockDir string) error 
 		return err
 	}
 	vs.log = logFile
-	network, addr := signers.NetUnix, filepath.Join(sockDir, name+".sock")
-	laddr := ""
-	switch {
-	case r.docker != nil && m.plan.Signer.Via == scenarios.ViaTCP:
-		// The signer stays on this host and dials into the container.
-		m.config.PrivValidatorListenAddr = fmt.Sprintf("tcp://0.0.0.0:%d", vdocker.PrivValPort)
-		network, addr = signers.NetTCP, r.dockerAddrs.Nodes[name].PrivVal
-		laddr = m.config.PrivValidatorListenAddr
-	case r.docker != nil:
-		// A unix socket in a directory bind-mounted into the container,
-		// or, with a remote engine, TCP through a relay on this host.
-		laddr, network, addr = r.docker.SignerAddr(name)
-	case m.plan.Signer.Via == scenarios.ViaTCP:
-		port, err := nodes.FreePort()
-		if err != nil {
-			return err
-		}
-		network, addr = signers.NetTCP, fmt.Sprintf("127.0.0.1:%d", port)
+	ep, err := r.remoteSigning.SignerEndpoint(name, m.plan.Signer.Via == scenarios.ViaTCP, sockDir)
+	if err != nil {
+		return err
 	}
-	if laddr == "" {
-		laddr = signers.FormatAddr(network, addr)
-	}
-	m.config.PrivValidatorListenAddr = laddr
+	m.config.PrivValidatorListenAddr = ep.Listen
+	network, addr := ep.Network, ep.Addr
 	vs.server, err = signers.ServeRemote(signers.ServerConfig{Network: network, Address: addr, ChainID: r.plan.ChainID,
 		IdentityKey: signerIdentity(r.seed, name), Signer: vs.built.Signer, RedialForever: true,
 		Logger: cmtlog.NewTMLogger(cmtlog.NewSyncWriter(logFile)).With("side", "signer")})

@@ -55,7 +55,7 @@ func Builtin(name string) (*Plan, error) {
 		return nil, fmt.Errorf("no builtin scenario %q (builtins: %s)", name, strings.Join(builtinNames(), ", "))
 	}
 	source := "builtin:" + name
-	return parse(source, source, "", data) // a builtin's paths are kept as written
+	return parse(source, source, "", data, Overrides{}) // a builtin's paths are kept as written
 }
 
 // builtinNames lists the builtin scenario names, sorted.

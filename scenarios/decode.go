@@ -198,8 +198,8 @@ func (d *decoder) mapping(n *yaml.Node, key string, v reflect.Value) {
 			msg := "unknown key"
 			if hint := unknownKeyHints[v.Type()][name]; hint != "" {
 				msg += ": " + hint
-			} else if s := suggest(name, allowed); s != "" {
-				msg += fmt.Sprintf("; did you mean %q?", s)
+			} else {
+				msg += didYouMean(name, allowed)
 			}
 			d.fail(d.at(kn), child, msg, allowed...)
 			return
@@ -407,6 +407,15 @@ func suggest(got string, allowed []string) string {
 		}
 	}
 	return best
+}
+
+// didYouMean is "; did you mean X?" for the allowed value closest to a
+// misspelt one, or "" when none is close.
+func didYouMean(got string, allowed []string) string {
+	if s := suggest(got, allowed); s != "" {
+		return fmt.Sprintf("; did you mean %q?", s)
+	}
+	return ""
 }
 
 // editDistance is the Levenshtein distance between a and b.

@@ -72,10 +72,7 @@ func (d *decoder) checkMetric(key, name string) (MetricInfo, bool) {
 	}
 	info, ok := LookupMetric(name)
 	if !ok {
-		msg := fmt.Sprintf("unknown metric %q", name)
-		if s := suggest(name, metricNames()); s != "" {
-			msg += fmt.Sprintf("; did you mean %q?", s)
-		}
+		msg := fmt.Sprintf("unknown metric %q", name) + didYouMean(name, metricNames())
 		d.fail(d.valuePos(key), key, msg, metricNames()...)
 	}
 	return info, ok

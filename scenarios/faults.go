@@ -312,10 +312,7 @@ func (d *decoder) checkFaultAction(key, name string) (faultAction, bool) {
 			return a, true
 		}
 	}
-	msg := fmt.Sprintf("unknown fault action %q", name)
-	if s := suggest(name, faultActionNames()); s != "" {
-		msg += fmt.Sprintf("; did you mean %q?", s)
-	}
+	msg := fmt.Sprintf("unknown fault action %q", name) + didYouMean(name, faultActionNames())
 	d.fail(d.valuePos(key), key, msg, faultActionNames()...)
 	return faultAction{}, false
 }

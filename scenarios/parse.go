@@ -16,16 +16,29 @@ import (
 	"strconv"
 	"strings"
 
+	goyaml "github.com/goccy/go-yaml"
+	goyamlparser "github.com/goccy/go-yaml/parser"
 	"gopkg.in/yaml.v3"
 )
 
+// Overrides replace scenario keys from the command line before the
+// scenario is checked, so the result is checked as if the file said so.
+type Overrides struct {
+	Backend string // run.backend (valnet run --backend); "" keeps the file's
+}
+
 // Load reads and parses the scenario file at path.
 func Load(path string) (*Plan, error) {
+	return LoadWith(path, Overrides{})
+}
+
+// LoadWith is Load with overrides.
+func LoadWith(path string, o Overrides) (*Plan, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading scenario: %w", err)
 	}
-	return parse(path, path, filepath.Dir(path), data)
+	return parse(path, path, filepath.Dir(path), data, o)
 }
 
 // Parse parses a scenario; name is the file name used in messages and as
@@ -33,27 +46,50 @@ func Load(path string) (*Plan, error) {
 // With no file to resolve them against, relative paths in the scenario
 // (signer.path, signer.passphrase_file) are kept as written.
 func Parse(name string, data []byte) (*Plan, error) {
-	return parse(name, name, "", data)
+	return parse(name, name, "", data, Overrides{})
 }
+
+// Stdin as a scenario name reads the scenario from standard input; its
+// relative paths are kept as written, and messages name it <stdin>.
+const (
+	Stdin     = "-"
+	stdinName = "<stdin>"
+)
 
 // Resolve loads nameOrPath as a file if it is an existing file or ends in
 // .yaml or .yml, and as a builtin scenario otherwise.
 func Resolve(nameOrPath string) (*Plan, error) {
-	if fi, err := os.Stat(nameOrPath); err == nil && !fi.IsDir() {
-		return Load(nameOrPath)
+	return ResolveWith(nameOrPath, Overrides{})
+}
+
+// ResolveWith is Resolve with overrides.
+func ResolveWith(nameOrPath string, o Overrides) (*Plan, error) {
+	if nameOrPath == Stdin {
+		data, err := io.ReadAll(os.Stdin)
+		if err != nil {
+			return nil, fmt.Errorf("reading the scenario from standard input: %w", err)
+		}
+		return parse(stdinName, stdinName, "", data, o)
+	}
+	if fi, err := os.Stat(nameOrPath); err == nil {
+		if fi.IsDir() {
+			return nil, fmt.Errorf("%s is a directory; give a scenario file (a .yaml in it) or a builtin name", nameOrPath)
+		}
+		return LoadWith(nameOrPath, o)
 	}
 	if ext := strings.ToLower(filepath.Ext(nameOrPath)); ext == ".yaml" || ext == ".yml" {
-		return Load(nameOrPath)
+		return LoadWith(nameOrPath, o)
 	}
-	if _, ok := BuiltinSource(nameOrPath); ok {
-		return Builtin(nameOrPath)
+	if data, ok := BuiltinSource(nameOrPath); ok {
+		source := "builtin:" + nameOrPath
+		return parse(source, source, "", data, o) // a builtin's paths are kept as written
 	}
-	return nil, fmt.Errorf("%q is neither a scenario file nor a builtin scenario (builtins: %s)", nameOrPath, strings.Join(builtinNames(), ", "))
+	return nil, fmt.Errorf("%q is neither a scenario file nor a builtin scenario%s (builtins: %s)", nameOrPath, didYouMean(nameOrPath, builtinNames()), strings.Join(builtinNames(), ", "))
 }
 
 // parse reads data (named file in messages) into a Plan from source.
 // Relative paths in the scenario are joined to dir, unless dir is "".
-func parse(file, source, dir string, data []byte) (*Plan, error) {
+func parse(file, source, dir string, data []byte, o Overrides) (*Plan, error) {
 	root, err := document(file, data)
 	if err != nil {
 		return nil, err
@@ -63,6 +99,7 @@ func parse(file, source, dir string, data []byte) (*Plan, error) {
 	d.pos[""] = nodePos{Key: d.at(root), Value: d.at(root)}
 	var raw rawScenario
 	d.decode(root, "", reflect.ValueOf(&raw).Elem())
+	o.apply(&raw)
 	plan := d.resolve(&raw)
 	if len(d.errs) > 0 {
 		return nil, d.errs.sorted()
@@ -70,6 +107,15 @@ func parse(file, source, dir string, data []byte) (*Plan, error) {
 	plan.Source = source
 	plan.Text = data
 	return plan, nil
+}
+
+func (o Overrides) apply(raw *rawScenario) {
+	if o.Backend != "" {
+		if raw.Run == nil {
+			raw.Run = &rawRun{}
+		}
+		raw.Run.Backend = &o.Backend
+	}
 }
 
 // document returns the single YAML document's top-level mapping.
@@ -132,11 +178,13 @@ func blankDocument(doc *yaml.Node) bool {
 // yamlLine finds the line in yaml.v3's syntax messages ("yaml: line 3: ...").
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
-// syntaxError turns a yaml.v3 parse error into an Error. yaml.v3 gives no
-// column, and its line is often where the enclosing block starts rather
-// than the faulty line, so the line reported is found by parsing prefixes
-// (see faultyLine); yaml.v3's own line is kept in the message when it
-// differs. Col stays 0 (unknown), which Error() leaves out.
+// syntaxError turns a yaml.v3 parse error into an Error with a line and a
+// column. yaml.v3 gives no column, and its line is often where the
+// enclosing block starts rather than the faulty line, so the line is the
+// first one that stops the file from parsing (faultyLine); the column is
+// where goccy/go-yaml's parser, which tracks columns, stops on that line,
+// else the line's first character. A tab in the indentation is named as
+// the cause, since YAML forbids it and both parsers say it obscurely.
 func syntaxError(file string, data []byte, err error) Error {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	yline := 0
@@ -147,10 +195,28 @@ func syntaxError(file string, data []byte, err error) Error {
 	line := faultyLine(data)
 	if line == 0 {
 		line = yline
-	} else if yline != 0 && yline != line {
-		msg += fmt.Sprintf(" (yaml.v3 reports line %d)", yline)
 	}
-	return Error{Pos: Pos{File: file, Line: line}, Msg: "YAML syntax error: " + msg}
+	text := lineText(data, line)
+	indent := len(text) - len(strings.TrimLeft(text, " \t"))
+	if tab := strings.IndexByte(text[:indent], '\t'); tab >= 0 {
+		return Error{Pos: Pos{File: file, Line: line, Col: tab + 1},
+			Msg: "YAML syntax error: tabs are not allowed for indentation in YAML; use spaces"}
+	}
+	col := indent + 1
+	var se *goyaml.SyntaxError
+	if _, gerr := goyamlparser.ParseBytes(data, 0); errors.As(gerr, &se) && se.Token != nil && se.Token.Position.Line == line {
+		col = se.Token.Position.Column
+	}
+	return Error{Pos: Pos{File: file, Line: line, Col: col}, Msg: "YAML syntax error: " + msg}
+}
+
+// lineText is line n (1-based) of data without its newline; "" past the end.
+func lineText(data []byte, n int) string {
+	lines := strings.Split(string(data), "\n")
+	if n < 1 || n > len(lines) {
+		return ""
+	}
+	return strings.TrimSuffix(lines[n-1], "\r")
 }
 
 // maxSearchLines bounds faultyLine's quadratic search; scenarios are short.

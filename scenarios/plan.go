@@ -106,8 +106,9 @@ type Timeouts struct {
 type RunPlan struct {
 	Backend string // inprocess | process
 	// HaltAfter: a stretch with no commit longer than this is a halt in
-	// summary.json; 0 = the runner's default, 3 × (propose + prevote +
-	// precommit + commit timeouts).
+	// summary.json; 0 = the default (haltAfter in runner/run.go: round 0
+	// and round 1 of timeouts plus commit, and at least 5 × the median
+	// block interval).
 	HaltAfter time.Duration
 	// Binary: run this CometBFT-compatible binary for every validator
 	// (process backend) instead of `valnet node`; ValidatorPlan.Binary

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,6 +39,9 @@ var (
 	signerTypes        = []string{SignerLocal, SignerKeyfile, SignerSimulated, SignerPKCS11, SignerLedger}
 	plannedSignerTypes []string // none for now; a planned type goes here
 )
+
+// Backends lists the backends a scenario may name (run.backend).
+func Backends() []string { return slices.Clone(backends) }
 
 // Names go into the default chain ID and are likely to end up in file names
 // and node monikers, so they are kept to a safe lowercase alphabet.
@@ -183,7 +187,7 @@ func (d *decoder) resolveRun(rr *rawRun) RunPlan {
 	if rr.HaltAfter != nil {
 		run.HaltAfter = *rr.HaltAfter
 		if run.HaltAfter == 0 {
-			d.fail(d.valuePos("run.halt_after"), "run.halt_after", "must be greater than 0: a stretch without a commit longer than this is a halt (remove the key for 3 × the sum of the propose, prevote, precommit and commit timeouts)")
+			d.fail(d.valuePos("run.halt_after"), "run.halt_after", "must be greater than 0: a stretch without a commit longer than this is a halt (remove the key for the default: two rounds of timeouts plus the commit timeout, at least 5 × the median block interval)")
 		}
 	}
 	return run
@@ -199,7 +203,7 @@ func (d *decoder) checkChoice(key, what, got string, available, planned []string
 	case contains(planned, got):
 		d.fail(d.valuePos(key), key, fmt.Sprintf("%s %q is not available yet", what, got), available...)
 	default:
-		d.fail(d.valuePos(key), key, fmt.Sprintf("unknown %s %q", what, got), available...)
+		d.fail(d.valuePos(key), key, fmt.Sprintf("unknown %s %q", what, got)+didYouMean(got, available), available...)
 	}
 	return false
 }

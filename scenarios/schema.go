@@ -52,7 +52,7 @@ type rawRun struct {
 	Heights     *int64         `yaml:"heights"`      // default 20; >= 1; stop once this height is committed
 	MaxDuration *time.Duration `yaml:"max_duration"` // default 10m; > 0; hard stop
 	Seed        *int64         `yaml:"seed"`         // default 1; any int64; keys, random latency models and random topologies
-	HaltAfter   *time.Duration `yaml:"halt_after"`   // default: 3 × (propose+prevote+precommit+commit timeouts); > 0; a longer stretch without a commit is a halt
+	HaltAfter   *time.Duration `yaml:"halt_after"`   // default: round 0 + round 1 of timeouts + commit (12.5s at the defaults), at least 5 × the median block interval; > 0; a longer stretch without a commit is a halt
 }
 
 // rawNode says what runs a validator's node. Top level: every validator;

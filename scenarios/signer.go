@@ -288,10 +288,7 @@ func (d *decoder) resolveSignerProfile(key string, name *string, profiles profil
 		d.fail(d.valuePos(key), k, "required for type simulated: the device profile to simulate, built-in or defined under the top-level profiles key", profiles.allowed()...)
 		return ""
 	case !profiles.has(*name):
-		msg := fmt.Sprintf("unknown profile %q", *name)
-		if s := suggest(*name, profiles.allowed()); s != "" {
-			msg += fmt.Sprintf("; did you mean %q?", s)
-		}
+		msg := fmt.Sprintf("unknown profile %q", *name) + didYouMean(*name, profiles.allowed())
 		d.fail(d.valuePos(k), k, msg, profiles.allowed()...)
 	}
 	return *name

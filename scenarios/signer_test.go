@@ -71,7 +71,7 @@ validators:
 		{"scen/x", "scen/x/keys/a.armor", "scen/pass.txt"},
 		{".", "keys/a.armor", "../pass.txt"},
 	} {
-		p, err := parse("t.yaml", "t.yaml", c.dir, src)
+		p, err := parse("t.yaml", "t.yaml", c.dir, src, Overrides{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -123,3 +123,112 @@ func TestReportRebuildsARun(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// --backend replaces run.backend before the scenario is checked: one file
+// runs on any backend, and a backend that does not exist is bad input.
+func TestRunBackendOverride(t *testing.T) {
+	onDocker := write(t, "docker.yaml", strings.Replace(strings.Replace(tinyScenario, "%s", "3", 1),
+		"run: {heights: 3,", "run: {backend: docker, heights: 3,", 1))
+	tests := []struct {
+		name       string
+		args       []string
+		code       int
+		stdoutHas  string
+		stderrLike string
+	}{
+		{"a docker scenario runs in-process", []string{"run", onDocker, "--backend", "inprocess", "--quiet", "--out", filepath.Join(t.TempDir(), "r")}, 0, "RESULT: PASS", ""},
+		{"unknown backend", []string{"run", onDocker, "--backend", "vm"}, 2, "", `run.backend: .*"vm".*docker, inprocess, process|run.backend: .*"vm".*inprocess, process, docker`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, tt.args...)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tt.code, stdout, stderr)
+			}
+			if !strings.Contains(stdout, tt.stdoutHas) {
+				t.Errorf("stdout lacks %q:\n%s", tt.stdoutHas, stdout)
+			}
+			if tt.stderrLike != "" && !regexp.MustCompile(tt.stderrLike).MatchString(stderr) {
+				t.Errorf("stderr does not match %q:\n%s", tt.stderrLike, stderr)
+			}
+		})
+	}
+}
+
+// What the scenario cannot say (an unset passphrase variable) is a
+// warning for validate and bad input for run, which then creates no run
+// directory.
+func TestPreflightWarnsAndRefuses(t *testing.T) {
+	file := write(t, "kms.yaml", `
+name: kms
+validators:
+  - name: kms
+    signer: {type: keyfile, passphrase_env: VALNET_TEST_UNSET_PASSPHRASE}
+`)
+	code, stdout, stderr := runCLI(t, "validate", file)
+	if code != 0 || !strings.Contains(stdout, "ok (kms") ||
+		!strings.Contains(stderr, "warning: validators[kms].signer.passphrase_env: passphrase_env VALNET_TEST_UNSET_PASSPHRASE is not set") {
+		t.Fatalf("validate: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	out := filepath.Join(t.TempDir(), "run")
+	code, _, stderr = runCLI(t, "run", file, "--out", out)
+	if code != 2 || !strings.Contains(stderr, "the run cannot start") || !strings.Contains(stderr, "VALNET_TEST_UNSET_PASSPHRASE is not set") {
+		t.Fatalf("run: exit %d, stderr: %s", code, stderr)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Fatalf("run left %s: %v", out, err)
+	}
+}
+
+// A run directory whose events.jsonl holds no run is nothing to report:
+// the report says so, exits 2 and writes no summary of a run that never was.
+func TestReportOfNothing(t *testing.T) {
+	for _, content := range []string{"", "\n"} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "events.jsonl"), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, stdout, stderr := runCLI(t, "report", dir)
+		if code != 2 || !strings.Contains(stderr, "nothing to report") || strings.Contains(stdout, "Run -") {
+			t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "summary.json")); !os.IsNotExist(err) {
+			t.Fatalf("summary.json written for nothing: %v", err)
+		}
+	}
+}
+
+func TestScenarioArguments(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		stdin      string
+		code       int
+		stdoutHas  string
+		stderrLike string
+	}{
+		{"validate reads standard input", []string{"validate", "-"}, "name: piped\nvalidators: [{name: a}]\n", 0, "-: ok (piped: 1 validators", ""},
+		{"errors from standard input name it", []string{"validate", "-"}, "name: piped\nvalidators: [{name: a}]\nrun: {hieghts: 3}\n", 2, "", `<stdin>:3:7: run.hieghts: unknown key; did you mean "heights"\?`},
+		{"a directory", []string{"validate", t.TempDir()}, "", 2, "", `is a directory; give a scenario file`},
+		{"a misspelt builtin", []string{"run", "basline"}, "", 2, "", `"basline" is neither a scenario file nor a builtin scenario; did you mean "baseline"\?`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			go func() { w.WriteString(tt.stdin); w.Close() }()
+			old := os.Stdin
+			os.Stdin = r
+			defer func() { os.Stdin = old; r.Close() }()
+			code, stdout, stderr := runCLI(t, tt.args...)
+			if code != tt.code || !strings.Contains(stdout, tt.stdoutHas) {
+				t.Fatalf("exit %d (want %d)\nstdout: %s\nstderr: %s", code, tt.code, stdout, stderr)
+			}
+			if tt.stderrLike != "" && !regexp.MustCompile(tt.stderrLike).MatchString(stderr) {
+				t.Errorf("stderr does not match %q:\n%s", tt.stderrLike, stderr)
+			}
+		})
+	}
+}

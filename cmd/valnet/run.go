@@ -5,7 +5,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -22,18 +24,26 @@ func newRunCmd() *cobra.Command {
 		seed    int64
 		quiet   bool
 		metrics string
+		backend string
 	)
 	cmd := &cobra.Command{
 		Use:   "run SCENARIO",
 		Short: "Run a scenario (a file, or a built-in name from 'valnet list')",
 		Example: `  valnet run quickstart
   valnet run my-scenario.yaml --out runs/x
-  valnet run slow-signer --seed 7 --keep`,
+  valnet run slow-signer --seed 7 --keep
+  valnet run crash-restart --backend process`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			plan, err := scenarios.Resolve(args[0])
+			plan, err := scenarios.ResolveWith(args[0], scenarios.Overrides{Backend: backend})
 			if err != nil {
 				return &exitError{exitBadInput, err}
+			}
+			if ps := runner.Preflight(cmd.Context(), plan); len(ps) > 0 {
+				return &exitError{exitBadInput, ps}
+			}
+			if out == "" {
+				out = runner.DefaultOutDir(plan.Name, time.Now())
 			}
 			opts := runner.Options{OutDir: out, Metrics: metrics}
 			if cmd.Flags().Changed("seed") {
@@ -66,7 +76,7 @@ func newRunCmd() *cobra.Command {
 			defer stop()
 			if !quiet {
 				fmt.Fprintf(stderr, "valnet: running %s (%d validators, backend %s) into %s\n",
-					plan.Name, len(plan.Validators), plan.Run.Backend, outDirFor(out, plan))
+					plan.Name, len(plan.Validators), plan.Run.Backend, out)
 			}
 			outcome, err := runner.Run(ctx, plan, opts)
 			if err != nil {
@@ -85,15 +95,9 @@ func newRunCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&keep, "keep", false, "leave the network running after the run, print RPC addresses, stop on Ctrl-C")
 	cmd.Flags().Int64Var(&seed, "seed", 0, "seed for keys and random models (default: the scenario's run.seed)")
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "no live status and no table; print only the result line")
+	cmd.Flags().StringVar(&backend, "backend", "", "run on this backend instead of the scenario's run.backend ("+strings.Join(scenarios.Backends(), ", ")+")")
 	cmd.Flags().StringVar(&metrics, "metrics", "", "serve live Prometheus metrics on this address while running, e.g. 127.0.0.1:9100")
 	return cmd
-}
-
-func outDirFor(out string, plan *scenarios.Plan) string {
-	if out != "" {
-		return out
-	}
-	return "runs/" + plan.Name + "-<timestamp>"
 }
 
 func printOutcome(w io.Writer, o *runner.Outcome, quiet bool) {

@@ -5,12 +5,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/valnet/valnet/runner"
 	"github.com/valnet/valnet/scenarios"
 )
 
 func newValidateCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "validate SCENARIO...",
+		Use:   "validate SCENARIO... (a file, a builtin name, or - for standard input)",
 		Short: "Check scenario files and report every problem at once (file:line:col)",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -24,6 +25,11 @@ func newValidateCmd() *cobra.Command {
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (%s: %d validators, %d heights, %d expectations)\n",
 					a, plan.Name, len(plan.Validators), plan.Run.Heights, len(plan.Expect))
+				// The scenario is valid; this machine may still be unable
+				// to run it (valnet run refuses to start then).
+				for _, p := range runner.Preflight(cmd.Context(), plan) {
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s: warning: %s\n", a, p)
+				}
 			}
 			if bad > 0 {
 				return &exitError{code: exitBadInput}

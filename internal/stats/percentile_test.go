@@ -5,6 +5,15 @@ import (
 	"time"
 )
 
+// seq is 1..n.
+func seq(n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = float64(i + 1)
+	}
+	return out
+}
+
 func TestPercentile(t *testing.T) {
 	twenty := make([]float64, 20)
 	for i := range twenty {
@@ -23,6 +32,13 @@ func TestPercentile(t *testing.T) {
 		{"p95 of 20 is rank 19, not 20", twenty, 95, 19},
 		{"p100 is the max", twenty, 100, 20},
 		{"tiny p is the min", twenty, 0.001, 1},
+		{"p0 is the min", twenty, 0, 1},
+		{"p95 of 21 rounds the rank up", seq(21), 95, 20},
+		{"p99 of 100", seq(100), 99, 99},
+		{"p50 of 100", seq(100), 50, 50},
+		{"p99 of 10 is the max", seq(10), 99, 10},
+		{"over 100 clamps", seq(10), 150, 10},
+		{"never interpolates", []float64{10, 1000}, 50, 10},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"time"
+
+	"github.com/valnet/valnet/internal/stats"
 )
 
 // samples are the timed ops of one row.
@@ -108,22 +110,11 @@ func (s samples) row(group, name, op, note string) Row {
 		total += d
 	}
 	r := Row{Group: group, Name: name, Op: op, N: len(sorted), Note: note,
-		P50US: us(percentile(sorted, 0.50)), P99US: us(percentile(sorted, 0.99))}
+		P50US: us(stats.Percentile(sorted, 50)), P99US: us(stats.Percentile(sorted, 99))}
 	if total > 0 {
 		r.OpsPerS = round(float64(len(sorted))/total.Seconds(), 1)
 	}
 	return r
-}
-
-// percentile is the nearest-rank percentile of sorted: the smallest sample
-// with at least p of the samples at or below it. With few samples p99 is
-// the maximum, which is the honest answer.
-func percentile(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(math.Ceil(p*float64(len(sorted)))) - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
 }
 
 // us is d in microseconds, to the nanosecond.

@@ -258,22 +258,21 @@ func TestInterleavedKeepsGoingPastAFailingOp(t *testing.T) {
 	}
 }
 
-func TestPercentile(t *testing.T) {
+// TestRowPercentiles: a row's p50 and p99 are nearest-rank over its
+// samples in any order (with few samples p99 is the maximum).
+func TestRowPercentiles(t *testing.T) {
 	var d []time.Duration
-	for i := 1; i <= 100; i++ {
-		d = append(d, time.Duration(i))
+	for i := 100; i >= 1; i-- {
+		d = append(d, time.Duration(i)*time.Microsecond)
 	}
-	if p := percentile(d, 0.5); p != 50 {
-		t.Errorf("p50 = %v", p)
+	if r := (samples{d: d}).row("g", "n", "op", ""); r.P50US != 50 || r.P99US != 99 || r.N != 100 {
+		t.Errorf("100 samples: p50 %v p99 %v n %d, want 50, 99, 100", r.P50US, r.P99US, r.N)
 	}
-	if p := percentile(d, 0.99); p != 99 {
-		t.Errorf("p99 = %v", p)
+	if r := (samples{d: d[97:]}).row("g", "n", "op", ""); r.P99US != 3 {
+		t.Errorf("p99 of 3 = %v, want the max", r.P99US)
 	}
-	if p := percentile(d[:3], 0.99); p != 3 {
-		t.Errorf("p99 of 3 = %v, want the max", p)
-	}
-	if p := percentile(nil, 0.5); p != 0 {
-		t.Errorf("empty = %v", p)
+	if r := (samples{}).row("g", "n", "op", ""); r.P50US != 0 || r.P99US != 0 {
+		t.Errorf("empty row = %+v", r)
 	}
 }
 

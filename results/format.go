@@ -1,0 +1,146 @@
+package results
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Text shared by the reports of a summary (table, summary.md, junit.xml,
+// report.html): one wording of each number, whichever report shows it.
+
+// heightsText: "8 (1..8), target 8".
+func heightsText(h HeightStats) string {
+	return strconv.Itoa(h.Committed) + heightRange(h)
+}
+
+// heightRange: " (1..8), target 8", the committed range and the target
+// when known.
+func heightRange(h HeightStats) string {
+	var out string
+	if h.Committed > 0 {
+		out += fmt.Sprintf(" (%d..%d)", h.First, h.Last)
+	}
+	if h.Target > 0 {
+		out += fmt.Sprintf(", target %d", h.Target)
+	}
+	return out
+}
+
+// roundsText: heights with a round change, the max commit round and the
+// extra rounds, and how many heights' commit round is unknown.
+func roundsText(r RoundStats) string {
+	out := fmt.Sprintf("%d (max commit round %d, extra rounds %d)", r.HeightsWithRoundChange, r.MaxCommitRound, r.ExtraRounds)
+	if r.UnknownCommitRound > 0 {
+		out += fmt.Sprintf(", commit round unknown for %d", r.UnknownCommitRound)
+	}
+	return out
+}
+
+// intervalText: the block interval's p50, p95 and max, or "-" without one.
+func intervalText(bi IntervalStats) string {
+	if bi.Count == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("p50 %s ms, p95 %s ms, max %s ms (%d intervals)", formatMS(bi.P50), formatMS(bi.P95), formatMS(bi.Max), bi.Count)
+}
+
+// expectationValue: the measured value with its note, or the error that
+// kept it from being measured.
+func expectationValue(e ExpectationResult) string {
+	switch {
+	case e.Error != "":
+		return "error: " + e.Error
+	case e.Note != "":
+		return formatMS(e.Value) + " (" + e.Note + ")"
+	}
+	return formatMS(e.Value)
+}
+
+// p50p99 formats a latency cell; "-" when the phase was never signed, so
+// "no data" is not confused with 0 ms.
+func p50p99(st LatencyStats) string {
+	if st.Count == 0 {
+		return "-"
+	}
+	return formatLatency(st.P50) + "/" + formatLatency(st.P99)
+}
+
+// formatLatency keeps about three significant digits: local signing is
+// sub-millisecond, injected latency is hundreds of ms.
+func formatLatency(ms float64) string {
+	switch {
+	case ms >= 100:
+		return strconv.FormatFloat(ms, 'f', 0, 64)
+	case ms >= 10:
+		return strconv.FormatFloat(ms, 'f', 1, 64)
+	default:
+		return strconv.FormatFloat(ms, 'f', 2, 64)
+	}
+}
+
+func formatBounds(lo, hi *float64) string {
+	switch {
+	case lo != nil && hi != nil:
+		return fmt.Sprintf("in [%s, %s]", formatMS(*lo), formatMS(*hi))
+	case lo != nil:
+		return ">= " + formatMS(*lo)
+	case hi != nil:
+		return "<= " + formatMS(*hi)
+	}
+	return "(no bound)"
+}
+
+func formatBlockIDs(ids []string) string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		switch {
+		case id == "":
+			out[i] = "nil"
+		case len(id) > 12:
+			out[i] = id[:12] + "…"
+		default:
+			out[i] = id
+		}
+	}
+	return strings.Join(out, " vs ")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// haltText describes a halt in one line, for the table and the HTML report.
+func haltText(hl Halt) string {
+	state := "then resumed"
+	if !hl.Resumed {
+		state = "until the end of the run"
+	}
+	return fmt.Sprintf("no commit after height %d for %s, %s", hl.FromHeight,
+		(time.Duration(hl.DurationMS) * time.Millisecond).String(), state)
+}
+
+// ExpectationName names an expectation result the way junit.xml and
+// summary.md show it: metric[validator,phase] and its bounds, e.g.
+// "missed_precommits[slow] <= 5" or "heights_committed >= 20".
+func ExpectationName(e ExpectationResult) string {
+	return expectationSubject(e) + " " + formatBounds(e.Min, e.Max)
+}
+
+func expectationSubject(e ExpectationResult) string {
+	var sub []string
+	if e.Validator != "" {
+		sub = append(sub, e.Validator)
+	}
+	if e.Phase != "" {
+		sub = append(sub, e.Phase)
+	}
+	if len(sub) == 0 {
+		return e.Metric
+	}
+	return e.Metric + "[" + strings.Join(sub, ",") + "]"
+}

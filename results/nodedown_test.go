@@ -1,0 +1,127 @@
+package results
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestNodeChangeOf(t *testing.T) {
+	fault := func(action, state string) Event {
+		return Event{Kind: KindFault, Validator: "v1", Action: action, State: state}
+	}
+	tests := []struct {
+		name string
+		ev   Event
+		want NodeChange
+	}{
+		{"stop starts", fault(FaultNodeStop, FaultStart), NodeDown},
+		{"stop ends", fault(FaultNodeStop, FaultEnd), NodeUp},
+		{"kill starts", fault(FaultNodeKill, FaultStart), NodeDown},
+		{"kill ends", fault(FaultNodeKill, FaultEnd), NodeUp},
+		{"pause starts", fault(FaultNodePause, FaultStart), NodeDown},
+		{"pause ends", fault(FaultNodePause, FaultEnd), NodeUp},
+		{"restart starts: down until its end, whatever the detail", fault(FaultNodeRestart, FaultStart), NodeDown},
+		{"restart ends", fault(FaultNodeRestart, FaultEnd), NodeUp},
+		{"start brings the node back", fault(FaultNodeStart, FaultStart), NodeUp},
+		{"start's end too", fault(FaultNodeStart, FaultEnd), NodeUp},
+		{"resume brings the node back", fault(FaultNodeResume, FaultStart), NodeUp},
+		{"a signer fault is not a node fault", fault("signer-delay", FaultStart), NodeUnchanged},
+		{"a partition is not a node fault", fault("partition", FaultStart), NodeUnchanged},
+		{"unknown state", fault(FaultNodeKill, "maybe"), NodeUnchanged},
+		{"no validator", Event{Kind: KindFault, Action: FaultNodeKill, State: FaultStart}, NodeUnchanged},
+		{"not a fault event", Event{Kind: KindStep, Validator: "v1", Action: FaultNodeKill, State: FaultStart}, NodeUnchanged},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := NodeChangeOf(&tt.ev); got != tt.want {
+				t.Errorf("NodeChangeOf(%s %s) = %v, want %v", tt.ev.Action, tt.ev.State, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNodeDowns(t *testing.T) {
+	type window struct {
+		action     string
+		start, end float64 // ms; end -1: still open
+	}
+	tests := []struct {
+		name   string
+		events []Event
+		want   []window // of v1
+	}{
+		{"kill with a duration", []Event{faultAt(10, "v1", FaultNodeKill, FaultStart), faultAt(50, "v1", FaultNodeKill, FaultEnd)},
+			[]window{{FaultNodeKill, 10, 50}}},
+		{"a stop ends when the node is started again", []Event{faultAt(10, "v1", FaultNodeStop, FaultStart), faultAt(70, "v1", FaultNodeStart, FaultStart)},
+			[]window{{FaultNodeStop, 10, 70}}},
+		{"a pause ends at node-resume", []Event{faultAt(10, "v1", FaultNodePause, FaultStart), faultAt(30, "v1", FaultNodeResume, FaultStart)},
+			[]window{{FaultNodePause, 10, 30}}},
+		{"a restart without duration: its start to its end", []Event{faultAt(10, "v1", FaultNodeRestart, FaultStart), faultAt(12, "v1", FaultNodeRestart, FaultEnd)},
+			[]window{{FaultNodeRestart, 10, 12}}},
+		{"never brought back", []Event{faultAt(10, "v1", FaultNodeKill, FaultStart)},
+			[]window{{FaultNodeKill, 10, -1}}},
+		{"down again while down: the first cause stands", []Event{faultAt(10, "v1", FaultNodePause, FaultStart), faultAt(20, "v1", FaultNodeKill, FaultStart), faultAt(40, "v1", FaultNodeKill, FaultEnd)},
+			[]window{{FaultNodePause, 10, 40}}},
+		{"a start of a running node opens nothing", []Event{faultAt(10, "v1", FaultNodeStart, FaultStart)}, nil},
+		{"two windows", []Event{faultAt(10, "v1", FaultNodeKill, FaultStart), faultAt(20, "v1", FaultNodeKill, FaultEnd),
+			faultAt(30, "v1", FaultNodeRestart, FaultStart), faultAt(45, "v1", FaultNodeRestart, FaultEnd)},
+			[]window{{FaultNodeKill, 10, 20}, {FaultNodeRestart, 30, 45}}},
+		{"another validator's faults are its own", []Event{faultAt(10, "v2", FaultNodeKill, FaultStart), faultAt(20, "v1", FaultNodeStart, FaultStart)}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var d NodeDowns
+			for i := range tt.events {
+				d.Observe(&tt.events[i])
+			}
+			got := d.windowsOf("v1")
+			if len(got) != len(tt.want) {
+				t.Fatalf("windows %+v, want %+v", got, tt.want)
+			}
+			for i, w := range tt.want {
+				g := got[i]
+				open := w.end < 0
+				if g.action != w.action || !g.start.Equal(at(w.start)) || g.open != open || (!open && !g.end.Equal(at(w.end))) {
+					t.Errorf("window %d = %+v, want %+v", i, g, w)
+				}
+			}
+			wantDown := len(tt.want) > 0 && tt.want[len(tt.want)-1].end < 0
+			if d.Down("v1") != wantDown {
+				t.Errorf("Down(v1) = %v, want %v", d.Down("v1"), wantDown)
+			}
+		})
+	}
+}
+
+// TestNodeRestartMissesAreNodeDown: v4's node is restarted with a
+// downtime (killed at 1.5 s, running again at 3.5 s); the precommits it
+// misses meanwhile are caused node-down, in summary.json and missed.csv,
+// and the one it misses after the restart is not.
+func TestNodeRestartMissesAreNodeDown(t *testing.T) {
+	evs := []Event{runStart("v1", "v2", "v3", "v4"),
+		block(1, 1000, 0, nil, nil),
+		withDetail(faultAt(1500, "v4", FaultNodeRestart, FaultStart), "v4 restarting from its home"),
+		block(2, 2000, 0, nil, nil),
+		block(3, 3000, 0, []string{"v4"}, nil), // v4 absent for height 2
+		withDetail(faultAt(3500, "v4", FaultNodeRestart, FaultEnd), "started again from its home"),
+		block(4, 4000, 0, []string{"v4"}, nil), // height 3: decided at 3000, v4 still down
+		block(5, 5000, 0, []string{"v4"}, nil), // height 4: after the restart
+		runEnd(5500, StopHeights)}
+	s := Summarize(evs)
+	v4 := vByName(t, s, "v4")
+	if v4.MissedPrecommits != 3 || v4.MissedByCause.NodeDown != 2 || v4.MissedByCause.Unknown != 1 {
+		t.Errorf("v4 missed %d by cause %+v, want 3: node-down 2, unknown 1", v4.MissedPrecommits, v4.MissedByCause)
+	}
+	var causes []string
+	for _, m := range MissedPrecommits(evs) {
+		causes = append(causes, m.Cause)
+		if m.Cause == CauseNodeDown && !strings.Contains(m.Detail, "node-restart fault active: v4 restarting") {
+			t.Errorf("detail %q", m.Detail)
+		}
+	}
+	if strings.Join(causes, " ") != "node-down node-down unknown" {
+		t.Errorf("missed.csv causes %v", causes)
+	}
+}
+
+func withDetail(ev Event, detail string) Event { ev.Detail = detail; return ev }
