@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/valnet/valnet/internal/testwait"
+	"github.com/valnet/valnet/internal/nettest"
 	"github.com/valnet/valnet/nodes"
 	"github.com/valnet/valnet/results"
 	"github.com/valnet/valnet/scenarios"
@@ -141,7 +141,7 @@ func TestStopDuringASlowNodeFault(t *testing.T) {
 			defer cancel()
 			done := make(chan string, 1)
 			go func() { done <- r.wait(ctx, newTimeline(r), time.Now()) }()
-			testwait.Until(t, 5*time.Second, "the restart to begin", func() bool {
+			nettest.WaitFor(t, 5*time.Second, "the restart to begin", func() bool {
 				calls, _, _ := node.state()
 				return len(calls) == 1
 			})
@@ -182,12 +182,12 @@ func TestNodeFaultsRunOffTheLoopInOrderPerTarget(t *testing.T) {
 	defer cancel()
 	done := make(chan string, 1)
 	go func() { done <- r.wait(ctx, newTimeline(r), time.Now()) }()
-	testwait.Until(t, 5*time.Second, "v2 paused while v1's kill is still going", func() bool {
+	nettest.WaitFor(t, 5*time.Second, "v2 paused while v1's kill is still going", func() bool {
 		calls, _, _ := v2.state()
 		v1calls, v1running, _ := v1.state()
 		return len(calls) == 1 && slices.Equal(v1calls, []string{"kill"}) && v1running == 1
 	})
-	testwait.Until(t, 5*time.Second, "v1 started again", func() bool {
+	nettest.WaitFor(t, 5*time.Second, "v1 started again", func() bool {
 		calls, running, _ := v1.state()
 		return len(calls) == 2 && running == 0
 	})

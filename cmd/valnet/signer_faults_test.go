@@ -11,7 +11,7 @@ import (
 	cmtproto "github.com/cometbft/cometbft/api/cometbft/types/v1"
 	"github.com/cometbft/cometbft/types"
 
-	"github.com/valnet/valnet/internal/testwait"
+	"github.com/valnet/valnet/internal/nettest"
 	"github.com/valnet/valnet/scenarios"
 	"github.com/valnet/valnet/signers"
 )
@@ -117,7 +117,7 @@ func TestServeFaultWindowEndsByItself(t *testing.T) {
 		t.Fatalf("inside the window: %q", got)
 	}
 	// No request comes: the timer ends the window.
-	testwait.Until(t, 5*time.Second, "the window to end", func() bool {
+	nettest.WaitFor(t, 5*time.Second, "the window to end", func() bool {
 		return strings.Contains(log.String(), "fault 0 (signer-error at h=2) ended")
 	})
 	if got, _ := request(t, tl, fs, 3); got != "" {
