@@ -22,11 +22,11 @@ import (
 	"github.com/valnet/valnet/signers/profiles"
 )
 
-// Serve is the signer chain of Build as a standalone remote signer for any
-// CometBFT v1 node (like tmkms): it dials the node's priv_validator_laddr
-// (serve_dial.go), redials for as long as it runs, and reports every
-// signature to an Observer. `valnet signer serve` prints them and runs
-// the fault timeline; this is the library part.
+// The library part of `valnet signer serve`: the signer chain of Build as
+// a standalone remote signer for any CometBFT v1 node (like tmkms). It
+// dials the node's priv_validator_laddr (serve_dial.go), redials for as
+// long as it runs, and reports every signature to an Observer; the
+// command prints them and runs the fault timeline (cmd/valnet/signer*.go).
 
 // ServeConfig configures a standalone signer.
 type ServeConfig struct {
