@@ -53,34 +53,48 @@ func WithLatency(inner Signer, model latency.Model, phases []string) *Delayed {
 	return d
 }
 
-func (d *Delayed) wait(phase string) {
+// wait spends the modelled delay; an error when Close released it (or came
+// first): a released signature is refused, not signed, so nothing is
+// signed by a chain that is being closed.
+func (d *Delayed) wait(phase string) error {
+	select {
+	case <-d.stop:
+		return errClosed
+	default:
+	}
 	if d.phases != nil && !d.phases[phase] {
-		return
+		return nil
 	}
 	delay := d.model.Draw()
 	if delay <= 0 {
-		return
+		return nil
 	}
 	t := time.NewTimer(delay)
 	defer t.Stop()
 	start := time.Now()
+	defer func() { d.injected.Add(int64(time.Since(start))) }()
 	select {
 	case <-t.C:
+		return nil
 	case <-d.stop:
+		return errClosed
 	}
-	d.injected.Add(int64(time.Since(start)))
 }
 
 // GetPubKey is not delayed: it is not a signature.
 func (d *Delayed) GetPubKey() (crypto.PubKey, error) { return d.inner.GetPubKey() }
 
 func (d *Delayed) SignVote(chainID string, vote *cmtproto.Vote, signExtension bool) error {
-	d.wait(VotePhase(vote))
+	if err := d.wait(VotePhase(vote)); err != nil {
+		return err
+	}
 	return d.inner.SignVote(chainID, vote, signExtension)
 }
 
 func (d *Delayed) SignProposal(chainID string, proposal *cmtproto.Proposal) error {
-	d.wait(phase.Proposal)
+	if err := d.wait(phase.Proposal); err != nil {
+		return err
+	}
 	return d.inner.SignProposal(chainID, proposal)
 }
 
@@ -98,8 +112,8 @@ func (d *Delayed) TakeInjected() time.Duration {
 	return total
 }
 
-// Close ends any delay in progress at once (signing then proceeds) and
-// closes the inner signer.
+// Close ends any delay in progress at once (that signature is refused)
+// and closes the inner signer.
 func (d *Delayed) Close() error {
 	d.stopOnce.Do(func() { close(d.stop) })
 	return Close(d.inner)
