@@ -209,10 +209,8 @@ func (d *decoder) resolvePKCS11(key string, rs *rawSigner, keyType string) *PKCS
 		d.fail(d.valuePos(key), keyKey, "required for type pkcs11: the label (CKA_LABEL) of the Ed25519 signing key on the token")
 	}
 
-	envKey, fileKey := key+".pin_env", key+".pin_file"
-	switch {
-	case provision:
-		for _, k := range []string{envKey, fileKey} {
+	if provision {
+		for _, k := range []string{key + ".pin_env", key + ".pin_file"} {
 			if d.written(k) {
 				d.fail(d.keyPos(k), k, provisionNote+": the run gives its throwaway token a random PIN (kept in the run directory)")
 			}
