@@ -49,6 +49,23 @@ type Spec struct {
 	P50, P99        time.Duration
 }
 
+// Median is the delay half the draws stay under (for a normal, its mean;
+// a uniform, the middle of its range): the typical delay, for checks that
+// a delay makes sense beside the run it is in.
+func (s Spec) Median() time.Duration {
+	switch s.Dist {
+	case Fixed:
+		return s.Value
+	case Uniform:
+		return s.Min + (s.Max-s.Min)/2
+	case Normal:
+		return s.Mean
+	case Lognormal:
+		return s.P50
+	}
+	return 0
+}
+
 // field is the parameter called name.
 func (s *Spec) field(name string) *time.Duration {
 	switch name {

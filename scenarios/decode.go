@@ -25,6 +25,9 @@ type decoder struct {
 	// latencyText lets a latency also be written as latency.Parse's text,
 	// as the signer serve command's --latency is (its config file only).
 	latencyText bool
+	// maxDuration is run.max_duration once resolved (0 before, and for a
+	// signer serve config): a latency longer than the run is an error.
+	maxDuration time.Duration
 }
 
 // nodePos is where a key and its value were written. List items have both

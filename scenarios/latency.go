@@ -49,6 +49,19 @@ func (l *rawLatency) params() map[string]*time.Duration {
 }
 
 func (d *decoder) resolveLatency(key string, rl *rawLatency) *LatencyPlan {
+	lp := d.resolveLatencySpec(key, rl)
+	// A device profile describes a device, not a run: only latencies that
+	// act in this run are held against its length.
+	if lp != nil && d.maxDuration > 0 && !strings.HasPrefix(key, "profiles.") {
+		if m := lp.Median(); m > d.maxDuration {
+			d.fail(d.valuePos(key), key, fmt.Sprintf("a typical delay of %v is longer than the whole run (run.max_duration %v): most of it would never be waited for; "+
+				"a signer that does not answer is signer-outage, a cut link partition or isolate; or raise run.max_duration", m, d.maxDuration))
+		}
+	}
+	return lp
+}
+
+func (d *decoder) resolveLatencySpec(key string, rl *rawLatency) *LatencyPlan {
 	if rl == nil {
 		return nil
 	}
