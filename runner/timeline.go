@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/valnet/valnet/internal/schedule"
@@ -24,6 +25,13 @@ type timeline struct {
 	faults []*faultTask
 	sched  *schedule.Schedule // from begin
 	nodes  *nodeOps           // from begin
+
+	// Open windows that another action ends: a node stopped, killed or
+	// paused until a node-start or node-resume (by target, written from
+	// the node queue), and the partitions and isolations a heal ends.
+	mu       sync.Mutex
+	nodeDown map[string]*faultTask
+	netOpen  []*faultTask
 }
 
 type faultTask struct {
@@ -37,7 +45,7 @@ type faultTask struct {
 }
 
 func newTimeline(r *run) *timeline {
-	t := &timeline{r: r}
+	t := &timeline{r: r, nodeDown: map[string]*faultTask{}}
 	byName := map[string]*validatorSigner{}
 	nodeByName := map[string]nodes.Node{}
 	for i, m := range r.members {
@@ -91,8 +99,10 @@ func (t *timeline) step(now time.Time, committed int64) {
 		switch {
 		case a.Kind == schedule.Start:
 			t.start(task)
-		case task.end != nil:
-			task.end()
+		default:
+			if end := t.takeEnd(task); end != nil {
+				end()
+			}
 		}
 	}
 }
@@ -102,19 +112,52 @@ func (t *timeline) emit(task *faultTask, state, detail string) {
 		Action: task.plan.Action, State: state, Detail: detail, Height: task.plan.At.Height})
 }
 
+// atText says when a fault was due: "height 20" or "30s".
+func atText(at scenarios.FaultAt) string {
+	if at.Height > 0 {
+		return fmt.Sprintf("height %d", at.Height)
+	}
+	return at.Time.String()
+}
+
+// setEnd and takeEnd guard a task's way back: the loop sets and runs it,
+// and a node-start, node-resume or heal on the node queue may take it
+// first.
+func (t *timeline) setEnd(task *faultTask, end func()) {
+	t.mu.Lock()
+	task.end = end
+	t.mu.Unlock()
+}
+
+func (t *timeline) takeEnd(task *faultTask) func() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	end := task.end
+	task.end = nil
+	return end
+}
+
+// endedBy ends the open window of task because another fault (by) ended
+// it: its end event names the fault, and its own scheduled end does
+// nothing more.
+func (t *timeline) endedBy(task *faultTask, by *faultTask, detail string) {
+	t.takeEnd(task)
+	t.emit(task, results.FaultEnd, fmt.Sprintf("%s (%s at %s)", detail, by.plan.Action, atText(by.plan.At)))
+}
+
 func (t *timeline) start(task *faultTask) {
 	f, vs := task.plan, task.signer
 	onEnd := func(detail string, undo func()) {
-		task.end = func() {
+		t.setEnd(task, func() {
 			undo()
 			t.emit(task, results.FaultEnd, detail)
-		}
+		})
 	}
 	switch f.Action {
 	case scenarios.FaultSignerDelay, scenarios.FaultSignerDrop, scenarios.FaultSignerError:
 		on, err := signerfault.Start(vs.built.Faults, task.id, f, t.r.seed)
 		if err != nil { // validated by the scenario; an error here is a bug
-			t.emit(task, results.FaultStart, "not applied: "+err.Error())
+			t.emit(task, results.FaultInstant, "not applied: "+err.Error())
 			return
 		}
 		t.emit(task, results.FaultStart, on.What)
@@ -139,7 +182,7 @@ func (t *timeline) start(task *faultTask) {
 		}
 		onEnd("remote signer started and redialing the node", func() { _ = vs.server.Start() })
 		if f.Duration == 0 {
-			task.end() // no downtime: the schedule has no end for it
+			t.takeEnd(task)() // no downtime: the schedule has no end for it
 		}
 	}
 }
@@ -149,7 +192,7 @@ func (t *timeline) start(task *faultTask) {
 func (t *timeline) network(task *faultTask, onEnd func(string, func())) {
 	f, fab := task.plan, t.r.fabric
 	if fab == nil {
-		t.emit(task, results.FaultStart, "not applied: no network fabric")
+		t.emit(task, results.FaultInstant, "not applied: no network fabric")
 		return
 	}
 	switch f.Action {
@@ -179,13 +222,28 @@ func (t *timeline) network(task *faultTask, onEnd func(string, func())) {
 				fab.SetBlocked(p[0], p[1], false)
 			}
 		})
+		t.openNet(task)
 	case scenarios.FaultIsolate:
 		fab.Isolate(f.Target, true)
 		t.emit(task, results.FaultStart, f.Target+" cut off from every peer")
 		onEnd("reconnected", func() { fab.Isolate(f.Target, false) })
+		t.openNet(task)
 	case scenarios.FaultHeal:
 		fab.HealAll()
-		t.emit(task, results.FaultStart, "every link unblocked")
+		t.mu.Lock()
+		open := t.netOpen
+		t.netOpen = nil
+		t.mu.Unlock()
+		healed := 0
+		for _, o := range open {
+			if t.takeEnd(o) != nil { // still open: its own end has not come
+				t.endedBy(o, task, "every link unblocked")
+				healed++
+			}
+		}
+		if healed == 0 {
+			t.emit(task, results.FaultInstant, "every link unblocked; no partition or isolation was open")
+		}
 	case scenarios.FaultNetworkLatency:
 		lp := scenarios.LinkPlan{Latency: f.Latency}
 		if f.Link != nil {
@@ -214,6 +272,13 @@ func (t *timeline) network(task *faultTask, onEnd func(string, func())) {
 			}
 		})
 	}
+}
+
+// openNet notes a partition or isolation that a heal would end.
+func (t *timeline) openNet(task *faultTask) {
+	t.mu.Lock()
+	t.netOpen = append(t.netOpen, task)
+	t.mu.Unlock()
 }
 
 // linkPairs are the directed links a network-latency fault changes.
@@ -252,34 +317,46 @@ func groupsText(groups [][]string) string {
 // call can take long (a process backend waits for the node to be up), so
 // it runs off the poll loop, after the target's earlier calls, and records
 // how it went when it returns; a duration schedules the way back (start,
-// resume), which runs only if the fault itself took.
+// resume), which runs only if the fault itself took. A stop, kill or pause
+// is a window that ends when the node runs again: at the end of its
+// duration, or at a later node-start or node-resume, whose own event is
+// that end. A call that fails ends its window at once, saying so.
 func (t *timeline) nodeFault(task *faultTask) {
 	f := task.plan
 	ctl, ok := task.node.(nodes.Controller)
 	if !ok {
-		t.emit(task, results.FaultStart, "not applied: this backend cannot control nodes")
+		t.emit(task, results.FaultInstant, "not applied: this backend cannot control nodes")
 		return
 	}
 	// took is written by the fault's own call and read by its way back,
 	// which runs after it on the target's queue.
 	var took bool
-	do := func(what string, op func(context.Context) error, then func()) {
+	down := func(what string, op func(context.Context) error) {
+		// Emitted first: the node's missed votes start now.
+		t.emit(task, results.FaultStart, f.Target+" "+what)
 		t.nodes.do(f.Target, func(ctx context.Context) {
 			if err := op(ctx); err != nil {
-				t.emit(task, results.FaultStart, what+" failed: "+err.Error())
+				t.takeEnd(task)
+				t.emit(task, results.FaultEnd, "not applied: "+f.Action+" failed: "+err.Error())
 				return
 			}
 			took = true
-			if then != nil {
-				then()
-			}
+			t.mu.Lock()
+			t.nodeDown[f.Target] = task
+			t.mu.Unlock()
 		})
 	}
 	back := func(what string, op func(context.Context) error) {
-		task.end = func() {
+		t.setEnd(task, func() {
 			t.nodes.do(f.Target, func(ctx context.Context) {
-				if !took {
-					return
+				t.mu.Lock()
+				open := t.nodeDown[f.Target] == task
+				if open {
+					delete(t.nodeDown, f.Target)
+				}
+				t.mu.Unlock()
+				if !took || !open {
+					return // failed, or ended by a node-start or node-resume
 				}
 				detail := what
 				if err := op(ctx); err != nil {
@@ -287,33 +364,57 @@ func (t *timeline) nodeFault(task *faultTask) {
 				}
 				t.emit(task, results.FaultEnd, detail)
 			})
-		}
+		})
+	}
+	// up runs the node again (node-start, node-resume) and ends the window
+	// of the stop, kill or pause that took it down.
+	up := func(what string, op func(context.Context) error) {
+		t.nodes.do(f.Target, func(ctx context.Context) {
+			t.mu.Lock()
+			open := t.nodeDown[f.Target]
+			t.mu.Unlock()
+			if err := op(ctx); err != nil {
+				t.emit(task, results.FaultInstant, "not applied: "+f.Action+" failed: "+err.Error())
+				return
+			}
+			if open == nil {
+				t.emit(task, results.FaultInstant, f.Target+" "+what+"; it was not down")
+				return
+			}
+			t.mu.Lock()
+			delete(t.nodeDown, f.Target)
+			t.mu.Unlock()
+			t.endedBy(open, task, f.Target+" "+what)
+		})
 	}
 	switch f.Action {
 	case scenarios.FaultNodeStop, scenarios.FaultNodeKill:
-		// Emitted first: the node's missed votes start now.
-		t.emit(task, results.FaultStart, f.Target+" down ("+f.Action+")")
 		stop := ctl.Kill
 		if h, ok := task.node.(nodes.Halter); ok && f.Action == scenarios.FaultNodeStop {
 			stop = h.Halt // a clean stop where the backend can
 		}
-		do(f.Action, stop, nil)
+		down("down ("+f.Action+")", stop)
 		back("started again from its home", ctl.Restart)
 	case scenarios.FaultNodeStart:
-		do("start", ctl.Restart, func() { t.emit(task, results.FaultStart, f.Target+" started") })
+		up("started again from its home", ctl.Restart)
 	case scenarios.FaultNodeRestart:
-		t.emit(task, results.FaultStart, f.Target+" restarting from its home")
 		if f.Duration > 0 {
-			do("stop", ctl.Kill, nil)
+			down("restarting from its home", ctl.Kill)
 			back("started again from its home", ctl.Restart)
 			return
 		}
-		do("restart", ctl.Restart, func() { t.emit(task, results.FaultEnd, f.Target+" running again") })
+		t.emit(task, results.FaultStart, f.Target+" restarting from its home")
+		t.nodes.do(f.Target, func(ctx context.Context) {
+			detail := f.Target + " running again"
+			if err := ctl.Restart(ctx); err != nil {
+				detail = "restart failed: " + err.Error()
+			}
+			t.emit(task, results.FaultEnd, detail)
+		})
 	case scenarios.FaultNodePause:
-		t.emit(task, results.FaultStart, f.Target+" paused (no progress, no answers)")
-		do("pause", ctl.Pause, nil)
+		down("paused (no progress, no answers)", ctl.Pause)
 		back("resumed", ctl.Resume)
 	case scenarios.FaultNodeResume:
-		do("resume", ctl.Resume, func() { t.emit(task, results.FaultStart, f.Target+" resumed") })
+		up("resumed", ctl.Resume)
 	}
 }

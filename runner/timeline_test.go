@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -22,6 +23,7 @@ type fakeNode struct {
 	name  string
 	block bool
 	slow  time.Duration
+	fail  map[string]error // operation -> the error it returns
 
 	mu        sync.Mutex
 	calls     []string // operations begun, in order
@@ -54,6 +56,9 @@ func (n *fakeNode) op(ctx context.Context, name string) error {
 		n.running--
 		n.mu.Unlock()
 	}()
+	if err := n.fail[name]; err != nil {
+		return err
+	}
 	var wait <-chan time.Time // nil: forever
 	if !n.block {
 		wait = time.After(n.slow)
@@ -203,5 +208,75 @@ func TestNodeFaultsRunOffTheLoopInOrderPerTarget(t *testing.T) {
 	}
 	if got := faultEvents(t, r); !slices.Equal(got, want) {
 		t.Errorf("fault events\n%q\nwant\n%q", got, want)
+	}
+}
+
+// TestNodeFaultWindows: a stop, kill or pause is a window that a later
+// node-start or node-resume ends (its event is that end, no window of its
+// own); one with nothing to end is an instant; a call that fails ends its
+// window at once.
+func TestNodeFaultWindows(t *testing.T) {
+	at := func(d time.Duration) scenarios.FaultAt { return scenarios.FaultAt{Time: d} }
+	boom := errors.New("boom")
+	tests := []struct {
+		name   string
+		fail   map[string]error
+		faults []scenarios.FaultPlan
+		want   []string
+	}{
+		{"kill until a node-start", nil, []scenarios.FaultPlan{
+			{Action: scenarios.FaultNodeKill, Target: "v1", At: at(0)},
+			{Action: scenarios.FaultNodeStart, Target: "v1", At: at(200 * time.Millisecond)},
+		}, []string{
+			"v1 node-kill start: v1 down (node-kill)",
+			"v1 node-kill end: v1 started again from its home (node-start at 200ms)",
+		}},
+		{"pause until a node-resume", nil, []scenarios.FaultPlan{
+			{Action: scenarios.FaultNodePause, Target: "v1", At: at(0)},
+			{Action: scenarios.FaultNodeResume, Target: "v1", At: at(200 * time.Millisecond)},
+		}, []string{
+			"v1 node-pause start: v1 paused (no progress, no answers)",
+			"v1 node-pause end: v1 resumed (node-resume at 200ms)",
+		}},
+		{"a node-start of a running node", nil, []scenarios.FaultPlan{
+			{Action: scenarios.FaultNodeStart, Target: "v1", At: at(0)},
+		}, []string{
+			"v1 node-start instant: v1 started again from its home; it was not down",
+		}},
+		{"a kill that fails ends at once", map[string]error{"kill": boom}, []scenarios.FaultPlan{
+			{Action: scenarios.FaultNodeKill, Target: "v1", At: at(0), Duration: 100 * time.Millisecond},
+		}, []string{
+			"v1 node-kill start: v1 down (node-kill)",
+			"v1 node-kill end: not applied: node-kill failed: boom",
+		}},
+		{"a node-start ends a kill before its duration does", nil, []scenarios.FaultPlan{
+			{Action: scenarios.FaultNodeKill, Target: "v1", At: at(0), Duration: 400 * time.Millisecond},
+			{Action: scenarios.FaultNodeStart, Target: "v1", At: at(100 * time.Millisecond)},
+		}, []string{
+			"v1 node-kill start: v1 down (node-kill)",
+			"v1 node-kill end: v1 started again from its home (node-start at 100ms)",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			node := &fakeNode{name: "v1", fail: tt.fail}
+			r := timelineRun(t, time.Hour, tt.faults, node)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan string, 1)
+			go func() { done <- r.wait(ctx, newTimeline(r), time.Now()) }()
+			// Every fault and way back is due by 400 ms after the start;
+			// then the node queue drains.
+			start := time.Now()
+			nettest.WaitFor(t, 5*time.Second, "every fault due and the node queue idle", func() bool {
+				_, running, _ := node.state()
+				return time.Since(start) > 600*time.Millisecond && running == 0
+			})
+			cancel()
+			<-done
+			if got := faultEvents(t, r); !slices.Equal(got, tt.want) {
+				t.Errorf("fault events\n%q\nwant\n%q", got, tt.want)
+			}
+		})
 	}
 }
