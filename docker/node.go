@@ -299,8 +299,8 @@ func (n *node) status(ctx context.Context) (*nodes.StatusResult, error) {
 
 // Height is the node's last block height from RPC /status; while the node
 // cannot answer (killed, paused) it is the last height it reported.
-func (n *node) Height() int64 {
-	return n.height.Update(n.status(context.Background()))
+func (n *node) Height(ctx context.Context) int64 {
+	return n.height.Update(n.status(ctx))
 }
 
 // ContainerID is the ID of the node's container.

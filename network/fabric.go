@@ -1,7 +1,8 @@
 // Package network is valnet's user-space network fabric: a TCP proxy sits
 // between every pair of validators and injects latency, jitter, bandwidth
 // limits and partitions, so a network can be shaped on loopback without root
-// or netem. It imports nothing from valnet; the runner drives it.
+// or netem. It imports nothing from valnet but the latency leaf (the one
+// delay model); the runner drives it.
 package network
 
 import (
@@ -14,19 +15,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-)
 
-// Delay draws a one-way delay per chunk; signers.Model satisfies it. Draw
-// is called from many goroutines at once and must be safe for that.
-type Delay interface {
-	Draw() time.Duration
-	String() string
-}
+	"github.com/valnet/valnet/latency"
+)
 
 // Link shapes the bytes of one direction between two nodes.
 type Link struct {
-	Latency   Delay   // nil = 0
-	Bandwidth float64 // bytes per second; 0 = unlimited
+	Latency   latency.Model // drawn once per chunk; nil = 0
+	Bandwidth float64       // bytes per second; 0 = unlimited
 }
 
 func (l Link) String() string {

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/valnet/valnet/latency"
 )
 
 func TestZeroDelayAddsUnderOneMillisecond(t *testing.T) {
@@ -33,8 +35,8 @@ func TestZeroDelayAddsUnderOneMillisecond(t *testing.T) {
 func TestLatencyRoundTrip(t *testing.T) {
 	srv := newEcho(t)
 	f := newFabric(t)
-	f.SetLink("a", "b", Link{Latency: Fixed(50 * time.Millisecond)})
-	f.SetLink("b", "a", Link{Latency: Fixed(50 * time.Millisecond)})
+	f.SetLink("a", "b", Link{Latency: latency.Constant(50 * time.Millisecond)})
+	f.SetLink("b", "a", Link{Latency: latency.Constant(50 * time.Millisecond)})
 	c := dial(t, mustRoute(t, f, "a", "b", srv.addr()))
 	within(t, 3, func() (time.Duration, bool) {
 		m := medianRTT(t, c, 20)
@@ -74,8 +76,8 @@ func TestNegativeDelayIsZero(t *testing.T) {
 func TestJitterKeepsOrder(t *testing.T) {
 	srv := newEcho(t)
 	f := newFabric(t)
-	f.SetLink("a", "b", Link{Latency: Normal(10*time.Millisecond, 10*time.Millisecond, 1, "ab")})
-	f.SetLink("b", "a", Link{Latency: Normal(10*time.Millisecond, 10*time.Millisecond, 1, "ba")})
+	f.SetLink("a", "b", Link{Latency: normal(t, 10*time.Millisecond, 10*time.Millisecond, 1, "ab")})
+	f.SetLink("b", "a", Link{Latency: normal(t, 10*time.Millisecond, 10*time.Millisecond, 1, "ba")})
 	c := dial(t, mustRoute(t, f, "a", "b", srv.addr()))
 	want := make([]byte, 0, 4000*8)
 	go func() {
@@ -107,7 +109,7 @@ func TestJitterKeepsOrder(t *testing.T) {
 func TestLargeTransferIntegrity(t *testing.T) {
 	srv := newEcho(t)
 	f := newFabric(t)
-	f.SetLink("a", "b", Link{Latency: Normal(2*time.Millisecond, time.Millisecond, 2, "ab")})
+	f.SetLink("a", "b", Link{Latency: normal(t, 2*time.Millisecond, time.Millisecond, 2, "ab")})
 	c := dial(t, mustRoute(t, f, "a", "b", srv.addr()))
 	data := make([]byte, 8<<20)
 	rand.Read(data)
@@ -158,7 +160,7 @@ func TestBandwidthPlusLatency(t *testing.T) {
 		received <- time.Now()
 	})
 	f := newFabric(t)
-	f.SetLink("a", "b", Link{Bandwidth: 1e6, Latency: Fixed(100 * time.Millisecond)})
+	f.SetLink("a", "b", Link{Bandwidth: 1e6, Latency: latency.Constant(100 * time.Millisecond)})
 	c := dial(t, mustRoute(t, f, "a", "b", srv.addr()))
 	start := time.Now()
 	go c.Write(make([]byte, size))
@@ -393,8 +395,8 @@ func TestSetLinkOnOpenConnection(t *testing.T) {
 	if m := medianRTT(t, c, 5); m > 5*time.Millisecond {
 		t.Fatalf("RTT before SetLink %v", m)
 	}
-	f.SetLink("a", "b", Link{Latency: Fixed(30 * time.Millisecond)})
-	f.SetLink("b", "a", Link{Latency: Fixed(20 * time.Millisecond)})
+	f.SetLink("a", "b", Link{Latency: latency.Constant(30 * time.Millisecond)})
+	f.SetLink("b", "a", Link{Latency: latency.Constant(20 * time.Millisecond)})
 	within(t, 3, func() (time.Duration, bool) {
 		m := medianRTT(t, c, 5)
 		return m, m >= 49*time.Millisecond && m <= 75*time.Millisecond
@@ -459,7 +461,7 @@ func TestHalfClose(t *testing.T) {
 		fmt.Fprintf(c, "got %d bytes", len(got))
 	})
 	f := newFabric(t)
-	f.SetLink("a", "b", Link{Latency: Fixed(10 * time.Millisecond)})
+	f.SetLink("a", "b", Link{Latency: latency.Constant(10 * time.Millisecond)})
 	c := dial(t, mustRoute(t, f, "a", "b", srv.addr()))
 	c.Write(make([]byte, 100000))
 	c.CloseWrite()
@@ -497,7 +499,7 @@ func TestHoldLimitClosesConnection(t *testing.T) {
 func TestStats(t *testing.T) {
 	srv := newEcho(t)
 	f := newFabric(t)
-	f.SetLink("a", "b", Link{Latency: Fixed(time.Millisecond)})
+	f.SetLink("a", "b", Link{Latency: latency.Constant(time.Millisecond)})
 	c := dial(t, mustRoute(t, f, "a", "b", srv.addr()))
 	c.Write(make([]byte, 1000))
 	if _, err := io.ReadFull(c, make([]byte, 1000)); err != nil {
@@ -545,7 +547,7 @@ func TestManyRoutes(t *testing.T) {
 	for i := range nodes {
 		for d := 1; d <= peers; d++ {
 			j := (i + d) % nodes
-			f.SetLink(fmt.Sprint(i), fmt.Sprint(j), Link{Latency: Fixed(5 * time.Millisecond)})
+			f.SetLink(fmt.Sprint(i), fmt.Sprint(j), Link{Latency: latency.Constant(5 * time.Millisecond)})
 		}
 	}
 	var wg sync.WaitGroup
@@ -603,7 +605,7 @@ func TestCloseLeavesNothing(t *testing.T) {
 	base := runtime.NumGoroutine()
 	srv := newEcho(t)
 	f := NewFabric(Options{Logf: t.Logf})
-	f.SetLink("a", "b", Link{Latency: Fixed(200 * time.Millisecond)})
+	f.SetLink("a", "b", Link{Latency: latency.Constant(200 * time.Millisecond)})
 	var addrs []string
 	var conns []net.Conn
 	for i := range 5 {
@@ -656,7 +658,7 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 func TestHealedBytesTakeTheDelay(t *testing.T) {
 	srv := newEcho(t)
 	f := newFabric(t)
-	f.SetLink("a", "b", Link{Latency: Fixed(100 * time.Millisecond)})
+	f.SetLink("a", "b", Link{Latency: latency.Constant(100 * time.Millisecond)})
 	c := dial(t, mustRoute(t, f, "a", "b", srv.addr()))
 	f.SetBlocked("a", "b", true)
 	c.Write([]byte{'h'})

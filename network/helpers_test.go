@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/valnet/valnet/latency"
 )
 
 // server is a loopback TCP server for tests; handle runs per connection.
@@ -156,8 +158,18 @@ func linkStats(f *Fabric, from, to string) LinkStats {
 	return LinkStats{}
 }
 
-// negative is a Delay that draws below zero.
+// negative is a latency model that draws below zero.
 type negative struct{}
 
 func (negative) Draw() time.Duration { return -5 * time.Millisecond }
 func (negative) String() string      { return "negative" }
+
+// normal is a normally distributed link latency, seeded like the runner's.
+func normal(t *testing.T, mean, stddev time.Duration, seed int64, stream string) latency.Model {
+	t.Helper()
+	m, err := latency.New(latency.Spec{Dist: latency.Normal, Mean: mean, Stddev: stddev}, seed, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}

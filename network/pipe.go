@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/valnet/valnet/latency"
 )
 
 // proxyConn is one proxied connection: the accepted client leg, the dialed
@@ -85,7 +87,7 @@ func signal(c chan struct{}) {
 	}
 }
 
-func draw(d Delay) time.Duration {
+func draw(d latency.Model) time.Duration {
 	if d == nil {
 		return 0
 	}

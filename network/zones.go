@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/valnet/valnet/latency"
 )
 
 // regions and zoneMatrix are CometBFT's e2e latency matrix, copied from
@@ -97,14 +99,14 @@ func ZoneLatency(from, to string) (mean time.Duration, ok bool) {
 // another: the matrix's mean with 5% normal jitter (none within a region).
 // Draws are seeded by (seed, stream); give each link its own stream (e.g.
 // "v1->v2") so links between the same regions do not jitter in lockstep.
-func ZoneDelay(from, to string, seed int64, stream string) (Delay, error) {
+func ZoneDelay(from, to string, seed int64, stream string) (latency.Model, error) {
 	mean, ok := ZoneLatency(from, to)
 	if !ok {
 		return nil, fmt.Errorf("network: unknown region in %q -> %q (known: %s, or AWS region codes)",
 			from, to, strings.Join(regions, ", "))
 	}
 	if mean == 0 {
-		return Fixed(0), nil
+		return latency.Constant(0), nil
 	}
-	return Normal(mean, time.Duration(ZoneJitter*float64(mean)), seed, stream), nil
+	return latency.New(latency.Spec{Dist: latency.Normal, Mean: mean, Stddev: time.Duration(ZoneJitter * float64(mean))}, seed, stream)
 }

@@ -173,7 +173,7 @@ func (r *inProcessRun) stop() error {
 }
 
 func (n *inProcessNode) Name() string  { return n.name }
-func (n *inProcessNode) Height() int64 { return n.last.Load().BlockStore().Height() }
+func (n *inProcessNode) Height(context.Context) int64 { return n.last.Load().BlockStore().Height() }
 func (n *inProcessNode) Addrs() Addrs  { return n.addrs }
 
 func (n *inProcessNode) Stop(context.Context) error {

@@ -61,7 +61,7 @@ type Node interface {
 // block in its store, read directly (benchmarks compare against plain
 // networks that record no events).
 type HeightReporter interface {
-	Height() int64
+	Height(ctx context.Context) int64
 }
 
 // Controller is the optional ability to stop and start a node again on a

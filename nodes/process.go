@@ -175,8 +175,8 @@ func (n *processNode) Addrs() Addrs { return n.addrs }
 
 // Height is the node's last block height from its RPC /status; while the
 // node cannot answer (killed, paused) it is the last height it reported.
-func (n *processNode) Height() int64 {
-	return n.height.Update(n.status(context.Background()))
+func (n *processNode) Height(ctx context.Context) int64 {
+	return n.height.Update(n.status(ctx))
 }
 
 // spawn starts a new incarnation and waits until its RPC answers as this

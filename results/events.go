@@ -64,10 +64,14 @@ const (
 // SideSigner marks a sign event seen from the remote signer's side.
 const SideSigner = "signer"
 
-// Fault states.
+// Fault states. A window is a start and its end; an instant is a fault
+// event that is no window: a fault that was not applied, or an action
+// (node-start, node-resume, heal) that only ends others' windows and had
+// none to end.
 const (
-	FaultStart = "start"
-	FaultEnd   = "end"
+	FaultStart   = "start"
+	FaultEnd     = "end"
+	FaultInstant = "instant"
 )
 
 // Stop reasons, as summary.json reports them.

@@ -170,7 +170,7 @@ func benchPlain(b *testing.B, n int) {
 		height := func() int64 {
 			h := int64(0)
 			for _, nd := range started {
-				h = max(h, nd.(nodes.HeightReporter).Height())
+				h = max(h, nd.(nodes.HeightReporter).Height(context.Background()))
 			}
 			return h
 		}

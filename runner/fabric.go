@@ -4,16 +4,16 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/valnet/valnet/latency"
 	"github.com/valnet/valnet/network"
 	"github.com/valnet/valnet/scenarios"
-	"github.com/valnet/valnet/signers"
 )
 
 // linkDelay adds a latency model and normal jitter: both shape one
 // direction of a link.
 type linkDelay struct {
-	base   network.Delay // may be nil
-	jitter network.Delay // may be nil
+	base   latency.Model // may be nil
+	jitter latency.Model // may be nil
 }
 
 func (d linkDelay) Draw() time.Duration {
@@ -44,14 +44,18 @@ func (d linkDelay) String() string {
 func networkLink(l scenarios.LinkPlan, seed int64, stream string) (network.Link, error) {
 	var d linkDelay
 	if l.Latency != nil {
-		m, err := signers.NewModel(*modelSpec(l.Latency), seed, stream)
+		m, err := latency.New(l.Latency.Spec, seed, stream)
 		if err != nil {
 			return network.Link{}, err
 		}
 		d.base = m
 	}
 	if l.Jitter > 0 {
-		d.jitter = network.Normal(0, l.Jitter, seed, stream+"/jitter")
+		jitter, err := latency.New(latency.Spec{Dist: latency.Normal, Stddev: l.Jitter}, seed, stream+"/jitter")
+		if err != nil {
+			return network.Link{}, err
+		}
+		d.jitter = jitter
 	}
 	out := network.Link{Bandwidth: l.Bandwidth}
 	if d.base != nil || d.jitter != nil {

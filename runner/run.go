@@ -361,6 +361,8 @@ func (r *run) wait(ctx context.Context, faults *timeline, netStart time.Time) st
 	defer deadline.Stop()
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
+	faults.begin(ctx, netStart)
+	defer faults.close()
 	for {
 		select {
 		case <-ctx.Done():
@@ -369,7 +371,7 @@ func (r *run) wait(ctx context.Context, faults *timeline, netStart time.Time) st
 			return results.StopMaxDuration
 		case now := <-tick.C:
 			p := r.rec.tracker.Snapshot()
-			faults.step(now, p.Height, netStart)
+			faults.step(now, p.Height)
 			status.update(p, now)
 			if p.Height > r.plan.Run.Heights {
 				return results.StopHeights

@@ -74,7 +74,7 @@ func (r *run) openSigner(m *member, sockDir string) (*validatorSigner, error) {
 		spec.Obs = obs("")
 	}
 	if l := sp.Latency; l != nil {
-		spec.Latency = modelSpec(l)
+		spec.Latency = &l.Spec
 		spec.Phases = l.Phases
 	}
 	if kf := sp.Keyfile; kf != nil {
@@ -261,19 +261,14 @@ func (r *run) pkcs11Config(name string, p *scenarios.PKCS11Plan) (*pkcs11.Config
 	return &pkcs11.Config{Module: p.Module, Token: p.Token, Slot: p.Slot, HasSlot: p.HasSlot, KeyLabel: p.Key, PIN: pin}, nil
 }
 
-func modelSpec(l *scenarios.LatencyPlan) *signers.ModelSpec {
-	return &signers.ModelSpec{Dist: l.Dist, Value: l.Value, Min: l.Min, Max: l.Max,
-		Mean: l.Mean, Stddev: l.Stddev, P50: l.P50, P99: l.P99}
-}
-
 // profile finds a device profile: the scenario's own first, then the
 // built-in catalog.
 func (r *run) profile(name string) (profiles.Profile, error) {
 	if p, ok := r.plan.Profiles[name]; ok {
 		out := profiles.Profile{Name: p.Name, Description: p.Description + " (user-defined model)", Source: p.Source}
 		if p.Latency != nil {
-			l := p.Latency
-			out.Dist = &profiles.Dist{Kind: l.Dist, Value: l.Value, Min: l.Min, Max: l.Max, Mean: l.Mean, Stddev: l.Stddev, P50: l.P50, P99: l.P99}
+			spec := p.Latency.Spec
+			out.Latency = &spec
 		}
 		for _, pt := range p.ByPayload {
 			out.ByPayload = append(out.ByPayload, profiles.Point{Bytes: pt.Bytes, Latency: pt.Latency})

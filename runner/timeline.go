@@ -4,41 +4,48 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/valnet/valnet/internal/schedule"
+	"github.com/valnet/valnet/internal/signerfault"
 	"github.com/valnet/valnet/network"
 	"github.com/valnet/valnet/nodes"
 	"github.com/valnet/valnet/results"
 	"github.com/valnet/valnet/scenarios"
-	"github.com/valnet/valnet/signers"
 )
 
-// timeline runs a scenario's faults: each starts when the chain reaches its
-// height (consensus at that height: the height before it is committed) or
-// when its time after the network started has come, and ends after its
-// duration. It is stepped from the runner's poll loop, one goroutine, so
-// faults never race each other.
+// timeline runs a scenario's faults on the rule of internal/schedule: each
+// starts when the chain reaches its height (consensus at that height: the
+// height before it is committed) or when its time after the network
+// started has come, and ends after its duration. It is stepped from the
+// runner's poll loop, one goroutine, so faults never race each other.
 type timeline struct {
 	r      *run
 	faults []*faultTask
-	later  []scheduled // actions due at a time, e.g. the end of a window
+	sched  *schedule.Schedule // from begin
+	nodes  *nodeOps           // from begin
+
+	// Open windows that another action ends: a node stopped, killed or
+	// paused until a node-start or node-resume (by target, written from
+	// the node queue), and the partitions and isolations a heal ends.
+	mu       sync.Mutex
+	nodeDown map[string]*faultTask
+	netOpen  []*faultTask
 }
 
 type faultTask struct {
-	plan    scenarios.FaultPlan
-	id      string
-	signer  *validatorSigner // target's signer, if any
-	node    nodes.Node       // target's node, if any
-	started bool
-}
-
-type scheduled struct {
-	at time.Time
-	do func()
+	plan   scenarios.FaultPlan
+	id     string
+	signer *validatorSigner // target's signer, if any
+	node   nodes.Node       // target's node, if any
+	// end is what the fault's end does; set by start when the fault took
+	// effect and has a way back.
+	end func()
 }
 
 func newTimeline(r *run) *timeline {
-	t := &timeline{r: r}
+	t := &timeline{r: r, nodeDown: map[string]*faultTask{}}
 	byName := map[string]*validatorSigner{}
 	nodeByName := map[string]nodes.Node{}
 	for i, m := range r.members {
@@ -55,61 +62,49 @@ func newTimeline(r *run) *timeline {
 	return t
 }
 
+// begin starts the clock of faults at netStart, when the nodes were up.
+// Node control runs under ctx, the run's: close cancels what is left.
+func (t *timeline) begin(ctx context.Context, netStart time.Time) {
+	t.nodes = newNodeOps(ctx)
+	entries := make([]schedule.Entry, len(t.faults))
+	for i, task := range t.faults {
+		f := task.plan
+		entries[i] = schedule.Entry{Height: f.At.Height, Time: f.At.Time, Duration: f.Duration}
+	}
+	t.sched = schedule.New(netStart, entries)
+}
+
 // arm installs what must be in place before the fault's time comes: a
 // drop or error tied to one height matches signatures of that height
 // exactly, however fast the chain reaches it.
 func (t *timeline) arm(task *faultTask) {
-	f := task.plan
-	if (f.Action == scenarios.FaultSignerDrop || f.Action == scenarios.FaultSignerError) && f.Duration == 0 && f.At.Height > 0 {
-		task.signer.built.Faults.SetFailure(task.id, failRule(f, true))
+	if signerfault.Applies(task.plan.Action) {
+		signerfault.Arm(task.signer.built.Faults, task.id, task.plan)
 	}
 }
 
-func failRule(f scenarios.FaultPlan, atHeight bool) signers.FailRule {
-	rule := signers.FailRule{Mode: signers.FailError, Phases: f.Phases}
-	if f.Action == scenarios.FaultSignerDrop {
-		rule.Mode = signers.FailDrop
+// close cancels node control still going and waits for it to return, so
+// nothing of a fault races the shutdown.
+func (t *timeline) close() {
+	if t.nodes != nil {
+		t.nodes.close()
 	}
-	if atHeight {
-		rule.Height, rule.Round, rule.HasRound = f.At.Height, f.At.Round, f.At.HasRound
-	}
-	return rule
 }
 
-// step starts every fault whose time has come and runs due actions.
-// height is the last committed height; netStart when the nodes were up.
-func (t *timeline) step(now time.Time, height int64, netStart time.Time) {
-	for _, task := range t.faults {
-		if task.started || !due(task.plan.At, now, height, netStart) {
-			continue
-		}
-		task.started = true
-		t.start(task, now)
-	}
-	rest := t.later[:0]
-	var due []scheduled
-	for _, s := range t.later {
-		if !now.Before(s.at) {
-			due = append(due, s)
-		} else {
-			rest = append(rest, s)
+// step starts and ends every fault that is due. committed is the last
+// committed height: consensus is at the one after it.
+func (t *timeline) step(now time.Time, committed int64) {
+	for _, a := range t.sched.Step(now, committed+1) {
+		task := t.faults[a.Entry]
+		switch {
+		case a.Kind == schedule.Start:
+			t.start(task)
+		default:
+			if end := t.takeEnd(task); end != nil {
+				end()
+			}
 		}
 	}
-	t.later = rest
-	for _, s := range due {
-		s.do()
-	}
-}
-
-func due(at scenarios.FaultAt, now time.Time, height int64, netStart time.Time) bool {
-	if at.Height > 0 {
-		return height >= at.Height-1
-	}
-	return !now.Before(netStart.Add(at.Time))
-}
-
-func (t *timeline) after(now time.Time, d time.Duration, do func()) {
-	t.later = append(t.later, scheduled{at: now.Add(d), do: do})
 }
 
 func (t *timeline) emit(task *faultTask, state, detail string) {
@@ -117,56 +112,67 @@ func (t *timeline) emit(task *faultTask, state, detail string) {
 		Action: task.plan.Action, State: state, Detail: detail, Height: task.plan.At.Height})
 }
 
-func (t *timeline) start(task *faultTask, now time.Time) {
-	f, vs := task.plan, task.signer
-	phases := "all phases"
-	if len(f.Phases) > 0 {
-		phases = strings.Join(f.Phases, ", ")
+// atText says when a fault was due: "height 20" or "30s".
+func atText(at scenarios.FaultAt) string {
+	if at.Height > 0 {
+		return fmt.Sprintf("height %d", at.Height)
 	}
-	end := func(detail string, undo func()) {
-		if f.Duration > 0 {
-			t.after(now, f.Duration, func() {
-				undo()
-				t.emit(task, results.FaultEnd, detail)
-			})
-		}
+	return at.Time.String()
+}
+
+// setEnd and takeEnd guard a task's way back: the loop sets and runs it,
+// and a node-start, node-resume or heal on the node queue may take it
+// first.
+func (t *timeline) setEnd(task *faultTask, end func()) {
+	t.mu.Lock()
+	task.end = end
+	t.mu.Unlock()
+}
+
+func (t *timeline) takeEnd(task *faultTask) func() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	end := task.end
+	task.end = nil
+	return end
+}
+
+// endedBy ends the open window of task because another fault (by) ended
+// it: its end event names the fault, and its own scheduled end does
+// nothing more.
+func (t *timeline) endedBy(task *faultTask, by *faultTask, detail string) {
+	t.takeEnd(task)
+	t.emit(task, results.FaultEnd, fmt.Sprintf("%s (%s at %s)", detail, by.plan.Action, atText(by.plan.At)))
+}
+
+func (t *timeline) start(task *faultTask) {
+	f, vs := task.plan, task.signer
+	onEnd := func(detail string, undo func()) {
+		t.setEnd(task, func() {
+			undo()
+			t.emit(task, results.FaultEnd, detail)
+		})
 	}
 	switch f.Action {
-	case scenarios.FaultSignerDelay:
-		model, err := signers.NewModel(*modelSpec(f.Latency), t.r.seed, task.id)
-		if err != nil { // validated by the scenario; a model error here is a bug
-			t.emit(task, results.FaultStart, "not applied: "+err.Error())
+	case scenarios.FaultSignerDelay, scenarios.FaultSignerDrop, scenarios.FaultSignerError:
+		on, err := signerfault.Start(vs.built.Faults, task.id, f, t.r.seed)
+		if err != nil { // validated by the scenario; an error here is a bug
+			t.emit(task, results.FaultInstant, "not applied: "+err.Error())
 			return
 		}
-		vs.built.Faults.SetDelay(task.id, model, f.Phases)
-		t.emit(task, results.FaultStart, "adds "+model.String()+" to "+phases)
-		end("delay removed", func() { vs.built.Faults.ClearDelay(task.id) })
-	case scenarios.FaultSignerDrop, scenarios.FaultSignerError:
-		what := "drops"
-		if f.Action == scenarios.FaultSignerError {
-			what = "fails"
+		t.emit(task, results.FaultStart, on.What)
+		if on.Undo != nil {
+			onEnd(on.Detail, on.Undo)
 		}
-		if f.Duration == 0 && f.At.Height > 0 {
-			// Armed at the start; it matches only its height.
-			at := fmt.Sprintf("height %d", f.At.Height)
-			if f.At.HasRound {
-				at += fmt.Sprintf(" round %d", f.At.Round)
-			}
-			t.emit(task, results.FaultStart, what+" "+phases+" signatures at "+at)
-			return
-		}
-		vs.built.Faults.SetFailure(task.id, failRule(f, false))
-		t.emit(task, results.FaultStart, what+" "+phases+" signatures")
-		end("signatures back", func() { vs.built.Faults.ClearFailure(task.id) })
 	case scenarios.FaultSignerOutage:
 		t.emit(task, results.FaultStart, "remote signer disconnected; the node cannot reach it")
 		_ = vs.server.Stop()
-		end("remote signer reconnecting", func() { _ = vs.server.Start() })
+		onEnd("remote signer reconnecting", func() { _ = vs.server.Start() })
 	case scenarios.FaultPartition, scenarios.FaultIsolate, scenarios.FaultHeal, scenarios.FaultNetworkLatency:
-		t.network(task, now, end)
+		t.network(task, onEnd)
 	case scenarios.FaultNodeStop, scenarios.FaultNodeKill, scenarios.FaultNodeStart, scenarios.FaultNodeRestart,
 		scenarios.FaultNodePause, scenarios.FaultNodeResume:
-		t.nodeFault(task, now)
+		t.nodeFault(task)
 	case scenarios.FaultSignerRestart:
 		t.emit(task, results.FaultStart, fmt.Sprintf("remote signer killed; restarting from its state file after %v", f.Duration))
 		_ = vs.server.Stop()
@@ -174,19 +180,19 @@ func (t *timeline) start(task *faultTask, now time.Time) {
 			t.emit(task, results.FaultEnd, "restart failed: "+err.Error())
 			return
 		}
-		t.after(now, f.Duration, func() {
-			_ = vs.server.Start()
-			t.emit(task, results.FaultEnd, "remote signer started and redialing the node")
-		})
+		onEnd("remote signer started and redialing the node", func() { _ = vs.server.Start() })
+		if f.Duration == 0 {
+			t.takeEnd(task)() // no downtime: the schedule has no end for it
+		}
 	}
 }
 
 // network applies a partition, isolation, heal or latency change to the
 // link fabric (present whenever a scenario has network faults).
-func (t *timeline) network(task *faultTask, now time.Time, end func(string, func())) {
+func (t *timeline) network(task *faultTask, onEnd func(string, func())) {
 	f, fab := task.plan, t.r.fabric
 	if fab == nil {
-		t.emit(task, results.FaultStart, "not applied: no network fabric")
+		t.emit(task, results.FaultInstant, "not applied: no network fabric")
 		return
 	}
 	switch f.Action {
@@ -211,18 +217,33 @@ func (t *timeline) network(task *faultTask, now time.Time, end func(string, func
 			fab.SetBlocked(p[0], p[1], true)
 		}
 		t.emit(task, results.FaultStart, "partition "+groupsText(f.Groups))
-		end("partition healed", func() {
+		onEnd("partition healed", func() {
 			for _, p := range pairs {
 				fab.SetBlocked(p[0], p[1], false)
 			}
 		})
+		t.openNet(task)
 	case scenarios.FaultIsolate:
 		fab.Isolate(f.Target, true)
 		t.emit(task, results.FaultStart, f.Target+" cut off from every peer")
-		end("reconnected", func() { fab.Isolate(f.Target, false) })
+		onEnd("reconnected", func() { fab.Isolate(f.Target, false) })
+		t.openNet(task)
 	case scenarios.FaultHeal:
 		fab.HealAll()
-		t.emit(task, results.FaultStart, "every link unblocked")
+		t.mu.Lock()
+		open := t.netOpen
+		t.netOpen = nil
+		t.mu.Unlock()
+		healed := 0
+		for _, o := range open {
+			if t.takeEnd(o) != nil { // still open: its own end has not come
+				t.endedBy(o, task, "every link unblocked")
+				healed++
+			}
+		}
+		if healed == 0 {
+			t.emit(task, results.FaultInstant, "every link unblocked; no partition or isolation was open")
+		}
 	case scenarios.FaultNetworkLatency:
 		lp := scenarios.LinkPlan{Latency: f.Latency}
 		if f.Link != nil {
@@ -245,12 +266,19 @@ func (t *timeline) network(task *faultTask, now time.Time, end func(string, func
 			desc = t.r.linkNow(pairs[0][0], pairs[0][1]).String()
 		}
 		t.emit(task, results.FaultStart, fmt.Sprintf("%d links now %s", len(pairs), desc))
-		end("links restored", func() {
+		onEnd("links restored", func() {
 			for i, p := range pairs {
 				t.r.setLink(p[0], p[1], prev[i])
 			}
 		})
 	}
+}
+
+// openNet notes a partition or isolation that a heal would end.
+func (t *timeline) openNet(task *faultTask) {
+	t.mu.Lock()
+	t.netOpen = append(t.netOpen, task)
+	t.mu.Unlock()
 }
 
 // linkPairs are the directed links a network-latency fault changes.
@@ -285,77 +313,108 @@ func groupsText(groups [][]string) string {
 	return strings.Join(parts, " | ")
 }
 
-// nodeFault stops, kills, pauses or restarts the target's node. Each
-// control call returns once the change happened; a duration schedules the
-// way back (start, resume).
-func (t *timeline) nodeFault(task *faultTask, now time.Time) {
+// nodeFault stops, kills, pauses or restarts the target's node. A control
+// call can take long (a process backend waits for the node to be up), so
+// it runs off the poll loop, after the target's earlier calls, and records
+// how it went when it returns; a duration schedules the way back (start,
+// resume), which runs only if the fault itself took. A stop, kill or pause
+// is a window that ends when the node runs again: at the end of its
+// duration, or at a later node-start or node-resume, whose own event is
+// that end. A call that fails ends its window at once, saying so.
+func (t *timeline) nodeFault(task *faultTask) {
 	f := task.plan
 	ctl, ok := task.node.(nodes.Controller)
 	if !ok {
-		t.emit(task, results.FaultStart, "not applied: this backend cannot control nodes")
+		t.emit(task, results.FaultInstant, "not applied: this backend cannot control nodes")
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	do := func(what string, op func(context.Context) error) bool {
-		if err := op(ctx); err != nil {
-			t.emit(task, results.FaultStart, what+" failed: "+err.Error())
-			return false
-		}
-		return true
+	// took is written by the fault's own call and read by its way back,
+	// which runs after it on the target's queue.
+	var took bool
+	down := func(what string, op func(context.Context) error) {
+		// Emitted first: the node's missed votes start now.
+		t.emit(task, results.FaultStart, f.Target+" "+what)
+		t.nodes.do(f.Target, func(ctx context.Context) {
+			if err := op(ctx); err != nil {
+				t.takeEnd(task)
+				t.emit(task, results.FaultEnd, "not applied: "+f.Action+" failed: "+err.Error())
+				return
+			}
+			took = true
+			t.mu.Lock()
+			t.nodeDown[f.Target] = task
+			t.mu.Unlock()
+		})
 	}
 	back := func(what string, op func(context.Context) error) {
-		if f.Duration <= 0 {
-			return
-		}
-		t.after(now, f.Duration, func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			detail := what
+		t.setEnd(task, func() {
+			t.nodes.do(f.Target, func(ctx context.Context) {
+				t.mu.Lock()
+				open := t.nodeDown[f.Target] == task
+				if open {
+					delete(t.nodeDown, f.Target)
+				}
+				t.mu.Unlock()
+				if !took || !open {
+					return // failed, or ended by a node-start or node-resume
+				}
+				detail := what
+				if err := op(ctx); err != nil {
+					detail = what + " failed: " + err.Error()
+				}
+				t.emit(task, results.FaultEnd, detail)
+			})
+		})
+	}
+	// up runs the node again (node-start, node-resume) and ends the window
+	// of the stop, kill or pause that took it down.
+	up := func(what string, op func(context.Context) error) {
+		t.nodes.do(f.Target, func(ctx context.Context) {
+			t.mu.Lock()
+			open := t.nodeDown[f.Target]
+			t.mu.Unlock()
 			if err := op(ctx); err != nil {
-				detail = what + " failed: " + err.Error()
+				t.emit(task, results.FaultInstant, "not applied: "+f.Action+" failed: "+err.Error())
+				return
 			}
-			t.emit(task, results.FaultEnd, detail)
+			if open == nil {
+				t.emit(task, results.FaultInstant, f.Target+" "+what+"; it was not down")
+				return
+			}
+			t.mu.Lock()
+			delete(t.nodeDown, f.Target)
+			t.mu.Unlock()
+			t.endedBy(open, task, f.Target+" "+what)
 		})
 	}
 	switch f.Action {
 	case scenarios.FaultNodeStop, scenarios.FaultNodeKill:
-		// Emitted first: the node's missed votes start now.
-		t.emit(task, results.FaultStart, f.Target+" down ("+f.Action+")")
 		stop := ctl.Kill
 		if h, ok := task.node.(nodes.Halter); ok && f.Action == scenarios.FaultNodeStop {
 			stop = h.Halt // a clean stop where the backend can
 		}
-		if do(f.Action, stop) {
-			back("started again from its home", func(ctx context.Context) error {
-				return ctl.Restart(ctx)
-			})
-		}
+		down("down ("+f.Action+")", stop)
+		back("started again from its home", ctl.Restart)
 	case scenarios.FaultNodeStart:
-		if do("start", ctl.Restart) {
-			t.emit(task, results.FaultStart, f.Target+" started")
-		}
+		up("started again from its home", ctl.Restart)
 	case scenarios.FaultNodeRestart:
-		t.emit(task, results.FaultStart, f.Target+" restarting from its home")
 		if f.Duration > 0 {
-			if do("stop", ctl.Kill) {
-				back("started again from its home", func(ctx context.Context) error {
-					return ctl.Restart(ctx)
-				})
-			}
+			down("restarting from its home", ctl.Kill)
+			back("started again from its home", ctl.Restart)
 			return
 		}
-		if do("restart", ctl.Restart) {
-			t.emit(task, results.FaultEnd, f.Target+" running again")
-		}
+		t.emit(task, results.FaultStart, f.Target+" restarting from its home")
+		t.nodes.do(f.Target, func(ctx context.Context) {
+			detail := f.Target + " running again"
+			if err := ctl.Restart(ctx); err != nil {
+				detail = "restart failed: " + err.Error()
+			}
+			t.emit(task, results.FaultEnd, detail)
+		})
 	case scenarios.FaultNodePause:
-		t.emit(task, results.FaultStart, f.Target+" paused (no progress, no answers)")
-		if do("pause", ctl.Pause) {
-			back("resumed", ctl.Resume)
-		}
+		down("paused (no progress, no answers)", ctl.Pause)
+		back("resumed", ctl.Resume)
 	case scenarios.FaultNodeResume:
-		if do("resume", ctl.Resume) {
-			t.emit(task, results.FaultStart, f.Target+" resumed")
-		}
+		up("resumed", ctl.Resume)
 	}
 }

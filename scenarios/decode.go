@@ -22,6 +22,12 @@ type decoder struct {
 	errs Errors
 	pos  map[string]nodePos // every key path written in the file
 	bad  map[string]bool    // key paths that already have an error
+	// latencyText lets a latency also be written as latency.Parse's text,
+	// as the signer serve command's --latency is (its config file only).
+	latencyText bool
+	// maxDuration is run.max_duration once resolved (0 before, and for a
+	// signer serve config): a latency longer than the run is an error.
+	maxDuration time.Duration
 }
 
 // nodePos is where a key and its value were written. List items have both

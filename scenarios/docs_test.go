@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/valnet/valnet/internal/phase"
+	"github.com/valnet/valnet/latency"
 	"github.com/valnet/valnet/network"
 )
 
@@ -144,7 +146,7 @@ func TestDocsMentionEveryKey(t *testing.T) {
 		}
 	}
 	var values []string
-	for _, list := range [][]string{backends, plannedBackends, signerTypes, plannedSignerTypes, dists, AllPhases} {
+	for _, list := range [][]string{backends, plannedBackends, signerTypes, plannedSignerTypes, latency.Dists(), phase.All()} {
 		values = append(values, list...)
 	}
 	for _, v := range values {

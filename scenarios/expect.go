@@ -3,6 +3,8 @@ package scenarios
 import (
 	"fmt"
 	"strings"
+
+	"github.com/valnet/valnet/internal/phase"
 )
 
 // maxListedValidators caps the validator names listed in a message.
@@ -42,8 +44,8 @@ func (d *decoder) resolveExpect(raws []rawExpect, vals validatorSet) []Expectati
 			switch {
 			case known && !info.Phased:
 				d.fail(d.keyPos(k), k, fmt.Sprintf("metric %s has no phases; only %s take a phase", re.Metric, strings.Join(phasedMetricNames(), ", ")))
-			case !contains(AllPhases, re.Phase):
-				d.fail(d.valuePos(k), k, fmt.Sprintf("unknown phase %q", re.Phase), AllPhases...)
+			case !phase.Valid(re.Phase):
+				d.fail(d.valuePos(k), k, fmt.Sprintf("unknown phase %q", re.Phase), phase.All()...)
 			}
 		}
 		hasMin, hasMax := d.written(key+".min"), d.written(key+".max")

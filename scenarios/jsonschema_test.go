@@ -10,11 +10,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/valnet/valnet/internal/phase"
+	"github.com/valnet/valnet/latency"
 	"github.com/valnet/valnet/network"
 )
 
 // The JSON Schema is written by hand for editors; these tests hold it to
-// the parser's key table (keyLevels), distKeys and value sets.
+// the parser's key table (keyLevels), latency.Params and value sets.
 
 func loadSchema(t *testing.T) map[string]any {
 	t.Helper()
@@ -144,8 +146,8 @@ func TestJSONSchemaDistKeys(t *testing.T) {
 		dist := c["if"].(map[string]any)["properties"].(map[string]any)["dist"].(map[string]any)["const"].(string)
 		then := c["then"].(map[string]any)
 		seen[dist] = true
-		own, ok := distKeys[dist]
-		if !ok {
+		own := latency.Params(dist)
+		if own == nil {
 			t.Errorf("schema has dist %q, parser does not", dist)
 			continue
 		}
@@ -156,7 +158,7 @@ func TestJSONSchemaDistKeys(t *testing.T) {
 			t.Errorf("dist %s: schema requires %v, parser %v", dist, got, own)
 		}
 	}
-	for _, d := range dists {
+	for _, d := range latency.Dists() {
 		if !seen[d] {
 			t.Errorf("schema has no rule for dist %s", d)
 		}
@@ -198,10 +200,10 @@ func TestJSONSchemaEnums(t *testing.T) {
 		{"signer.profile (built-in)", strs(ref(root, prop("validators[].signer", "profile")["anyOf"].([]any)[0].(map[string]any))["enum"]), builtinProfiles},
 		{"profile names (not built-in)", strs(ref(root, schemaLevel(t, root, "")["properties"].(map[string]any)["profiles"].(map[string]any)["propertyNames"].(map[string]any)["not"].(map[string]any))["enum"]), builtinProfiles},
 		{"faults.action", strs(prop("faults[]", "action")["enum"]), faultActionNames()},
-		{"faults.phases", strs(ref(root, prop("faults[]", "phases")["items"].(map[string]any))["enum"]), AllPhases},
-		{"latency.dist", strs(prop("validators[].signer.latency", "dist")["enum"]), dists},
-		{"latency.phases", strs(ref(root, prop("validators[].signer.latency", "phases")["items"].(map[string]any))["enum"]), AllPhases},
-		{"expect.phase", strs(prop("expect[]", "phase")["enum"]), AllPhases},
+		{"faults.phases", strs(ref(root, prop("faults[]", "phases")["items"].(map[string]any))["enum"]), phase.All()},
+		{"latency.dist", strs(prop("validators[].signer.latency", "dist")["enum"]), latency.Dists()},
+		{"latency.phases", strs(ref(root, prop("validators[].signer.latency", "phases")["items"].(map[string]any))["enum"]), phase.All()},
+		{"expect.phase", strs(prop("expect[]", "phase")["enum"]), phase.All()},
 		{"expect.metric", strs(prop("expect[]", "metric")["enum"]), metricNames()},
 		{"chain metrics (no validator)", strs(metricIf(0)["enum"]), chainMetrics},
 		{"phased metrics", strs(metricIf(1)["enum"]), phasedMetricNames()},
@@ -274,26 +276,23 @@ func TestJSONSchemaPatterns(t *testing.T) {
 	}
 }
 
-// TestDistKeysMatchLatencyKeys ties distKeys and rawLatency.params to the
-// latency level's yaml tags.
+// TestDistKeysMatchLatencyKeys ties latency.Params and rawLatency.params
+// to the latency level's yaml tags.
 func TestDistKeysMatchLatencyKeys(t *testing.T) {
 	var params []string
 	for k := range (&rawLatency{}).params() {
 		params = append(params, k)
 	}
 	var fromDists []string
-	for _, d := range dists {
-		fromDists = append(fromDists, distKeys[d]...)
-	}
-	if len(distKeys) != len(dists) {
-		t.Errorf("distKeys and dists disagree")
+	for _, d := range latency.Dists() {
+		fromDists = append(fromDists, latency.Params(d)...)
 	}
 	all := append(slices.Clone(params), latencyCommonKeys...)
 	if got, want := sortedCopy(all), sortedCopy(keyLevels()["validators[].signer.latency"]); !reflect.DeepEqual(got, want) {
 		t.Errorf("params + common keys %v, yaml tags %v", got, want)
 	}
 	if got, want := sortedCopy(fromDists), sortedCopy(params); !reflect.DeepEqual(got, want) {
-		t.Errorf("distKeys cover %v, params are %v", got, want)
+		t.Errorf("latency.Params cover %v, params are %v", got, want)
 	}
 }
 

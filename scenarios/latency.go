@@ -1,41 +1,45 @@
 package scenarios
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/valnet/valnet/internal/phase"
+	"github.com/valnet/valnet/latency"
 )
 
-// dists lists the latency distributions in documentation order.
-var dists = []string{DistFixed, DistUniform, DistNormal, DistLognormal}
-
-// distKeys are the parameters each distribution takes, all required. Besides
-// these, every mapping-form latency has dist and may have phases; any other
-// latency key is an error, so a typo cannot silently select a default.
-var distKeys = map[string][]string{
-	DistFixed:     {"value"},
-	DistUniform:   {"min", "max"},
-	DistNormal:    {"mean", "stddev"},
-	DistLognormal: {"p50", "p99"},
-}
-
-// latencyCommonKeys are accepted whatever the dist.
+// latencyCommonKeys are accepted whatever the dist. Besides them a
+// mapping-form latency takes exactly the parameters of its dist
+// (latency.Params), all required; any other key is an error, so a typo
+// cannot silently select a default.
 var latencyCommonKeys = []string{"dist", "phases"}
 
-// decodeScalar reads the shorthand "latency: 200ms", a fixed delay.
+// decodeScalar reads the shorthand "latency: 200ms", a fixed delay, and
+// where the decoder allows it latency.Parse's text ("lognormal:200ms:800ms").
 func (l *rawLatency) decodeScalar(d *decoder, n *yaml.Node, key string) {
+	if d.latencyText && n.ShortTag() == "!!str" && strings.Contains(n.Value, ":") {
+		spec, err := latency.Parse(n.Value)
+		if err != nil {
+			d.fail(d.at(n), key, err.Error())
+			return
+		}
+		l.text = &spec
+		return
+	}
 	l.shorthand = true
-	l.Dist = DistFixed
+	l.Dist = latency.Fixed
 	if v, ok := d.duration(n, key); ok {
 		l.Value = &v
 	}
 }
 
 // params maps each distribution parameter key to its value (nil: absent).
-// TestDistKeysMatchSchema keeps it in step with the yaml tags.
+// TestDistKeysMatchLatencyKeys keeps it in step with the yaml tags.
 func (l *rawLatency) params() map[string]*time.Duration {
 	return map[string]*time.Duration{
 		"value": l.Value, "min": l.Min, "max": l.Max,
@@ -45,23 +49,41 @@ func (l *rawLatency) params() map[string]*time.Duration {
 }
 
 func (d *decoder) resolveLatency(key string, rl *rawLatency) *LatencyPlan {
+	lp := d.resolveLatencySpec(key, rl)
+	// A device profile describes a device, not a run: only latencies that
+	// act in this run are held against its length.
+	if lp != nil && d.maxDuration > 0 && !strings.HasPrefix(key, "profiles.") {
+		if m := lp.Median(); m > d.maxDuration {
+			d.fail(d.valuePos(key), key, fmt.Sprintf("a typical delay of %v is longer than the whole run (run.max_duration %v): most of it would never be waited for; "+
+				"a signer that does not answer is signer-outage, a cut link partition or isolate; or raise run.max_duration", m, d.maxDuration))
+		}
+	}
+	return lp
+}
+
+func (d *decoder) resolveLatencySpec(key string, rl *rawLatency) *LatencyPlan {
 	if rl == nil {
 		return nil
 	}
-	lp := &LatencyPlan{Dist: rl.Dist, Phases: d.resolvePhases(key+".phases", rl.Phases, "delay")}
+	lp := &LatencyPlan{Phases: d.resolvePhases(key+".phases", rl.Phases, "delay")}
+	if rl.text != nil {
+		lp.Spec = *rl.text // parsed and validated
+		return lp
+	}
 	if rl.shorthand {
-		lp.Value = *rl.Value // decode dropped the latency if the duration was bad
+		// decode dropped the latency if the duration was bad
+		lp.Spec = latency.Spec{Dist: latency.Fixed, Value: *rl.Value}
 		return lp
 	}
 	distKey := key + ".dist"
 	if !d.written(distKey) {
-		d.fail(d.valuePos(key), distKey, "required: say which distribution the delay follows, e.g. {dist: fixed, value: 200ms}", dists...)
+		d.fail(d.valuePos(key), distKey, "required: say which distribution the delay follows, e.g. {dist: fixed, value: 200ms}", latency.Dists()...)
 		return nil
 	}
-	own, ok := distKeys[rl.Dist]
-	if !ok {
+	own := latency.Params(rl.Dist)
+	if own == nil {
 		if !d.failed(distKey) {
-			d.fail(d.valuePos(distKey), distKey, fmt.Sprintf("unknown distribution %q", rl.Dist), dists...)
+			d.fail(d.valuePos(distKey), distKey, fmt.Sprintf("unknown distribution %q", rl.Dist), latency.Dists()...)
 		}
 		return nil
 	}
@@ -85,24 +107,15 @@ func (d *decoder) resolveLatency(key string, rl *rawLatency) *LatencyPlan {
 	if len(missing) > 0 || d.anyFailed(key, own) {
 		return nil
 	}
-	switch rl.Dist {
-	case DistFixed:
-		lp.Value = *rl.Value
-	case DistUniform:
-		lp.Min, lp.Max = *rl.Min, *rl.Max
-		if lp.Min > lp.Max {
-			d.fail(d.valuePos(key+".min"), key+".min", fmt.Sprintf("min %s is greater than max %s", lp.Min, lp.Max))
-		}
-	case DistNormal:
-		lp.Mean, lp.Stddev = *rl.Mean, *rl.Stddev
-	case DistLognormal:
-		lp.P50, lp.P99 = *rl.P50, *rl.P99
-		switch {
-		case lp.P50 == 0:
-			d.fail(d.valuePos(key+".p50"), key+".p50", "must be greater than 0: a lognormal delay has a positive median")
-		case lp.P99 < lp.P50:
-			d.fail(d.valuePos(key+".p99"), key+".p99", fmt.Sprintf("p99 %s is less than p50 %s", lp.P99, lp.P50))
-		}
+	values := make([]time.Duration, len(own))
+	for i, k := range own {
+		values[i] = *params[k]
+	}
+	lp.Spec, _ = latency.Make(rl.Dist, values...) // own is rl.Dist's parameters
+	var bad *latency.Error
+	if err := lp.Validate(); errors.As(err, &bad) {
+		k := key + "." + bad.Param
+		d.fail(d.valuePos(k), k, bad.Msg)
 	}
 	return lp
 }
@@ -121,10 +134,10 @@ func (d *decoder) anyFailed(parent string, keys []string) bool {
 // verb says what the phases are for, in messages ("delay").
 func (d *decoder) resolvePhases(key string, phases []string, verb string) []string {
 	if !d.written(key) || d.failed(key) {
-		return append([]string(nil), AllPhases...)
+		return phase.All()
 	}
 	if len(phases) == 0 {
-		d.fail(d.valuePos(key), key, "must list at least one phase; remove the key to "+verb+" every phase", AllPhases...)
+		d.fail(d.valuePos(key), key, "must list at least one phase; remove the key to "+verb+" every phase", phase.All()...)
 		return nil
 	}
 	seen := make(map[string]bool)
@@ -132,15 +145,15 @@ func (d *decoder) resolvePhases(key string, phases []string, verb string) []stri
 		k := fmt.Sprintf("%s[%d]", key, i)
 		switch {
 		case d.failed(k):
-		case !contains(AllPhases, ph):
-			d.fail(d.valuePos(k), k, fmt.Sprintf("unknown phase %q", ph), AllPhases...)
+		case !phase.Valid(ph):
+			d.fail(d.valuePos(k), k, fmt.Sprintf("unknown phase %q", ph), phase.All()...)
 		case seen[ph]:
 			d.fail(d.valuePos(k), k, fmt.Sprintf("phase %q is listed twice", ph))
 		}
 		seen[ph] = true
 	}
 	var out []string
-	for _, ph := range AllPhases {
+	for _, ph := range phase.All() {
 		if seen[ph] {
 			out = append(out, ph)
 		}

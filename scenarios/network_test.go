@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/valnet/valnet/internal/phase"
+	"github.com/valnet/valnet/latency"
 	"github.com/valnet/valnet/network"
 	"github.com/valnet/valnet/signers/ledger"
 )
@@ -24,14 +26,14 @@ func init() {
 }
 
 func fixed(d time.Duration) *LatencyPlan {
-	return &LatencyPlan{Dist: DistFixed, Value: d, Phases: AllPhases}
+	return &LatencyPlan{Spec: latency.Spec{Dist: latency.Fixed, Value: d}, Phases: phase.All()}
 }
 
 func checkNetworkPlan(t *testing.T, p *Plan) {
 	def := LinkPlan{Latency: fixed(50 * time.Millisecond), Jitter: 5 * time.Millisecond, Bandwidth: 1_250_000}
 	short := LinkPlan{Latency: fixed(80 * time.Millisecond), Bandwidth: 125_000}
 	oneWay := LinkPlan{Latency: fixed(50 * time.Millisecond), Jitter: 5 * time.Millisecond, Bandwidth: 1_500_000}
-	uniform := LinkPlan{Latency: &LatencyPlan{Dist: DistUniform, Min: 10 * time.Millisecond, Max: 30 * time.Millisecond, Phases: AllPhases},
+	uniform := LinkPlan{Latency: &LatencyPlan{Spec: latency.Spec{Dist: latency.Uniform, Min: 10 * time.Millisecond, Max: 30 * time.Millisecond}, Phases: phase.All()},
 		Jitter: 5 * time.Millisecond, Bandwidth: 2048}
 	want := NetworkPlan{
 		Default: def,
@@ -87,7 +89,7 @@ func checkNetworkFaults(t *testing.T, p *Plan) {
 	file := "testdata/network-faults.good.yaml"
 	at := func(h int64) FaultAt { return FaultAt{Height: h} }
 	pos := func(line int) Pos { return Pos{file, line, 5} }
-	normal := &LatencyPlan{Dist: DistNormal, Mean: 100 * time.Millisecond, Stddev: 10 * time.Millisecond, Phases: AllPhases}
+	normal := &LatencyPlan{Spec: latency.Spec{Dist: latency.Normal, Mean: 100 * time.Millisecond, Stddev: 10 * time.Millisecond}, Phases: phase.All()}
 	want := []FaultPlan{
 		{Action: FaultPartition, At: at(5), Duration: 15 * time.Second, Groups: [][]string{{"v-1", "v-2"}, {"v-3", "v-4"}}, Pos: pos(13)},
 		{Action: FaultPartition, At: FaultAt{Time: time.Minute}, Groups: [][]string{{"v-1"}, {"v-2"}, {"v-3", "remote"}}, Pos: pos(14)},
@@ -107,9 +109,9 @@ func checkNetworkFaults(t *testing.T, p *Plan) {
 		{Action: FaultNodeResume, Target: "v-3", At: at(12), Pos: pos(25)},
 		{Action: FaultNodeRestart, Target: "v-4", At: at(7), Pos: pos(26)},
 		{Action: FaultNodeRestart, Target: "v-4", At: FaultAt{Time: 2 * time.Minute}, Pos: pos(27)},
-		{Action: FaultSignerDelay, Target: "remote", At: at(3), Latency: fixed(time.Second), Phases: AllPhases, Pos: pos(28)},
-		{Action: FaultSignerDrop, Target: "remote", At: at(4), Phases: AllPhases, Pos: pos(29)},
-		{Action: FaultSignerError, Target: "remote", At: at(6), Phases: AllPhases, Pos: pos(30)},
+		{Action: FaultSignerDelay, Target: "remote", At: at(3), Latency: fixed(time.Second), Phases: phase.All(), Pos: pos(28)},
+		{Action: FaultSignerDrop, Target: "remote", At: at(4), Phases: phase.All(), Pos: pos(29)},
+		{Action: FaultSignerError, Target: "remote", At: at(6), Phases: phase.All(), Pos: pos(30)},
 		{Action: FaultSignerOutage, Target: "remote", At: at(14), Duration: 5 * time.Second, Pos: pos(31)},
 		{Action: FaultSignerRestart, Target: "remote", At: at(16), Pos: pos(32)},
 	}

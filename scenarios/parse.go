@@ -121,11 +121,30 @@ func (o Overrides) apply(raw *rawScenario) {
 // document returns the single YAML document's top-level mapping.
 func document(file string, data []byte) (*yaml.Node, error) {
 	start := Pos{File: file, Line: 1, Col: 1}
+	root, err := yamlRoot(file, "scenario file", data)
+	switch {
+	case err != nil:
+		return nil, err
+	case root == nil:
+		return nil, Errors{{Pos: start, Msg: "the file is empty; a scenario needs at least name and validators (valnet init writes a starter)"}}
+	case isNull(root):
+		return nil, Errors{{Pos: start, Msg: "the document is empty; a scenario needs at least name and validators (valnet init writes a starter)"}}
+	case root.Kind != yaml.MappingNode:
+		return nil, Errors{{Pos: Pos{File: file, Line: root.Line, Col: root.Column},
+			Msg: "a scenario is a mapping of keys (name:, validators:, ...), got " + describe(root)}}
+	}
+	return root, nil
+}
+
+// yamlRoot returns the root node of data's single YAML document: nil for
+// a file with no document, a null node for an empty one. Syntax errors
+// and a second document are Errors; what names the file in them.
+func yamlRoot(file, what string, data []byte) (*yaml.Node, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, Errors{{Pos: start, Msg: "the file is empty; a scenario needs at least name and validators (valnet init writes a starter)"}}
+			return nil, nil
 		}
 		return nil, Errors{syntaxError(file, data, err)}
 	}
@@ -142,18 +161,11 @@ func document(file string, data []byte) (*yaml.Node, error) {
 			continue // a stray trailing "---" holds nothing to lose
 		}
 		return nil, Errors{{Pos: Pos{File: file, Line: extra.Line, Col: extra.Column},
-			Msg: "a scenario file holds one YAML document; remove the '---' and what follows, or split it into two files"}}
+			Msg: "a " + what + " holds one YAML document; remove the '---' and what follows, or split it into two files"}}
 	}
 	root := &doc
 	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
 		root = root.Content[0]
-	}
-	switch {
-	case isNull(root):
-		return nil, Errors{{Pos: start, Msg: "the document is empty; a scenario needs at least name and validators (valnet init writes a starter)"}}
-	case root.Kind != yaml.MappingNode:
-		return nil, Errors{{Pos: Pos{File: file, Line: root.Line, Col: root.Column},
-			Msg: "a scenario is a mapping of keys (name:, validators:, ...), got " + describe(root)}}
 	}
 	return root, nil
 }

@@ -12,9 +12,31 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/valnet/valnet/internal/phase"
+	"github.com/valnet/valnet/latency"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files (testdata/*.bad.want, the metrics table in docs/scenario.md)")
+
+// checkGolden compares the errors got with the golden file, or rewrites it
+// with -update.
+func checkGolden(t *testing.T, wantFile, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(wantFile, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(wantFile)
+	if err != nil {
+		t.Fatalf("%v (run go test ./scenarios -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("errors differ from %s\n--- got:\n%s--- want:\n%s", wantFile, got, want)
+	}
+}
 
 // TestBadScenarios checks the exact messages for each testdata/*.bad.yaml
 // against its .bad.want file. Run `go test ./scenarios -update` to rewrite
@@ -45,20 +67,7 @@ func TestBadScenarios(t *testing.T) {
 					t.Errorf("errors not sorted: %v before %v", es[i-1], es[i])
 				}
 			}
-			got := err.Error() + "\n"
-			if *update {
-				if err := os.WriteFile(wantFile, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(wantFile)
-			if err != nil {
-				t.Fatalf("%v (run go test ./scenarios -update to create it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("errors differ from %s\n--- got:\n%s--- want:\n%s", wantFile, got, want)
-			}
+			checkGolden(t, wantFile, err.Error()+"\n")
 		})
 	}
 	// A .want without its .yaml would be a test that silently stopped running.
@@ -115,13 +124,13 @@ var goodChecks = map[string]func(t *testing.T, p *Plan){
 	"latency": func(t *testing.T, p *Plan) {
 		all := []string{"proposal", "prevote", "precommit"}
 		want := map[string]*LatencyPlan{
-			"short":     {Dist: DistFixed, Value: 200 * time.Millisecond, Phases: all},
-			"zero":      {Dist: DistFixed, Value: 0, Phases: all},
-			"fixed":     {Dist: DistFixed, Value: 1500 * time.Millisecond, Phases: []string{"precommit"}},
-			"uniform":   {Dist: DistUniform, Min: 100 * time.Millisecond, Max: 300 * time.Millisecond, Phases: all},
-			"equal":     {Dist: DistUniform, Min: time.Second, Max: time.Second, Phases: all},
-			"normal":    {Dist: DistNormal, Mean: 200 * time.Millisecond, Stddev: 30 * time.Millisecond, Phases: []string{"prevote", "precommit"}},
-			"lognormal": {Dist: DistLognormal, P50: 200 * time.Millisecond, P99: 800 * time.Millisecond, Phases: all},
+			"short":     {Spec: latency.Spec{Dist: latency.Fixed, Value: 200 * time.Millisecond}, Phases: all},
+			"zero":      {Spec: latency.Spec{Dist: latency.Fixed, Value: 0}, Phases: all},
+			"fixed":     {Spec: latency.Spec{Dist: latency.Fixed, Value: 1500 * time.Millisecond}, Phases: []string{"precommit"}},
+			"uniform":   {Spec: latency.Spec{Dist: latency.Uniform, Min: 100 * time.Millisecond, Max: 300 * time.Millisecond}, Phases: all},
+			"equal":     {Spec: latency.Spec{Dist: latency.Uniform, Min: time.Second, Max: time.Second}, Phases: all},
+			"normal":    {Spec: latency.Spec{Dist: latency.Normal, Mean: 200 * time.Millisecond, Stddev: 30 * time.Millisecond}, Phases: []string{"prevote", "precommit"}},
+			"lognormal": {Spec: latency.Spec{Dist: latency.Lognormal, P50: 200 * time.Millisecond, P99: 800 * time.Millisecond}, Phases: all},
 			"none":      nil,
 		}
 		for _, v := range p.Validators {
@@ -163,7 +172,7 @@ var goodChecks = map[string]func(t *testing.T, p *Plan){
 			"env": {Type: SignerKeyfile, KeyType: KeyEd25519, Via: ViaDirect, CPUScale: 1,
 				Keyfile: &KeyfilePlan{Decrypt: DecryptEverySign, BcryptCost: 12, PassphraseEnv: "VALNET_PASSPHRASE"}},
 			"file": {Type: SignerKeyfile, KeyType: KeySecp256k1, Via: ViaUnix, CPUScale: 2.5,
-				Latency: &LatencyPlan{Dist: DistFixed, Value: 50 * time.Millisecond, Phases: AllPhases},
+				Latency: &LatencyPlan{Spec: latency.Spec{Dist: latency.Fixed, Value: 50 * time.Millisecond}, Phases: phase.All()},
 				Keyfile: &KeyfilePlan{Path: filepath.Join("testdata", "keys", "file.armor"), Decrypt: DecryptOnce, BcryptCost: 10,
 					PassphraseFile: filepath.Join("testdata", "secrets", "pass.txt")}},
 			"abs-1": {Type: SignerKeyfile, KeyType: KeyEd25519, Via: ViaTCP, CPUScale: 1,
@@ -189,13 +198,13 @@ var goodChecks = map[string]func(t *testing.T, p *Plan){
 			"custom-1": {Type: SignerSimulated, KeyType: KeySecp256k1, Via: ViaTCP, CPUScale: 1, Profile: "my-hsm"},
 			"custom-2": {Type: SignerSimulated, KeyType: KeySecp256k1, Via: ViaTCP, CPUScale: 1, Profile: "my-hsm"},
 			"table": {Type: SignerSimulated, KeyType: KeyEd25519, Via: ViaDirect, CPUScale: 10, Profile: "my-table",
-				Latency: &LatencyPlan{Dist: DistFixed, Value: 10 * time.Millisecond, Phases: AllPhases}},
+				Latency: &LatencyPlan{Spec: latency.Spec{Dist: latency.Fixed, Value: 10 * time.Millisecond}, Phases: phase.All()}},
 		})
 		want := map[string]ProfilePlan{
 			"my-table": {Name: "my-table", Description: "a table by payload size", Source: "lab measurement 2026-10",
 				ByPayload: []PayloadPoint{{32, 105 * time.Millisecond}, {1024, 353 * time.Millisecond}, {4096, time.Second}}},
-			"my-hsm": {Name: "my-hsm", Latency: &LatencyPlan{Dist: DistLognormal, P50: 120 * time.Millisecond, P99: 300 * time.Millisecond, Phases: AllPhases}},
-			"unused": {Name: "unused", Latency: &LatencyPlan{Dist: DistFixed, Value: 20 * time.Millisecond, Phases: AllPhases}},
+			"my-hsm": {Name: "my-hsm", Latency: &LatencyPlan{Spec: latency.Spec{Dist: latency.Lognormal, P50: 120 * time.Millisecond, P99: 300 * time.Millisecond}, Phases: phase.All()}},
+			"unused": {Name: "unused", Latency: &LatencyPlan{Spec: latency.Spec{Dist: latency.Fixed, Value: 20 * time.Millisecond}, Phases: phase.All()}},
 		}
 		if !reflect.DeepEqual(p.Profiles, want) {
 			t.Errorf("profiles:\n got %+v\nwant %+v", p.Profiles, want)
@@ -206,14 +215,14 @@ var goodChecks = map[string]func(t *testing.T, p *Plan){
 		}
 	},
 	"faults": func(t *testing.T, p *Plan) {
-		all := AllPhases
+		all := phase.All()
 		file := "testdata/faults.good.yaml"
 		want := []FaultPlan{
 			{Action: FaultSignerDelay, Target: "v-1", At: FaultAt{Height: 10}, Duration: 20 * time.Second,
-				Latency: &LatencyPlan{Dist: DistFixed, Value: 2 * time.Second, Phases: []string{"precommit"}},
+				Latency: &LatencyPlan{Spec: latency.Spec{Dist: latency.Fixed, Value: 2 * time.Second}, Phases: []string{"precommit"}},
 				Phases:  []string{"precommit"}, Pos: Pos{file, 14, 5}},
 			{Action: FaultSignerDelay, Target: "v-2", At: FaultAt{Time: 30 * time.Second},
-				Latency: &LatencyPlan{Dist: DistUniform, Min: time.Second, Max: 3 * time.Second, Phases: all},
+				Latency: &LatencyPlan{Spec: latency.Spec{Dist: latency.Uniform, Min: time.Second, Max: 3 * time.Second}, Phases: all},
 				Phases:  all, Pos: Pos{file, 15, 5}},
 			{Action: FaultSignerDrop, Target: "v-2", At: FaultAt{Height: 5, Round: 0, HasRound: true}, Phases: []string{"prevote", "precommit"}, Pos: Pos{file, 19, 5}},
 			{Action: FaultSignerDrop, Target: "v-1", At: FaultAt{Time: time.Minute}, Duration: 10 * time.Second, Phases: all, Pos: Pos{file, 20, 5}},

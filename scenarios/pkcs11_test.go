@@ -5,6 +5,9 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/valnet/valnet/internal/phase"
+	"github.com/valnet/valnet/latency"
 )
 
 // TestPKCS11Plans checks what testdata/pkcs11.good.yaml resolves to:
@@ -34,7 +37,7 @@ func TestPKCS11Plans(t *testing.T) {
 			s.PKCS11 = &PKCS11Plan{Provision: ProvisionSoftHSM, Token: "my.token_1", Key: "consensus"}
 		}),
 		"yubi": with(func(s *SignerPlan) {
-			s.Latency = &LatencyPlan{Dist: DistFixed, Value: 10 * time.Millisecond, Phases: AllPhases}
+			s.Latency = &LatencyPlan{Spec: latency.Spec{Dist: latency.Fixed, Value: 10 * time.Millisecond}, Phases: phase.All()}
 			s.PKCS11 = &PKCS11Plan{Module: "/usr/lib/x86_64-linux-gnu/pkcs11/yubihsm_pkcs11.so", Token: "YubiHSM", Key: "consensus", PinEnv: "VALNET_HSM_PIN"}
 		}),
 		"by-slot": with(func(s *SignerPlan) {

@@ -1,6 +1,11 @@
 package scenarios
 
-import "time"
+import (
+	"time"
+
+	"github.com/valnet/valnet/internal/phase"
+	"github.com/valnet/valnet/latency"
+)
 
 // Plan is a scenario after parsing, defaulting, expansion and validation.
 // Everything downstream (runner, reports) works from a Plan, never from the
@@ -280,35 +285,19 @@ type FaultAt struct {
 	Time     time.Duration
 }
 
-// Latency distributions.
+// Signing phases: internal/phase declares them (phase.All in consensus
+// order); these names stay for packages that name a phase through the
+// schema (results' metric tests).
 const (
-	DistFixed     = "fixed"
-	DistUniform   = "uniform"
-	DistNormal    = "normal"
-	DistLognormal = "lognormal"
+	PhaseProposal  = phase.Proposal
+	PhasePrevote   = phase.Prevote
+	PhasePrecommit = phase.Precommit
 )
 
-// Signing phases (message types a validator signs).
-const (
-	PhaseProposal  = "proposal"
-	PhasePrevote   = "prevote"
-	PhasePrecommit = "precommit"
-)
-
-// AllPhases in consensus order.
-var AllPhases = []string{PhaseProposal, PhasePrevote, PhasePrecommit}
-
-// LatencyPlan is an injected delay model. Only the fields of Dist are set:
-// fixed: Value; uniform: Min, Max; normal: Mean, Stddev; lognormal: P50, P99.
+// LatencyPlan is a delay model (latency.Spec: only the fields of its Dist
+// are set, and it is valid) and the phases it applies to.
 type LatencyPlan struct {
-	Dist   string
-	Value  time.Duration
-	Min    time.Duration
-	Max    time.Duration
-	Mean   time.Duration
-	Stddev time.Duration
-	P50    time.Duration
-	P99    time.Duration
+	latency.Spec
 	Phases []string // phases the delay applies to; never empty after resolution (default: all)
 }
 

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/valnet/valnet/internal/phase"
 	"github.com/valnet/valnet/signers/profiles"
 )
 
@@ -94,7 +95,7 @@ func (d *decoder) resolveProfile(key, name string, rp rawProfile) ProfilePlan {
 	if rp.Latency != nil {
 		pp.Latency = d.resolveLatencyNoPhases(latKey, rp.Latency, "a profile describes a device, whatever it signs; phases is not allowed here (a fault or a signer's own latency can target phases)")
 		if pp.Latency != nil {
-			pp.Latency.Phases = slices.Clone(AllPhases)
+			pp.Latency.Phases = phase.All()
 		}
 	}
 	if rp.ByPayload != nil {

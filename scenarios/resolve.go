@@ -67,6 +67,7 @@ func (d *decoder) resolve(raw *rawScenario) *Plan {
 	p.ChainID = d.resolveChainID(chain.ChainID, raw.Name)
 	p.Timeouts = d.resolveTimeouts(chain.Timeouts)
 	p.Run = d.resolveRun(raw.Run)
+	d.maxDuration = p.Run.MaxDuration
 	p.Run.Binary = d.resolveNodeBinary("node", raw.Node, p.Run)
 	profiles := d.resolveProfiles(raw.Profiles)
 	p.Profiles = profiles.plans

@@ -1,6 +1,10 @@
 package scenarios
 
-import "time"
+import (
+	"time"
+
+	"github.com/valnet/valnet/latency"
+)
 
 // The raw scenario document, schema v1: what the YAML says, before defaults
 // and checks. Key names are a public contract. The yaml tags are the single
@@ -153,7 +157,8 @@ type rawLatency struct {
 	P99    *time.Duration `yaml:"p99"`    // lognormal: 99th percentile, >= p50
 	Phases []string       `yaml:"phases"` // default all: proposal, prevote, precommit; no duplicates
 
-	shorthand bool // written as a bare duration
+	shorthand bool          // written as a bare duration
+	text      *latency.Spec // written as latency.Parse's text (signer serve config only)
 }
 
 // rawProfile is one entry of the top-level profiles mapping: a device's

@@ -125,30 +125,9 @@ func (d *decoder) resolveKeyfile(key string, rs *rawSigner) *KeyfilePlan {
 			kp.BcryptCost = int(c)
 		}
 	}
-	envKey, fileKey := key+".passphrase_env", key+".passphrase_file"
-	switch hasEnv, hasFile := d.written(envKey), d.written(fileKey); {
-	case hasEnv && hasFile:
-		later := fileKey
-		if before(d.keyPos(fileKey), d.keyPos(envKey)) {
-			later = envKey
-		}
-		d.fail(d.keyPos(later), later, "give only one of passphrase_env and passphrase_file")
-	case !hasEnv && !hasFile:
-		d.fail(d.valuePos(key), key, "type keyfile needs the key file's passphrase: set passphrase_env (the name of an environment variable holding it) or passphrase_file (a file holding it)")
-	}
-	if rs.PassphraseEnv != nil {
-		kp.PassphraseEnv = *rs.PassphraseEnv
-		if !envNamePattern.MatchString(kp.PassphraseEnv) {
-			d.fail(d.valuePos(envKey), envKey, fmt.Sprintf("%q is not an environment variable name: use letters, digits and '_', not starting with a digit (the variable holds the passphrase; the scenario only names it)", kp.PassphraseEnv))
-		}
-	}
-	if rs.PassphraseFile != nil {
-		if *rs.PassphraseFile == "" {
-			d.fail(d.valuePos(fileKey), fileKey, "must not be empty: name the file that holds the passphrase")
-		} else {
-			kp.PassphraseFile = d.filePath(*rs.PassphraseFile)
-		}
-	}
+	kp.PassphraseEnv, kp.PassphraseFile = d.secretKeys(key, "passphrase", "passphrase_env", "passphrase_file",
+		rs.PassphraseEnv, rs.PassphraseFile,
+		"type keyfile needs the key file's passphrase: set passphrase_env (the name of an environment variable holding it) or passphrase_file (a file holding it)")
 	return kp
 }
 
@@ -230,38 +209,16 @@ func (d *decoder) resolvePKCS11(key string, rs *rawSigner, keyType string) *PKCS
 		d.fail(d.valuePos(key), keyKey, "required for type pkcs11: the label (CKA_LABEL) of the Ed25519 signing key on the token")
 	}
 
-	envKey, fileKey := key+".pin_env", key+".pin_file"
-	hasEnv, hasFile := d.written(envKey), d.written(fileKey)
-	switch {
-	case provision:
-		for _, k := range []string{envKey, fileKey} {
+	if provision {
+		for _, k := range []string{key + ".pin_env", key + ".pin_file"} {
 			if d.written(k) {
 				d.fail(d.keyPos(k), k, provisionNote+": the run gives its throwaway token a random PIN (kept in the run directory)")
 			}
 		}
 		return pp
-	case hasEnv && hasFile:
-		later := fileKey
-		if before(d.keyPos(fileKey), d.keyPos(envKey)) {
-			later = envKey
-		}
-		d.fail(d.keyPos(later), later, "give only one of pin_env and pin_file")
-	case !hasEnv && !hasFile:
-		d.fail(d.valuePos(key), key, "type pkcs11 needs the token's PIN: set pin_env (the name of an environment variable holding it) or pin_file (a file holding it); PINs never go in a scenario")
 	}
-	if rs.PinEnv != nil {
-		pp.PinEnv = *rs.PinEnv
-		if !envNamePattern.MatchString(pp.PinEnv) {
-			d.fail(d.valuePos(envKey), envKey, fmt.Sprintf("%q is not an environment variable name: use letters, digits and '_', not starting with a digit (the variable holds the PIN; the scenario only names it)", pp.PinEnv))
-		}
-	}
-	if rs.PinFile != nil {
-		if *rs.PinFile == "" {
-			d.fail(d.valuePos(fileKey), fileKey, "must not be empty: name the file that holds the PIN")
-		} else {
-			pp.PinFile = d.filePath(*rs.PinFile)
-		}
-	}
+	pp.PinEnv, pp.PinFile = d.secretKeys(key, "PIN", "pin_env", "pin_file", rs.PinEnv, rs.PinFile,
+		"type pkcs11 needs the token's PIN: set pin_env (the name of an environment variable holding it) or pin_file (a file holding it); PINs never go in a scenario")
 	return pp
 }
 
@@ -326,4 +283,36 @@ func (l *LatencyPlan) clone() *LatencyPlan {
 // before reports whether a comes before b in the file.
 func before(a, b Pos) bool {
 	return a.Line < b.Line || a.Line == b.Line && a.Col < b.Col
+}
+
+// secretKeys checks where a signer's secret comes from: exactly one of
+// the two keys (envName, fileName under key), a real variable name, a
+// file that is named. needs is the message when neither is written. The
+// secret itself is read only at run time (internal/secret).
+func (d *decoder) secretKeys(key, what, envName, fileName string, env, file *string, needs string) (envVar, path string) {
+	envKey, fileKey := key+"."+envName, key+"."+fileName
+	switch hasEnv, hasFile := d.written(envKey), d.written(fileKey); {
+	case hasEnv && hasFile:
+		later := fileKey
+		if before(d.keyPos(fileKey), d.keyPos(envKey)) {
+			later = envKey
+		}
+		d.fail(d.keyPos(later), later, fmt.Sprintf("give only one of %s and %s", envName, fileName))
+	case !hasEnv && !hasFile:
+		d.fail(d.valuePos(key), key, needs)
+	}
+	if env != nil {
+		envVar = *env
+		if !envNamePattern.MatchString(envVar) {
+			d.fail(d.valuePos(envKey), envKey, fmt.Sprintf("%q is not an environment variable name: use letters, digits and '_', not starting with a digit (the variable holds the %s; the scenario only names it)", envVar, what))
+		}
+	}
+	if file != nil {
+		if *file == "" {
+			d.fail(d.valuePos(fileKey), fileKey, "must not be empty: name the file that holds the "+what)
+		} else {
+			path = d.filePath(*file)
+		}
+	}
+	return envVar, path
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/cometbft/cometbft/crypto"
 	"github.com/cometbft/cometbft/crypto/ed25519"
 
+	"github.com/valnet/valnet/latency"
 	"github.com/valnet/valnet/signers/ledger"
 	"github.com/valnet/valnet/signers/pkcs11"
 	"github.com/valnet/valnet/signers/profiles"
@@ -47,7 +48,7 @@ type Spec struct {
 	PKCS11    *pkcs11.Config    // pkcs11: the token and key; Key is not used
 	Ledger    *LedgerSpec       // ledger; the emulator holds Key (ed25519 only)
 	CPUScale  float64           // 0 or 1: no scaling
-	Latency   *ModelSpec        // nil: no injected delay
+	Latency   *latency.Spec     // nil: no injected delay
 	Phases    []string          // phases the delay applies to; empty: all
 	Seed      int64             // run seed, for latency and device draws
 	Stream    string            // usually the validator name, to separate draws
@@ -95,7 +96,7 @@ func Build(spec Spec) (*Built, error) {
 	b.Faults = WithFaults(b.slot)
 	var s Signer = b.Faults
 	if spec.Latency != nil {
-		model, err := NewModel(*spec.Latency, spec.Seed, spec.Stream)
+		model, err := latency.New(*spec.Latency, spec.Seed, spec.Stream)
 		if err != nil {
 			guard.Close()
 			return nil, err

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/cometbft/cometbft/crypto"
+
+	"github.com/valnet/valnet/internal/phase"
 )
 
 // slowKey stands for software signing that costs cost of real host time.
@@ -113,7 +115,7 @@ func TestCPUScaledCloseReleasesTheWait(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := s.Sign(PhasePrevote, []byte("vote"))
+		_, err := s.Sign(phase.Prevote, []byte("vote"))
 		done <- err
 	}()
 	time.Sleep(100 * time.Millisecond)

@@ -7,6 +7,9 @@ import (
 
 	cmtproto "github.com/cometbft/cometbft/api/cometbft/types/v1"
 	"github.com/cometbft/cometbft/crypto"
+
+	"github.com/valnet/valnet/internal/phase"
+	"github.com/valnet/valnet/latency"
 )
 
 // Faults injects signer faults that a scenario timeline switches on and
@@ -31,7 +34,7 @@ var (
 )
 
 type delayRule struct {
-	model  Model
+	model  latency.Model
 	phases map[string]bool // nil: all
 }
 
@@ -79,7 +82,7 @@ func WithFaults(inner Signer) *Faults {
 
 // SetDelay adds a delay drawn from model to signatures of phases (empty:
 // all) until ClearDelay(id).
-func (f *Faults) SetDelay(id string, model Model, phases []string) {
+func (f *Faults) SetDelay(id string, model latency.Model, phases []string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.delays[id] = delayRule{model: model, phases: phaseSet(phases)}
@@ -179,7 +182,7 @@ func (f *Faults) SignVote(chainID string, vote *cmtproto.Vote, ext bool) error {
 }
 
 func (f *Faults) SignProposal(chainID string, p *cmtproto.Proposal) error {
-	if err := f.before(PhaseProposal, p.Height, p.Round); err != nil {
+	if err := f.before(phase.Proposal, p.Height, p.Round); err != nil {
 		return err
 	}
 	return f.inner.SignProposal(chainID, p)

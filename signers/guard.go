@@ -13,6 +13,8 @@ import (
 	"github.com/cometbft/cometbft/crypto"
 	cmtjson "github.com/cometbft/cometbft/libs/json"
 	"github.com/cometbft/cometbft/privval"
+
+	"github.com/valnet/valnet/internal/phase"
 )
 
 // Guarded is the double-sign guard every signer path goes through. It turns
@@ -90,7 +92,7 @@ func (g *Guarded) SignVote(chainID string, vote *cmtproto.Vote, signExtension bo
 }
 
 func (g *Guarded) SignProposal(chainID string, proposal *cmtproto.Proposal) error {
-	return g.sign(PhaseProposal, func() error { return g.pv.SignProposal(chainID, proposal) })
+	return g.sign(phase.Proposal, func() error { return g.pv.SignProposal(chainID, proposal) })
 }
 
 // sign runs one FilePV signature. FilePV updates its in-memory state before

@@ -5,6 +5,8 @@ import (
 
 	cmtproto "github.com/cometbft/cometbft/api/cometbft/types/v1"
 	"github.com/cometbft/cometbft/crypto"
+
+	"github.com/valnet/valnet/internal/phase"
 )
 
 // SignRecord is one finished signature as seen from outside the signer
@@ -62,7 +64,7 @@ func (s *Instrumented) SignVote(chainID string, vote *cmtproto.Vote, signExtensi
 func (s *Instrumented) SignProposal(chainID string, proposal *cmtproto.Proposal) error {
 	start := s.now()
 	err := s.inner.SignProposal(chainID, proposal)
-	s.report(PhaseProposal, proposal.Height, proposal.Round, blockIDHex(proposal.BlockID), start, err)
+	s.report(phase.Proposal, proposal.Height, proposal.Round, blockIDHex(proposal.BlockID), start, err)
 	return err
 }
 

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/valnet/valnet/internal/secret"
 	"io"
 	"io/fs"
 	"os"
@@ -238,41 +239,12 @@ func (k *KeyfileSigner) Close() error {
 	return nil
 }
 
+// passphrase is where a key file's passphrase comes from.
+var passphrase = secret.Source{What: "passphrase", EnvKey: "passphrase_env", FileKey: "passphrase_file"}
+
 // ReadPassphrase reads a key file passphrase from the environment variable
-// env or from file (one of them, the other empty). A trailing newline in
-// the file is not part of the passphrase; a file others can read is
-// refused, as ssh refuses a readable private key.
-func ReadPassphrase(env, file string) ([]byte, error) {
-	switch {
-	case env != "" && file != "":
-		return nil, errors.New("passphrase: give passphrase_env or passphrase_file, not both")
-	case env != "":
-		v := os.Getenv(env)
-		if v == "" {
-			return nil, fmt.Errorf("passphrase_env %s is not set", env)
-		}
-		return []byte(v), nil
-	case file != "":
-		st, err := os.Stat(file)
-		if err != nil {
-			return nil, fmt.Errorf("passphrase file: %w", err)
-		}
-		if st.Mode().Perm()&0o077 != 0 {
-			return nil, fmt.Errorf("passphrase file %s is readable by others (chmod 600)", file)
-		}
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return nil, fmt.Errorf("passphrase file: %w", err)
-		}
-		b = bytes.TrimRight(b, "\r\n")
-		if len(b) == 0 {
-			return nil, fmt.Errorf("passphrase file %s is empty", file)
-		}
-		return b, nil
-	default:
-		return nil, errors.New("passphrase: give passphrase_env or passphrase_file")
-	}
-}
+// env or from file (one of them, the other empty); see secret.Source.Read.
+func ReadPassphrase(env, file string) ([]byte, error) { return passphrase.Read(env, file) }
 
 // keyFile is a parsed key file: its headers and the sealed key.
 type keyFile struct {

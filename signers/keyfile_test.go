@@ -13,6 +13,8 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 	"golang.org/x/crypto/openpgp/armor" //nolint:staticcheck // the key file format
+
+	"github.com/valnet/valnet/internal/phase"
 )
 
 // testCost keeps tests fast; bcrypt's minimum.
@@ -65,7 +67,7 @@ func TestKeyFileRoundTrip(t *testing.T) {
 					t.Errorf("mode %q pub %X", k.Mode(), k.PubKey().Bytes())
 				}
 				for range 2 {
-					sig, err := k.Sign(PhasePrevote, signBytes)
+					sig, err := k.Sign(phase.Prevote, signBytes)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -76,7 +78,7 @@ func TestKeyFileRoundTrip(t *testing.T) {
 				if err := k.Close(); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := k.Sign(PhasePrevote, signBytes); err == nil {
+				if _, err := k.Sign(phase.Prevote, signBytes); err == nil {
 					t.Error("signed after Close")
 				}
 			})
@@ -115,7 +117,7 @@ func TestKeyFileEverySignRederives(t *testing.T) {
 			return bcryptKDF(p, s, c)
 		}
 		for range 3 {
-			if _, err := k.Sign(PhasePrecommit, signBytes); err != nil {
+			if _, err := k.Sign(phase.Precommit, signBytes); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -415,7 +417,7 @@ func BenchmarkKeyfileSign(b *testing.B) {
 			}
 			defer k.Close()
 			for b.Loop() {
-				if _, err := k.Sign(PhasePrevote, signBytes); err != nil {
+				if _, err := k.Sign(phase.Prevote, signBytes); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -7,6 +7,9 @@ import (
 
 	cmtproto "github.com/cometbft/cometbft/api/cometbft/types/v1"
 	"github.com/cometbft/cometbft/crypto"
+
+	"github.com/valnet/valnet/internal/phase"
+	"github.com/valnet/valnet/latency"
 )
 
 // Delayed injects a modelled delay before each signature of the selected
@@ -17,7 +20,7 @@ import (
 // would.
 type Delayed struct {
 	inner  Signer
-	model  Model
+	model  latency.Model
 	phases map[string]bool
 
 	injected atomic.Int64 // ns injected since the last TakeInjected
@@ -39,7 +42,7 @@ type InjectedReporter interface {
 }
 
 // WithLatency wraps inner; phases empty means every phase.
-func WithLatency(inner Signer, model Model, phases []string) *Delayed {
+func WithLatency(inner Signer, model latency.Model, phases []string) *Delayed {
 	d := &Delayed{inner: inner, model: model, stop: make(chan struct{})}
 	if len(phases) > 0 {
 		d.phases = make(map[string]bool, len(phases))
@@ -50,34 +53,48 @@ func WithLatency(inner Signer, model Model, phases []string) *Delayed {
 	return d
 }
 
-func (d *Delayed) wait(phase string) {
+// wait spends the modelled delay; an error when Close released it (or came
+// first): a released signature is refused, not signed, so nothing is
+// signed by a chain that is being closed.
+func (d *Delayed) wait(phase string) error {
+	select {
+	case <-d.stop:
+		return errClosed
+	default:
+	}
 	if d.phases != nil && !d.phases[phase] {
-		return
+		return nil
 	}
 	delay := d.model.Draw()
 	if delay <= 0 {
-		return
+		return nil
 	}
 	t := time.NewTimer(delay)
 	defer t.Stop()
 	start := time.Now()
+	defer func() { d.injected.Add(int64(time.Since(start))) }()
 	select {
 	case <-t.C:
+		return nil
 	case <-d.stop:
+		return errClosed
 	}
-	d.injected.Add(int64(time.Since(start)))
 }
 
 // GetPubKey is not delayed: it is not a signature.
 func (d *Delayed) GetPubKey() (crypto.PubKey, error) { return d.inner.GetPubKey() }
 
 func (d *Delayed) SignVote(chainID string, vote *cmtproto.Vote, signExtension bool) error {
-	d.wait(VotePhase(vote))
+	if err := d.wait(VotePhase(vote)); err != nil {
+		return err
+	}
 	return d.inner.SignVote(chainID, vote, signExtension)
 }
 
 func (d *Delayed) SignProposal(chainID string, proposal *cmtproto.Proposal) error {
-	d.wait(PhaseProposal)
+	if err := d.wait(phase.Proposal); err != nil {
+		return err
+	}
 	return d.inner.SignProposal(chainID, proposal)
 }
 
@@ -95,12 +112,12 @@ func (d *Delayed) TakeInjected() time.Duration {
 	return total
 }
 
-// Close ends any delay in progress at once (signing then proceeds) and
-// closes the inner signer.
+// Close ends any delay in progress at once (that signature is refused)
+// and closes the inner signer.
 func (d *Delayed) Close() error {
 	d.stopOnce.Do(func() { close(d.stop) })
 	return Close(d.inner)
 }
 
 // Model returns the delay model, for labels.
-func (d *Delayed) Model() Model { return d.model }
+func (d *Delayed) Model() latency.Model { return d.model }

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +16,9 @@ import (
 	"github.com/cometbft/cometbft/crypto/ed25519"
 	"github.com/cometbft/cometbft/privval"
 	"github.com/cometbft/cometbft/types"
+
+	"github.com/valnet/valnet/internal/phase"
+	"github.com/valnet/valnet/latency"
 )
 
 // syncBuffer is written by the signer's goroutines and read by the test.
@@ -64,16 +67,31 @@ func serveConfig(t *testing.T, node *RemoteClient) ServeConfig {
 	return ServeConfig{Node: "tcp://" + node.Addr(), ChainID: chainID, KeyFile: writePrivValidatorKey(t, dir)}
 }
 
-func startServe(t *testing.T, cfg ServeConfig) (*Serve, *syncBuffer, *syncBuffer) {
+func startServe(t *testing.T, cfg ServeConfig) (*Serve, *recordingObserver, *syncBuffer) {
 	t.Helper()
-	out, log := &syncBuffer{}, &syncBuffer{}
-	cfg.Log = log
-	s, err := StartServe(cfg, out)
+	obs, log := &recordingObserver{}, &syncBuffer{}
+	cfg.Obs, cfg.Log = obs, log
+	s, err := StartServe(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Stop() })
-	return s, out, log
+	return s, obs, log
+}
+
+// records lists what obs got, as "phase h=H ok|ERROR".
+func (o *recordingObserver) lines() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []string
+	for _, r := range o.recs {
+		l := fmt.Sprintf("%s h=%d r=%d ok", r.Phase, r.Height, r.Round)
+		if r.Err != nil {
+			l = fmt.Sprintf("%s h=%d r=%d ERROR %v", r.Phase, r.Height, r.Round, r.Err)
+		}
+		out = append(out, l)
+	}
+	return out
 }
 
 func waitSigner(t *testing.T, node *RemoteClient, log *syncBuffer) {
@@ -93,14 +111,14 @@ func signVote(t *testing.T, node *RemoteClient, typ cmtproto.SignedMsgType, h in
 	return nil
 }
 
-func TestServeSignsPrintsAndSummarizes(t *testing.T) {
+func TestServeSignsAndReports(t *testing.T) {
 	node := fakeNode(t, "127.0.0.1:0")
 	cfg := serveConfig(t, node)
 	ctx, cancel := context.WithCancel(context.Background())
-	out, log := &syncBuffer{}, &syncBuffer{}
-	cfg.Log = log
+	obs, log := &recordingObserver{}, &syncBuffer{}
+	cfg.Obs, cfg.Log = obs, log
 	done := make(chan error, 1)
-	go func() { done <- RunServe(ctx, cfg, out) }()
+	go func() { done <- RunServe(ctx, cfg) }()
 	waitSigner(t, node, log)
 
 	pub, err := node.GetPubKey()
@@ -116,7 +134,7 @@ func TestServeSignsPrintsAndSummarizes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The guard refuses a conflicting vote: an ERROR line.
+	// The guard refuses a conflicting vote: a record with its error.
 	if err := node.SignVote(chainID, vote(types.PrecommitType, 1, 0, 0xBB), false); err == nil {
 		t.Fatal("conflicting precommit signed")
 	}
@@ -129,19 +147,10 @@ func TestServeSignsPrintsAndSummarizes(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("RunServe did not return after cancel")
 	}
-	for _, re := range []string{
-		`(?m)^proposal h=1 r=0 \d+\.\d\dms$`,
-		`(?m)^prevote h=1 r=0 \d+\.\d\dms$`,
-		`(?m)^precommit h=1 r=0 \d+\.\d\dms$`,
-		`(?m)^precommit h=1 r=0 ERROR .*conflicting data`,
-		`(?m)^summary: 4 signature requests, 1 refused, in `,
-		`(?m)^phase +count +errors +p50 +p99 +max$`,
-		`(?m)^proposal +1 +0 +\d+\.\d\dms +\d+\.\d\dms +\d+\.\d\dms$`,
-		`(?m)^precommit +1 +1 `,
-	} {
-		if !regexp.MustCompile(re).MatchString(out.String()) {
-			t.Errorf("output lacks %s:\n%s", re, out)
-		}
+	got := obs.lines()
+	want := []string{"proposal h=1 r=0 ok", "prevote h=1 r=0 ok", "precommit h=1 r=0 ok"}
+	if len(got) != 4 || !slices.Equal(got[:3], want) || !strings.Contains(got[3], "precommit h=1 r=0 ERROR") || !strings.Contains(got[3], "conflicting data") {
+		t.Errorf("records %q, want %q and the refused precommit", got, want)
 	}
 	for _, s := range []string{"connected to the node", "valnet_signer_state.json", "the node's own priv_validator_state.json is not used"} {
 		if !strings.Contains(log.String(), s) {
@@ -162,7 +171,7 @@ func TestServeSignsPrintsAndSummarizes(t *testing.T) {
 func TestServeReconnectsAfterTheNodeComesBack(t *testing.T) {
 	node := fakeNode(t, "127.0.0.1:0")
 	addr := node.Addr()
-	s, out, log := startServe(t, serveConfig(t, node))
+	s, obs, log := startServe(t, serveConfig(t, node))
 	waitSigner(t, node, log)
 	if err := signVote(t, node, types.PrevoteType, 1); err != nil {
 		t.Fatal(err)
@@ -178,63 +187,13 @@ func TestServeReconnectsAfterTheNodeComesBack(t *testing.T) {
 	if err := signVote(t, node, types.PrevoteType, 2); err != nil {
 		t.Fatalf("after the node came back: %v\nlog:\n%s", err, log)
 	}
-	s.Stop() // lines are printed from a queue; Stop flushes it
-	if !strings.Contains(out.String(), "prevote h=2 r=0 ") {
-		t.Errorf("no line for the signature after reconnecting:\n%s", out)
+	s.Stop()
+	if !slices.Contains(obs.lines(), "prevote h=2 r=0 ok") {
+		t.Errorf("no record of the signature after reconnecting: %q", obs.lines())
 	}
 	for _, s := range []string{"connection to the node lost", "reconnected to the node"} {
 		if !strings.Contains(log.String(), s) {
 			t.Errorf("log lacks %q:\n%s", s, log)
-		}
-	}
-}
-
-// blockedWriter blocks every write until released, like a stdout piped
-// into a pager that nobody reads.
-type blockedWriter struct {
-	release chan struct{}
-	syncBuffer
-}
-
-func (b *blockedWriter) Write(p []byte) (int, error) {
-	<-b.release
-	return b.syncBuffer.Write(p)
-}
-
-func TestServeOutputDoesNotHoldUpSignatures(t *testing.T) {
-	node := fakeNode(t, "127.0.0.1:0")
-	cfg := serveConfig(t, node)
-	cfg.Log = &syncBuffer{}
-	out := &blockedWriter{release: make(chan struct{})}
-	s, err := StartServe(cfg, out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop()
-	waitSigner(t, node, cfg.Log.(*syncBuffer))
-	done := make(chan error, 1)
-	go func() {
-		for h := int64(1); h <= 3; h++ {
-			if err := signVote(t, node, types.PrevoteType, h); err != nil {
-				done <- err
-				return
-			}
-		}
-		done <- nil
-	}()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("signatures waited for stdout")
-	}
-	close(out.release)
-	s.Stop()
-	for h := 1; h <= 3; h++ {
-		if !strings.Contains(out.String(), fmt.Sprintf("prevote h=%d r=0 ", h)) {
-			t.Errorf("line of h=%d lost:\n%s", h, out.String())
 		}
 	}
 }
@@ -257,71 +216,66 @@ func TestServeWaitsForANodeThatIsNotUpYet(t *testing.T) {
 	}
 }
 
-func TestServeFaultAtHeightDropsThatHeight(t *testing.T) {
-	node := fakeNode(t, "127.0.0.1:0")
-	cfg := serveConfig(t, node)
-	cfg.Faults = []ServeFault{
-		{Action: FaultActionDrop, Height: 3, Phases: []string{PhasePrevote}},
-		{Action: FaultActionDelay, Height: 5, Latency: &ModelSpec{Dist: "fixed", Value: 300 * time.Millisecond}},
-	}
-	s, out, log := startServe(t, cfg)
-	waitSigner(t, node, log)
-	for h := int64(1); h <= 5; h++ {
-		start := time.Now()
-		err := signVote(t, node, types.PrevoteType, h)
-		took := time.Since(start)
-		switch {
-		case h == 3 && err == nil:
-			t.Fatal("prevote at the fault's height was signed")
-		case h == 3 && !strings.Contains(err.Error(), "signature dropped by fault"):
-			t.Fatalf("h=3: %v", err)
-		case h != 3 && err != nil:
-			t.Fatalf("h=%d: %v", h, err)
-		case h == 5 && took < 300*time.Millisecond:
-			t.Errorf("h=5 took %v, want the fault's 300ms delay", took)
-		case h < 5 && took > 250*time.Millisecond:
-			t.Errorf("h=%d took %v before the delay fault", h, took)
-		}
-		// Other phases of the height are not dropped.
-		if err := signVote(t, node, types.PrecommitType, h); err != nil && h != 3 {
-			t.Fatalf("precommit h=%d: %v", h, err)
-		} else if h == 3 && err != nil {
-			t.Fatalf("precommit at the drop's height (prevote only): %v", err)
-		}
-	}
-	s.Stop()
-	if !regexp.MustCompile(`(?m)^prevote h=3 r=0 ERROR signature dropped by fault faults\[0\]:signer-drop$`).MatchString(out.String()) {
-		t.Errorf("no ERROR line for the dropped prevote:\n%s", out)
-	}
-	for _, s := range []string{"fault 0 (signer-drop at h=3): drops prevote signatures of h=3", "fault 1 (signer-delay at h=5) started at h=5: adds fixed 300ms"} {
-		if !strings.Contains(log.String(), s) {
-			t.Errorf("log lacks %q:\n%s", s, log)
-		}
+// fakeTimeline drops every signature from the first request at or above
+// height on, and records what the signer told it.
+type fakeTimeline struct {
+	height int64
+
+	mu      sync.Mutex
+	faults  *Faults
+	reached []int64
+	stopped bool
+}
+
+func (f *fakeTimeline) Arm(fs *Faults, logf func(string, ...any)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.faults = fs
+	logf("fake timeline armed")
+}
+
+func (f *fakeTimeline) Reached(h int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reached = append(f.reached, h)
+	if h >= f.height {
+		f.faults.SetFailure("fake", FailRule{Mode: FailDrop})
 	}
 }
 
-func TestServeFaultWindowEnds(t *testing.T) {
+func (f *fakeTimeline) Stop() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stopped = true
+}
+
+// TestServeTellsTheTimelineFirst: the timeline is armed before the first
+// dial, hears each request's height before the request is signed (so the
+// fault it starts hits that request), and is stopped with the signer.
+func TestServeTellsTheTimelineFirst(t *testing.T) {
 	node := fakeNode(t, "127.0.0.1:0")
 	cfg := serveConfig(t, node)
-	cfg.Faults = []ServeFault{{Action: FaultActionError, Height: 2, Duration: 300 * time.Millisecond}}
-	_, _, log := startServe(t, cfg)
-	waitSigner(t, node, log)
-	if err := signVote(t, node, types.PrevoteType, 1); err != nil {
-		t.Fatal(err)
+	tl := &fakeTimeline{height: 3}
+	cfg.Timeline = tl
+	s, obs, log := startServe(t, cfg)
+	if !strings.Contains(log.String(), "valnet signer: fake timeline armed") {
+		t.Errorf("not armed through the status log before dialing:\n%s", log)
 	}
-	// The window starts with the first request at height 2 and covers
-	// later heights until it ends.
-	for _, h := range []int64{2, 3} {
-		if err := signVote(t, node, types.PrevoteType, h); err == nil || !strings.Contains(err.Error(), "signer error injected") {
-			t.Fatalf("h=%d inside the window: %v", h, err)
+	waitSigner(t, node, log)
+	for h := int64(1); h <= 3; h++ {
+		err := signVote(t, node, types.PrevoteType, h)
+		if (err != nil) != (h == 3) {
+			t.Fatalf("h=%d: %v", h, err)
 		}
 	}
-	time.Sleep(400 * time.Millisecond)
-	if err := signVote(t, node, types.PrevoteType, 4); err != nil {
-		t.Fatalf("after the window: %v", err)
+	s.Stop()
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	if !slices.Equal(tl.reached, []int64{1, 2, 3}) || !tl.stopped {
+		t.Errorf("timeline reached %v, stopped %v; want [1 2 3], true", tl.reached, tl.stopped)
 	}
-	if !strings.Contains(log.String(), "ended") {
-		t.Errorf("log does not say the fault ended:\n%s", log)
+	if got := obs.lines(); len(got) != 3 || !strings.Contains(got[2], "prevote h=3 r=0 ERROR signature dropped by fault fake") {
+		t.Errorf("records %q", got)
 	}
 }
 
@@ -343,14 +297,14 @@ func TestServeKeyfileAndSimulated(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			node := fakeNode(t, "127.0.0.1:0")
 			tc.cfg.Node, tc.cfg.ChainID = "tcp://"+node.Addr(), chainID
-			s, out, log := startServe(t, tc.cfg)
+			s, obs, log := startServe(t, tc.cfg)
 			waitSigner(t, node, log)
 			if err := signVote(t, node, types.PrevoteType, 1); err != nil {
 				t.Fatal(err)
 			}
 			s.Stop()
-			if !strings.Contains(log.String(), tc.want) || !strings.Contains(out.String(), "prevote h=1 r=0 ") {
-				t.Errorf("log lacks %q or no signature line:\n%s\n%s", tc.want, log, out)
+			if !strings.Contains(log.String(), tc.want) || !slices.Equal(obs.lines(), []string{"prevote h=1 r=0 ok"}) {
+				t.Errorf("log lacks %q or records %q:\n%s", tc.want, obs.lines(), log)
 			}
 		})
 	}
@@ -379,7 +333,7 @@ func TestServeRefusesAStateFileInUse(t *testing.T) {
 	node := fakeNode(t, "127.0.0.1:0")
 	cfg := serveConfig(t, node)
 	first, _, _ := startServe(t, cfg)
-	_, err := StartServe(cfg, &syncBuffer{})
+	_, err := StartServe(cfg)
 	if err == nil || !strings.Contains(err.Error(), "another signer is using this state file") {
 		t.Fatalf("second signer on %s: %v", first.StateFile(), err)
 	}
@@ -425,7 +379,6 @@ func TestServeStartErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := ServeConfig{Node: "tcp://127.0.0.1:1", ChainID: chainID, KeyFile: keyJSON}
-	fixed := &ModelSpec{Dist: "fixed", Value: time.Second}
 	tests := []struct {
 		name string
 		edit func(c *ServeConfig)
@@ -448,25 +401,17 @@ func TestServeStartErrors(t *testing.T) {
 		{"wrong passphrase", func(c *ServeConfig) {
 			c.Type, c.KeyFile, c.Passphrase = TypeKeyfile, armored, []byte("wrong")
 		}, "wrong passphrase"},
-		{"outage fault", func(c *ServeConfig) { c.Faults = []ServeFault{{Action: "signer-outage", Height: 3}} }, "does not apply to a standalone signer"},
-		{"restart fault", func(c *ServeConfig) { c.Faults = []ServeFault{{Action: "signer-restart", Height: 3}} }, "does not apply to a standalone signer"},
-		{"fault without height", func(c *ServeConfig) { c.Faults = []ServeFault{{Action: FaultActionDrop}} }, "at.height must be at least 1"},
-		{"delay without latency", func(c *ServeConfig) { c.Faults = []ServeFault{{Action: FaultActionDelay, Height: 2}} }, "needs latency"},
-		{"drop with latency", func(c *ServeConfig) {
-			c.Faults = []ServeFault{{Action: FaultActionDrop, Height: 2, Latency: fixed}}
-		}, "takes no latency"},
-		{"round with a window", func(c *ServeConfig) {
-			c.Faults = []ServeFault{{Action: FaultActionDrop, Height: 2, HasRound: true, Duration: time.Second}}
-		}, "at.round applies only to a fault at one height"},
+		{"bad latency", func(c *ServeConfig) { c.Latency = &latency.Spec{Dist: latency.Lognormal, P50: 2, P99: 1} }, "latency: p99"},
+		{"phases without latency", func(c *ServeConfig) { c.LatencyPhases = []string{phase.Prevote} }, "latency phases given without a latency"},
 		{"bad phase", func(c *ServeConfig) {
-			c.Faults = []ServeFault{{Action: FaultActionDrop, Height: 2, Phases: []string{"vote"}}}
+			c.Latency, c.LatencyPhases = &latency.Spec{Dist: latency.Fixed}, []string{"vote"}
 		}, `unknown phase "vote"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := base
 			tc.edit(&cfg)
-			s, err := StartServe(cfg, &syncBuffer{})
+			s, err := StartServe(cfg)
 			if err == nil {
 				s.Stop()
 				t.Fatalf("started; want an error with %q", tc.want)
@@ -475,33 +420,6 @@ func TestServeStartErrors(t *testing.T) {
 				t.Fatalf("error %q lacks %q", err, tc.want)
 			}
 		})
-	}
-}
-
-func TestParseLatency(t *testing.T) {
-	good := map[string]ModelSpec{
-		"200ms":                 {Dist: "fixed", Value: 200 * time.Millisecond},
-		"fixed:1s":              {Dist: "fixed", Value: time.Second},
-		"uniform:1s:2s":         {Dist: "uniform", Min: time.Second, Max: 2 * time.Second},
-		"normal:100ms:10ms":     {Dist: "normal", Mean: 100 * time.Millisecond, Stddev: 10 * time.Millisecond},
-		"lognormal:200ms:800ms": {Dist: "lognormal", P50: 200 * time.Millisecond, P99: 800 * time.Millisecond},
-	}
-	for in, want := range good {
-		got, err := ParseLatency(in)
-		if err != nil || *got != want {
-			t.Errorf("ParseLatency(%q) = %+v, %v; want %+v", in, got, err, want)
-		}
-	}
-	for in, want := range map[string]string{
-		"fast":                  `unknown distribution "fast"`,
-		"lognormal:200ms":       "takes 2 duration(s)",
-		"lognormal:800ms:200ms": "0 < p50 <= p99",
-		"uniform:1s:x":          `"x" is not a duration`,
-		"-1s":                   "must be >= 0",
-	} {
-		if _, err := ParseLatency(in); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("ParseLatency(%q) error %v, want %q", in, err, want)
-		}
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 
 	cmtproto "github.com/cometbft/cometbft/api/cometbft/types/v1"
 	"github.com/cometbft/cometbft/types"
+
+	"github.com/valnet/valnet/internal/phase"
 )
 
 // Signer is what a validator signs with. It is CometBFT's PrivValidator
@@ -32,20 +34,13 @@ func Close(s Signer) error {
 	return nil
 }
 
-// Phases of a signature: the consensus message it is for.
-const (
-	PhaseProposal  = "proposal"
-	PhasePrevote   = "prevote"
-	PhasePrecommit = "precommit"
-)
-
-// VotePhase names the phase of a vote.
+// VotePhase names the phase (internal/phase) of a vote.
 func VotePhase(vote *cmtproto.Vote) string {
 	switch vote.Type {
 	case types.PrevoteType:
-		return PhasePrevote
+		return phase.Prevote
 	case types.PrecommitType:
-		return PhasePrecommit
+		return phase.Precommit
 	default:
 		return fmt.Sprintf("vote-type-%d", vote.Type)
 	}

@@ -2,9 +2,7 @@ package signers
 
 import (
 	"bytes"
-	"math"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +11,9 @@ import (
 	cmtproto "github.com/cometbft/cometbft/api/cometbft/types/v1"
 	"github.com/cometbft/cometbft/crypto/ed25519"
 	"github.com/cometbft/cometbft/types"
+
+	"github.com/valnet/valnet/internal/phase"
+	"github.com/valnet/valnet/latency"
 )
 
 const chainID = "valnet-test"
@@ -100,79 +101,6 @@ func TestLocalRefusesAHomeWithAnotherKey(t *testing.T) {
 	}
 }
 
-func TestModelsAreRepeatableAndShaped(t *testing.T) {
-	const n = 20000
-	tests := []struct {
-		spec     ModelSpec
-		p50, tol time.Duration
-		lo, hi   time.Duration
-	}{
-		{ModelSpec{Dist: "fixed", Value: 200 * time.Millisecond}, 200 * time.Millisecond, 0, 200 * time.Millisecond, 200 * time.Millisecond},
-		{ModelSpec{Dist: "uniform", Min: 100 * time.Millisecond, Max: 300 * time.Millisecond}, 200 * time.Millisecond, 5 * time.Millisecond, 100 * time.Millisecond, 300 * time.Millisecond},
-		{ModelSpec{Dist: "normal", Mean: 200 * time.Millisecond, Stddev: 30 * time.Millisecond}, 200 * time.Millisecond, 3 * time.Millisecond, 0, time.Second},
-		{ModelSpec{Dist: "lognormal", P50: 200 * time.Millisecond, P99: 800 * time.Millisecond}, 200 * time.Millisecond, 8 * time.Millisecond, 0, time.Hour},
-	}
-	for _, tc := range tests {
-		t.Run(tc.spec.Dist, func(t *testing.T) {
-			a, err := NewModel(tc.spec, 1, "v1")
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, _ := NewModel(tc.spec, 1, "v1")
-			c, _ := NewModel(tc.spec, 2, "v1")
-			draws := make([]time.Duration, n)
-			differs := false
-			for i := range draws {
-				draws[i] = a.Draw()
-				if draws[i] != b.Draw() {
-					t.Fatal("same seed and stream gave different draws")
-				}
-				if draws[i] != c.Draw() {
-					differs = true
-				}
-				if draws[i] < tc.lo || draws[i] > tc.hi {
-					t.Fatalf("draw %v outside [%v, %v]", draws[i], tc.lo, tc.hi)
-				}
-			}
-			if tc.spec.Dist != "fixed" && !differs {
-				t.Fatal("another seed gave the same draws")
-			}
-			slices.Sort(draws)
-			if got := draws[n/2]; absDur(got-tc.p50) > tc.tol {
-				t.Fatalf("p50 = %v, want %v ± %v", got, tc.p50, tc.tol)
-			}
-			if tc.spec.Dist == "lognormal" {
-				p99 := draws[n*99/100]
-				if math.Abs(float64(p99-tc.spec.P99)) > float64(60*time.Millisecond) {
-					t.Fatalf("p99 = %v, want ~%v", p99, tc.spec.P99)
-				}
-			}
-		})
-	}
-}
-
-func TestNewModelRejectsBadSpecs(t *testing.T) {
-	for _, spec := range []ModelSpec{
-		{Dist: "fixed", Value: -1},
-		{Dist: "uniform", Min: 2, Max: 1},
-		{Dist: "normal", Mean: -1},
-		{Dist: "lognormal", P50: 0, P99: 1},
-		{Dist: "lognormal", P50: 2, P99: 1},
-		{Dist: "pareto"},
-	} {
-		if _, err := NewModel(spec, 1, "x"); err == nil {
-			t.Errorf("%+v accepted", spec)
-		}
-	}
-}
-
-func absDur(d time.Duration) time.Duration {
-	if d < 0 {
-		return -d
-	}
-	return d
-}
-
 type recordingObserver struct {
 	mu   sync.Mutex
 	recs []SignRecord
@@ -189,7 +117,7 @@ func TestBuildChainDelaysSelectedPhasesAndReportsInjected(t *testing.T) {
 	dir := t.TempDir()
 	built, err := Build(Spec{Type: "local", Key: testKey(),
 		KeyFile: filepath.Join(dir, "k.json"), StateFile: filepath.Join(dir, "s.json"),
-		Latency: &ModelSpec{Dist: "fixed", Value: 30 * time.Millisecond}, Phases: []string{PhasePrecommit},
+		Latency: &latency.Spec{Dist: "fixed", Value: 30 * time.Millisecond}, Phases: []string{phase.Precommit},
 		Seed: 1, Stream: "v", Obs: obs})
 	if err != nil {
 		t.Fatal(err)
@@ -208,10 +136,10 @@ func TestBuildChainDelaysSelectedPhasesAndReportsInjected(t *testing.T) {
 		t.Fatalf("%d records", len(obs.recs))
 	}
 	prevote, precommit := obs.recs[0], obs.recs[1]
-	if prevote.Phase != PhasePrevote || prevote.Injected != 0 || prevote.Latency > 20*time.Millisecond {
+	if prevote.Phase != phase.Prevote || prevote.Injected != 0 || prevote.Latency > 20*time.Millisecond {
 		t.Fatalf("prevote was delayed: %+v", prevote)
 	}
-	if precommit.Phase != PhasePrecommit || precommit.Injected < 30*time.Millisecond || precommit.Latency < precommit.Injected {
+	if precommit.Phase != phase.Precommit || precommit.Injected < 30*time.Millisecond || precommit.Latency < precommit.Injected {
 		t.Fatalf("precommit not delayed as modelled: %+v", precommit)
 	}
 	if precommit.Height != 1 || precommit.BlockID == "" {
@@ -223,13 +151,14 @@ func TestCloseReleasesAWaitingSignature(t *testing.T) {
 	dir := t.TempDir()
 	built, err := Build(Spec{Type: "local", Key: testKey(),
 		KeyFile: filepath.Join(dir, "k.json"), StateFile: filepath.Join(dir, "s.json"),
-		Latency: &ModelSpec{Dist: "fixed", Value: time.Hour}, Seed: 1, Stream: "v"})
+		Latency: &latency.Spec{Dist: "fixed", Value: time.Hour}, Seed: 1, Stream: "v"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Whether Close comes while the signature waits or before it starts,
+	// the signature is refused at once: a closing chain signs nothing.
 	done := make(chan error, 1)
 	go func() { done <- built.Signer.SignVote(chainID, vote(types.PrevoteType, 1, 0, 1), false) }()
-	time.Sleep(20 * time.Millisecond) // let the signature start waiting
 	if err := Close(built.Signer); err != nil {
 		t.Fatal(err)
 	}

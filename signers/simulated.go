@@ -8,6 +8,7 @@ import (
 
 	"github.com/cometbft/cometbft/crypto"
 
+	"github.com/valnet/valnet/latency"
 	"github.com/valnet/valnet/signers/profiles"
 )
 
@@ -26,8 +27,8 @@ import (
 type Simulated struct {
 	inner   KeySigner
 	profile profiles.Profile
-	model   Model       // Dist profiles
-	rng     *lockedRand // ByPayload jitter
+	model   latency.Model // Dist profiles
+	rng     *latency.Rand // ByPayload jitter
 
 	mu       sync.Mutex   // one signature at a time, as on the device
 	injected atomic.Int64 // ns of modelled time since the last TakeInjected
@@ -55,19 +56,14 @@ func NewSimulated(inner KeySigner, p profiles.Profile, seed int64, stream string
 	}
 	s := &Simulated{inner: inner, profile: p, stop: make(chan struct{})}
 	stream = stream + "/simulated:" + p.Name
-	if p.Dist != nil {
-		m, err := NewModel(ModelSpec{
-			Dist:  p.Dist.Kind,
-			Value: p.Dist.Value, Min: p.Dist.Min, Max: p.Dist.Max,
-			Mean: p.Dist.Mean, Stddev: p.Dist.Stddev,
-			P50: p.Dist.P50, P99: p.Dist.P99,
-		}, seed, stream)
+	if p.Latency != nil {
+		m, err := latency.New(*p.Latency, seed, stream)
 		if err != nil {
 			return nil, err
 		}
 		s.model = m
 	} else {
-		s.rng = newRand(seed, stream)
+		s.rng = latency.NewRand(seed, stream)
 	}
 	return s, nil
 }
@@ -90,7 +86,7 @@ func (s *Simulated) plan(_ string, n int) time.Duration {
 	d := s.profile.At(n)
 	if j := s.profile.Jitter; j > 0 {
 		// uniform in [1-j, 1+j): a table gives averages, not every run.
-		d = time.Duration(float64(d) * (1 + j*(2*s.rng.float64()-1)))
+		d = time.Duration(float64(d) * (1 + j*(2*s.rng.Float64()-1)))
 	}
 	return d
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/cometbft/cometbft/crypto/ed25519"
 
+	"github.com/valnet/valnet/internal/phase"
+	"github.com/valnet/valnet/latency"
 	"github.com/valnet/valnet/signers/profiles"
 )
 
@@ -19,7 +21,7 @@ func simKey() PrivKeySigner {
 
 func fixedProfile(d time.Duration) profiles.Profile {
 	return profiles.Profile{Name: "fixed-test", Description: "model for tests", Source: "test",
-		Dist: &profiles.Dist{Kind: profiles.Fixed, Value: d}}
+		Latency: &latency.Spec{Dist: latency.Fixed, Value: d}}
 }
 
 func newSim(t *testing.T, inner KeySigner, p profiles.Profile, seed int64, stream string) *Simulated {
@@ -37,7 +39,7 @@ func newSim(t *testing.T, inner KeySigner, p profiles.Profile, seed int64, strea
 func timedSign(t *testing.T, s KeySigner, msg []byte) time.Duration {
 	t.Helper()
 	start := time.Now()
-	sig, err := s.Sign(PhasePrevote, msg)
+	sig, err := s.Sign(phase.Prevote, msg)
 	took := time.Since(start)
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +140,7 @@ func TestSimulatedRepeatsWithTheSameSeed(t *testing.T) {
 				s := newSim(t, simKey(), p, seed, stream)
 				var out []time.Duration
 				for range 20 {
-					out = append(out, s.plan(PhasePrevote, 120))
+					out = append(out, s.plan(phase.Prevote, 120))
 				}
 				return out
 			}
@@ -165,7 +167,7 @@ func TestSimulatedCloseReleasesALongWait(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		sig, err := s.Sign(PhasePrecommit, msg)
+		sig, err := s.Sign(phase.Precommit, msg)
 		done <- result{sig, err}
 	}()
 	time.Sleep(50 * time.Millisecond)
@@ -213,7 +215,7 @@ func TestSimulatedLabelAndErrors(t *testing.T) {
 		{"no key", nil, p},
 		{"no timing", simKey(), profiles.Profile{Name: "empty"}},
 		{"bad distribution", simKey(), profiles.Profile{Name: "bad",
-			Dist: &profiles.Dist{Kind: profiles.Lognormal, P50: time.Second, P99: time.Millisecond}}},
+			Latency: &latency.Spec{Dist: latency.Lognormal, P50: time.Second, P99: time.Millisecond}}},
 	} {
 		if _, err := NewSimulated(tc.inner, tc.p, 1, "v0"); err == nil {
 			t.Errorf("%s: NewSimulated accepted it", tc.name)

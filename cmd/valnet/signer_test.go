@@ -70,7 +70,7 @@ func TestSignerServeBadInput(t *testing.T) {
 		{"bad scheme", with("--node", "http://127.0.0.1:26659"), `unsupported scheme "http"`},
 		{"no scheme", with("--node", "127.0.0.1:26659"), `has no scheme: write tcp://host:port`},
 		{"unknown type", with("--type", "hsm"), `unknown signer type "hsm" \(allowed: local, keyfile, simulated\)`},
-		{"bad latency", with("--latency", "lognormal:800ms:200ms"), `--latency: latency "lognormal:800ms:200ms": lognormal latency needs 0 < p50 <= p99`},
+		{"bad latency", with("--latency", "lognormal:800ms:200ms"), `--latency: latency "lognormal:800ms:200ms": p99 200ms is less than p50 800ms`},
 		{"phases without latency", with("--latency-phases", "prevote"), `--latency-phases needs a latency`},
 		{"bad phase", with("--latency", "1s", "--latency-phases", "vote"), `latency phases: unknown phase "vote"`},
 		{"profile without type", with("--profile", "yubihsm2"), `--profile yubihsm2 needs --type simulated`},
@@ -86,7 +86,9 @@ func TestSignerServeBadInput(t *testing.T) {
 			`--fault #1:1:10: fault.action: signer-outage does not apply to a standalone signer`},
 		{"fault at a time", with("--fault", "{action: signer-drop, at: {time: 30s}}"),
 			`--fault #1:1:28: fault.at.time: unknown key: a standalone signer sees no clock of the chain`},
-		{"fault not yaml", with("--fault", "signer-drop@10"), `--fault #1:1:1: fault: must be a mapping`},
+		{"fault not yaml", with("--fault", "signer-drop@10"), `--fault #1:1:1: fault: expected a mapping \(key: value lines\), got "signer-drop@10"`},
+		{"two bad faults", with("--fault", "{action: signer-dorp, at: {height: 3}}", "--fault", "{action: signer-drop}"),
+			`(?s)--fault #1:1:10: fault.action: unknown fault action "signer-dorp"; did you mean "signer-drop"\?.*--fault #2:1:1: fault.at: required`},
 		{"unknown subcommand", []string{"signer", "sreve"}, `unknown command "sreve" for "valnet signer"`},
 		{"config: every problem with its position", []string{"signer", "serve", "--config", cfg(`
 node: tcp://127.0.0.1:1
@@ -98,9 +100,9 @@ latency: {dist: lognormal, p50: 200ms}
 faults:
   - {action: signer-delay, target: v1, at: {height: 5}, latency: 2s}
   - {action: signer-drop, at: {height: 0}}
-`)}, `(?s)signer\d.yaml:5:1: latencyy: unknown key \(allowed: node, chain_id, .*` +
-			`signer\d.yaml:6:12: cpu_scale: must be a number, got "fast".*` +
-			`signer\d.yaml:7:10: latency: dist lognormal needs p50 and p99.*` +
+`)}, `(?s)signer\d.yaml:5:1: latencyy: unknown key; did you mean "latency"\? \(allowed: node, chain_id, .*` +
+			`signer\d.yaml:6:12: cpu_scale: expected a number, got "fast".*` +
+			`signer\d.yaml:7:10: latency: dist lognormal needs p99.*` +
 			`signer\d.yaml:9:28: faults\[0\].target: unknown key: a standalone signer is the only target.*` +
 			`signer\d.yaml:10:40: faults\[1\].at.height: must be at least 1, got 0`},
 		{"config: flags override and paths are relative to the file", []string{"signer", "serve", "--config", cfg(`
@@ -108,7 +110,8 @@ node: http://wrong
 chain_id: c
 key_file: missing-key.json
 `), "--node", "tcp://127.0.0.1:1"}, `key file ` + regexp.QuoteMeta(filepath.Join(dir, "missing-key.json")) + `: no such file`},
-		{"config: not a mapping", []string{"signer", "serve", "--config", cfg("- node\n")}, `signer\d.yaml:1:1: config: must be a mapping`},
+		{"config: not a mapping", []string{"signer", "serve", "--config", cfg("- node\n")}, `signer\d.yaml:1:1: a signer config is a mapping of keys`},
+		{"config: missing", []string{"signer", "serve", "--config", filepath.Join(dir, "nope.yaml")}, `--config: open .*nope.yaml: no such file`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -24,7 +24,7 @@ type (
 		Restart(ctx context.Context) error
 	}
 	HeightReporter interface {
-		Height() int64
+		Height(ctx context.Context) int64
 	}
 )
 
@@ -92,7 +92,7 @@ func (n *Net) Height(name string) int64 {
 	if !ok {
 		n.T.Fatalf("node %s has no HeightReporter", name)
 	}
-	return h.Height()
+	return h.Height(n.T.Context())
 }
 
 // ReachHeight waits until every node has reported block h in events, and

@@ -13,6 +13,7 @@ import (
 	cmtproto "github.com/cometbft/cometbft/api/cometbft/types/v1"
 	"github.com/cometbft/cometbft/types"
 
+	"github.com/valnet/valnet/internal/phase"
 	"github.com/valnet/valnet/signers"
 	"github.com/valnet/valnet/signers/pkcs11"
 )
@@ -113,7 +114,7 @@ func BenchmarkPKCS11Sign(b *testing.B) {
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
 			t0 := time.Now()
-			if _, err := s.Sign(signers.PhasePrevote, msg); err != nil {
+			if _, err := s.Sign(phase.Prevote, msg); err != nil {
 				b.Fatal(err)
 			}
 			lat = append(lat, time.Since(t0))

@@ -20,6 +20,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/valnet/valnet/internal/secret"
 	"os"
 	"regexp"
 	"strconv"
@@ -122,40 +123,12 @@ func FindSoftHSM() (string, error) {
 	return "", fmt.Errorf("SoftHSM2 not found (looked in %s); install it with apt-get install softhsm2", strings.Join(softHSMPaths, ", "))
 }
 
+// pin is where a token's user PIN comes from.
+var pin = secret.Source{What: "PIN", EnvKey: "pin_env", FileKey: "pin_file"}
+
 // ReadPIN reads a token's user PIN from the environment variable env or
-// from file (exactly one). A file must not be readable by others; one
-// trailing newline is dropped.
-func ReadPIN(env, file string) ([]byte, error) {
-	switch {
-	case env != "" && file != "":
-		return nil, errors.New("PIN: give pin_env or pin_file, not both")
-	case env != "":
-		v := os.Getenv(env)
-		if v == "" {
-			return nil, fmt.Errorf("pin_env %s is not set", env)
-		}
-		return []byte(v), nil
-	case file != "":
-		st, err := os.Stat(file)
-		if err != nil {
-			return nil, fmt.Errorf("PIN file: %w", err)
-		}
-		if st.Mode().Perm()&0o077 != 0 {
-			return nil, fmt.Errorf("PIN file %s is readable by others (chmod 600)", file)
-		}
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return nil, fmt.Errorf("PIN file: %w", err)
-		}
-		b = bytes.TrimRight(b, "\r\n")
-		if len(b) == 0 {
-			return nil, fmt.Errorf("PIN file %s is empty", file)
-		}
-		return b, nil
-	default:
-		return nil, errors.New("PIN: give pin_env or pin_file")
-	}
-}
+// from file (exactly one); see secret.Source.Read.
+func ReadPIN(env, file string) ([]byte, error) { return pin.Read(env, file) }
 
 // ParseECPoint turns a token's CKA_EC_POINT of an Ed25519 public key into
 // the key. PKCS#11 says it is a DER OCTET STRING (04 20 + 32 bytes); some

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/valnet/valnet/latency"
 )
 
 const ms = time.Millisecond
@@ -41,7 +43,7 @@ var base = []Profile{
 		Source: srcGnokms + ": gnokms+ledger table after increasing the APDU chunk size " +
 			"(proposal ~565, prevote ~584, precommit ~527 ms) and the Wireshark breakdown; " +
 			"Ledger Nano S Plus, firmware 1.6.0, app gnoverse/tm-ledger-validator, USB HID via zondax/ledger-go",
-		Dist: &Dist{Kind: Lognormal, P50: 550 * ms, P99: 605 * ms},
+		Latency: &latency.Spec{Dist: latency.Lognormal, P50: 550 * ms, P99: 605 * ms},
 	},
 	{
 		Name: "gnokey-bcrypt12",
@@ -51,7 +53,7 @@ var base = []Profile{
 		// (or this machine, bcrypt-12 ~266 ms here) would differ.
 		Source: srcGnokms + ": gnokms+gnokey table (proposal ~197, prevote ~193-196, precommit ~173-186 ms; " +
 			"bcrypt cost 12 ~174 ms/op), tm2 crypto/keys/armor bcryptSecurityParameter = 12",
-		Dist: &Dist{Kind: Lognormal, P50: 190 * ms, P99: 200 * ms},
+		Latency: &latency.Spec{Dist: latency.Lognormal, P50: 190 * ms, P99: 200 * ms},
 	},
 }
 
@@ -105,7 +107,7 @@ func init() {
 					d.long, s.long),
 				Source: fmt.Sprintf("%s: %s on %s = %v. Only means were published: the 2%% stddev is assumed",
 					srcPQ, s.long, d.long, mean),
-				Dist: &Dist{Kind: Normal, Mean: mean, Stddev: time.Duration(float64(mean) * pqSpread)},
+				Latency: &latency.Spec{Dist: latency.Normal, Mean: mean, Stddev: time.Duration(float64(mean) * pqSpread)},
 			})
 		}
 	}

@@ -1,7 +1,7 @@
 // Package profiles holds calibrated device MODELS: how long a signing device
 // takes per signature, from published figures. It is data and arithmetic
-// only (it imports nothing of valnet), so scenario validation can check a
-// profile name without pulling in the signers.
+// only (it imports nothing of valnet but the latency leaf), so scenario
+// validation can check a profile name without pulling in the signers.
 //
 // A profile models time only. The simulated signer that uses one signs with
 // a real local key (Ed25519 or secp256k1), so a profile of a post-quantum
@@ -16,6 +16,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/valnet/valnet/latency"
 )
 
 // Point is one row of a signing-time-by-payload table.
@@ -24,30 +26,13 @@ type Point struct {
 	Latency time.Duration
 }
 
-// Dist is a per-signature time distribution. Only the fields of Kind are
-// used: fixed (Value), uniform (Min, Max), normal (Mean, Stddev),
-// lognormal (P50, P99).
-type Dist struct {
-	Kind                   string // fixed | uniform | normal | lognormal
-	Value, Min, Max        time.Duration
-	Mean, Stddev, P50, P99 time.Duration
-}
-
-// Distribution kinds.
-const (
-	Fixed     = "fixed"
-	Uniform   = "uniform"
-	Normal    = "normal"
-	Lognormal = "lognormal"
-)
-
 // Profile is a model of one device (or backend) signing with one scheme.
-// Exactly one of Dist or ByPayload is set.
+// Exactly one of Latency or ByPayload is set.
 type Profile struct {
 	Name        string
-	Description string // one line; says it is a model, and of what
-	Source      string // where the numbers come from, plain text
-	Dist        *Dist  // a time distribution per signature, or:
+	Description string        // one line; says it is a model, and of what
+	Source      string        // where the numbers come from, plain text
+	Latency     *latency.Spec // a time distribution per signature, or:
 	// ByPayload is signing time by payload (sign bytes) size, sorted by
 	// Bytes ascending: linear between points, linear extrapolation beyond
 	// the last two, clamped at the first point below it.
@@ -63,7 +48,7 @@ type Profile struct {
 func (p Profile) Label() string { return "model:" + p.Name }
 
 // At returns the signing time of a payload of n bytes for a ByPayload
-// profile, without jitter. A Dist profile has no fixed time: At returns 0
+// profile, without jitter. A Latency profile has no fixed time: At returns 0
 // for it (draw from the distribution instead). Below the first point the
 // first point's time applies (a device does not get faster than its
 // smallest measured payload); beyond the last point the line through the
@@ -92,7 +77,7 @@ func (p Profile) At(n int) time.Duration {
 	return time.Duration(math.Max(0, math.Round(d)))
 }
 
-// Validate checks that p is usable: a name, exactly one of Dist or
+// Validate checks that p is usable: a name, exactly one of Latency or
 // ByPayload, a distribution with sane parameters, a table of at least two
 // points strictly ascending in Bytes with non-negative times, and Jitter in
 // [0, 1).
@@ -100,14 +85,14 @@ func (p Profile) Validate() error {
 	if strings.TrimSpace(p.Name) == "" {
 		return errors.New("profile has no name")
 	}
-	if (p.Dist == nil) == (len(p.ByPayload) == 0) {
+	if (p.Latency == nil) == (len(p.ByPayload) == 0) {
 		return fmt.Errorf("profile %q: set exactly one of a distribution or a by-payload table", p.Name)
 	}
 	if math.IsNaN(p.Jitter) || p.Jitter < 0 || p.Jitter >= 1 {
 		return fmt.Errorf("profile %q: jitter must be in [0, 1), got %v", p.Name, p.Jitter)
 	}
-	if p.Dist != nil {
-		if err := p.Dist.validate(); err != nil {
+	if p.Latency != nil {
+		if err := p.Latency.Validate(); err != nil {
 			return fmt.Errorf("profile %q: %w", p.Name, err)
 		}
 		return nil
@@ -127,50 +112,11 @@ func (p Profile) Validate() error {
 	return nil
 }
 
-func (d Dist) validate() error {
-	switch d.Kind {
-	case Fixed:
-		if d.Value < 0 {
-			return fmt.Errorf("fixed time must be >= 0, got %v", d.Value)
-		}
-	case Uniform:
-		if d.Min < 0 || d.Max < d.Min {
-			return fmt.Errorf("uniform time needs 0 <= min <= max, got min=%v max=%v", d.Min, d.Max)
-		}
-	case Normal:
-		if d.Mean < 0 || d.Stddev < 0 {
-			return fmt.Errorf("normal time needs mean, stddev >= 0, got mean=%v stddev=%v", d.Mean, d.Stddev)
-		}
-	case Lognormal:
-		if d.P50 <= 0 || d.P99 < d.P50 {
-			return fmt.Errorf("lognormal time needs 0 < p50 <= p99, got p50=%v p99=%v", d.P50, d.P99)
-		}
-	default:
-		return fmt.Errorf("unknown distribution %q (allowed: fixed, uniform, normal, lognormal)", d.Kind)
-	}
-	return nil
-}
-
-// String describes the distribution, e.g. "lognormal p50=550ms p99=605ms".
-func (d Dist) String() string {
-	switch d.Kind {
-	case Fixed:
-		return "fixed " + d.Value.String()
-	case Uniform:
-		return fmt.Sprintf("uniform %v..%v", d.Min, d.Max)
-	case Normal:
-		return fmt.Sprintf("normal mean=%v stddev=%v", d.Mean, d.Stddev)
-	case Lognormal:
-		return fmt.Sprintf("lognormal p50=%v p99=%v", d.P50, d.P99)
-	}
-	return d.Kind
-}
-
 // Summary describes the timing in one line, for reports, e.g.
 // "lognormal p50=550ms p99=605ms" or "by payload 32B=105ms .. 1024B=353ms".
 func (p Profile) Summary() string {
-	if p.Dist != nil {
-		return p.Dist.String()
+	if p.Latency != nil {
+		return p.Latency.String()
 	}
 	if len(p.ByPayload) == 0 {
 		return "no timing"
@@ -185,9 +131,9 @@ func (p Profile) Summary() string {
 
 // clone copies the slices, so a caller cannot change the catalog.
 func (p Profile) clone() Profile {
-	if p.Dist != nil {
-		d := *p.Dist
-		p.Dist = &d
+	if p.Latency != nil {
+		d := *p.Latency
+		p.Latency = &d
 	}
 	p.ByPayload = append([]Point(nil), p.ByPayload...)
 	return p

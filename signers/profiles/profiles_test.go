@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/valnet/valnet/latency"
 )
 
 func TestAtInterpolates(t *testing.T) {
@@ -38,7 +40,7 @@ func TestAtEdgeCases(t *testing.T) {
 		n    int
 		want time.Duration
 	}{
-		{"dist profile has no fixed time", Profile{Dist: &Dist{Kind: Fixed, Value: ms}}, 100, 0},
+		{"dist profile has no fixed time", Profile{Latency: &latency.Spec{Dist: latency.Fixed, Value: ms}}, 100, 0},
 		{"one point is constant", Profile{ByPayload: []Point{{64, 7 * ms}}}, 1000, 7 * ms},
 		{"falling table never goes negative",
 			Profile{ByPayload: []Point{{0, 10 * ms}, {10, 5 * ms}}}, 1000, 0},
@@ -128,34 +130,34 @@ func TestCatalogIsComplete(t *testing.T) {
 func TestPublishedFigures(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		kind string
+		dist string
 		a, b time.Duration // mean/stddev for normal, p50/p99 for lognormal
 	}{
-		{"slh-dsa-128s-ledger", Normal, 120120 * ms, 2402400 * time.Microsecond},
-		{"slh-dsa-128s-trezor", Normal, 65310 * ms, 1306200 * time.Microsecond},
-		{"shrincs-l-jade", Normal, 3310 * ms, 66200 * time.Microsecond},
-		{"uxmss-shrincs-l-140-ledger", Normal, 572780 * ms, 11455600 * time.Microsecond},
-		{"xmss-2e10-bitbox02", Normal, 79600 * ms, 1592 * ms},
-		{"shrincs-b-trezor", Normal, 25820 * ms, 516400 * time.Microsecond},
-		{"sphincs-2e40-jade", Normal, 43280 * ms, 865600 * time.Microsecond},
-		{"ledger-nano-s-plus", Lognormal, 550 * ms, 605 * ms},
-		{"gnokey-bcrypt12", Lognormal, 190 * ms, 200 * ms},
+		{"slh-dsa-128s-ledger", latency.Normal, 120120 * ms, 2402400 * time.Microsecond},
+		{"slh-dsa-128s-trezor", latency.Normal, 65310 * ms, 1306200 * time.Microsecond},
+		{"shrincs-l-jade", latency.Normal, 3310 * ms, 66200 * time.Microsecond},
+		{"uxmss-shrincs-l-140-ledger", latency.Normal, 572780 * ms, 11455600 * time.Microsecond},
+		{"xmss-2e10-bitbox02", latency.Normal, 79600 * ms, 1592 * ms},
+		{"shrincs-b-trezor", latency.Normal, 25820 * ms, 516400 * time.Microsecond},
+		{"sphincs-2e40-jade", latency.Normal, 43280 * ms, 865600 * time.Microsecond},
+		{"ledger-nano-s-plus", latency.Lognormal, 550 * ms, 605 * ms},
+		{"gnokey-bcrypt12", latency.Lognormal, 190 * ms, 200 * ms},
 	} {
 		p, ok := Builtin(tc.name)
 		if !ok {
 			t.Errorf("%s missing", tc.name)
 			continue
 		}
-		if p.Dist == nil || p.Dist.Kind != tc.kind {
-			t.Errorf("%s: dist %+v, want %s", tc.name, p.Dist, tc.kind)
+		if p.Latency == nil || p.Latency.Dist != tc.dist {
+			t.Errorf("%s: dist %+v, want %s", tc.name, p.Latency, tc.dist)
 			continue
 		}
-		a, b := p.Dist.Mean, p.Dist.Stddev
-		if tc.kind == Lognormal {
-			a, b = p.Dist.P50, p.Dist.P99
+		a, b := p.Latency.Mean, p.Latency.Stddev
+		if tc.dist == latency.Lognormal {
+			a, b = p.Latency.P50, p.Latency.P99
 		}
 		if a != tc.a || b != tc.b {
-			t.Errorf("%s: %v, want %v/%v", tc.name, p.Dist, tc.a, tc.b)
+			t.Errorf("%s: %v, want %v/%v", tc.name, p.Latency, tc.a, tc.b)
 		}
 	}
 }
@@ -164,11 +166,11 @@ func TestBuiltinIsACopy(t *testing.T) {
 	p, _ := Builtin("yubihsm2")
 	p.ByPayload[0].Latency = 0
 	q, _ := Builtin("ledger-nano-s-plus")
-	q.Dist.P50 = 0
+	q.Latency.P50 = 0
 	if p2, _ := Builtin("yubihsm2"); p2.ByPayload[0].Latency != 105*ms {
 		t.Error("changing a returned profile changed the catalog's table")
 	}
-	if q2, _ := Builtin("ledger-nano-s-plus"); q2.Dist.P50 != 550*ms {
+	if q2, _ := Builtin("ledger-nano-s-plus"); q2.Latency.P50 != 550*ms {
 		t.Error("changing a returned profile changed the catalog's distribution")
 	}
 }
@@ -181,19 +183,19 @@ func TestValidate(t *testing.T) {
 		ok   bool
 	}{
 		{"table", Profile{Name: "a", ByPayload: pts}, true},
-		{"dist", Profile{Name: "a", Dist: &Dist{Kind: Fixed, Value: ms}}, true},
+		{"dist", Profile{Name: "a", Latency: &latency.Spec{Dist: latency.Fixed, Value: ms}}, true},
 		{"no name", Profile{ByPayload: pts}, false},
 		{"neither", Profile{Name: "a"}, false},
-		{"both", Profile{Name: "a", ByPayload: pts, Dist: &Dist{Kind: Fixed}}, false},
+		{"both", Profile{Name: "a", ByPayload: pts, Latency: &latency.Spec{Dist: latency.Fixed}}, false},
 		{"one point", Profile{Name: "a", ByPayload: pts[:1]}, false},
 		{"unsorted", Profile{Name: "a", ByPayload: []Point{{64, ms}, {32, ms}}}, false},
 		{"duplicate bytes", Profile{Name: "a", ByPayload: []Point{{32, ms}, {32, 2 * ms}}}, false},
 		{"negative time", Profile{Name: "a", ByPayload: []Point{{32, -ms}, {64, ms}}}, false},
 		{"jitter too big", Profile{Name: "a", ByPayload: pts, Jitter: 1}, false},
 		{"negative jitter", Profile{Name: "a", ByPayload: pts, Jitter: -0.1}, false},
-		{"unknown kind", Profile{Name: "a", Dist: &Dist{Kind: "pareto"}}, false},
-		{"lognormal p99 < p50", Profile{Name: "a", Dist: &Dist{Kind: Lognormal, P50: 2 * ms, P99: ms}}, false},
-		{"uniform max < min", Profile{Name: "a", Dist: &Dist{Kind: Uniform, Min: 2 * ms, Max: ms}}, false},
+		{"unknown kind", Profile{Name: "a", Latency: &latency.Spec{Dist: "pareto"}}, false},
+		{"lognormal p99 < p50", Profile{Name: "a", Latency: &latency.Spec{Dist: latency.Lognormal, P50: 2 * ms, P99: ms}}, false},
+		{"uniform max < min", Profile{Name: "a", Latency: &latency.Spec{Dist: latency.Uniform, Min: 2 * ms, Max: ms}}, false},
 	} {
 		if err := tc.p.Validate(); (err == nil) != tc.ok {
 			t.Errorf("%s: Validate() = %v, want ok=%v", tc.name, err, tc.ok)

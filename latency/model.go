@@ -1,0 +1,98 @@
+package latency
+
+import (
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// Model draws delays. Draw is safe to call from many goroutines at once
+// (a link's connections, a signer's requests).
+type Model interface {
+	Draw() time.Duration
+	String() string // the Spec's description, e.g. "fixed 200ms"
+}
+
+// z99 is the 99th percentile of the standard normal distribution; it turns
+// a (p50, p99) pair into a lognormal's sigma.
+const z99 = 2.3263478740408408
+
+// New validates spec and returns its model, drawing from NewRand(seed,
+// stream): the same spec, seed and stream give the same delays.
+func New(spec Spec, seed int64, stream string) (Model, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	if spec.Dist == Fixed {
+		return Constant(spec.Value), nil
+	}
+	m := &model{spec: spec, rng: NewRand(seed, stream)}
+	if spec.Dist == Lognormal {
+		m.mu = math.Log(float64(spec.P50))
+		m.sigma = (math.Log(float64(spec.P99)) - m.mu) / z99
+	}
+	return m, nil
+}
+
+// Constant is a fixed delay d, with no random stream.
+func Constant(d time.Duration) Model { return constant(d) }
+
+type constant time.Duration
+
+func (c constant) Draw() time.Duration { return time.Duration(c) }
+func (c constant) String() string      { return Spec{Dist: Fixed, Value: time.Duration(c)}.String() }
+
+type model struct {
+	spec      Spec
+	rng       *Rand
+	mu, sigma float64 // lognormal
+}
+
+func (m *model) Draw() time.Duration {
+	s := m.spec
+	switch s.Dist {
+	case Uniform:
+		return s.Min + time.Duration(m.rng.Float64()*float64(s.Max-s.Min))
+	case Normal:
+		// Clamped at zero, as netem's "distribution normal" is: a delay
+		// cannot be negative.
+		d := float64(s.Mean) + m.rng.NormFloat64()*float64(s.Stddev)
+		return time.Duration(math.Max(0, d))
+	default: // Lognormal; New admits nothing else
+		return time.Duration(math.Exp(m.mu + m.sigma*m.rng.NormFloat64()))
+	}
+}
+
+func (m *model) String() string { return m.spec.String() }
+
+// Rand is a random stream with valnet's one seeding rule: PCG seeded by
+// the run seed and the FNV-1a hash of a name (a validator, a link, a
+// fault), so each named thing draws its own repeatable sequence. It is
+// safe for concurrent use.
+type Rand struct {
+	mu sync.Mutex
+	r  *rand.Rand
+}
+
+// NewRand is the stream of name under seed.
+func NewRand(seed int64, name string) *Rand {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return &Rand{r: rand.New(rand.NewPCG(uint64(seed), h.Sum64()))}
+}
+
+// Float64 draws from [0, 1).
+func (r *Rand) Float64() float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.r.Float64()
+}
+
+// NormFloat64 draws from the standard normal distribution.
+func (r *Rand) NormFloat64() float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.r.NormFloat64()
+}

@@ -1,0 +1,282 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/valnet/valnet/internal/nettest"
+	"github.com/valnet/valnet/nodes"
+	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/scenarios"
+)
+
+// fakeNode is a node whose control operations take the time they are
+// given: block, when set, makes every operation wait until its context ends
+// (a backend that hangs), and slow makes it take that long.
+type fakeNode struct {
+	name  string
+	block bool
+	slow  time.Duration
+	fail  map[string]error // operation -> the error it returns
+
+	mu        sync.Mutex
+	calls     []string // operations begun, in order
+	running   int      // operations not yet returned
+	cancelled int      // operations that ended by their context
+}
+
+var (
+	_ nodes.Node       = (*fakeNode)(nil)
+	_ nodes.Controller = (*fakeNode)(nil)
+)
+
+func (n *fakeNode) Name() string                     { return n.name }
+func (n *fakeNode) Addrs() nodes.Addrs               { return nodes.Addrs{} }
+func (n *fakeNode) Stop(context.Context) error       { return nil }
+func (n *fakeNode) Kill(ctx context.Context) error   { return n.op(ctx, "kill") }
+func (n *fakeNode) Pause(ctx context.Context) error  { return n.op(ctx, "pause") }
+func (n *fakeNode) Resume(ctx context.Context) error { return n.op(ctx, "resume") }
+func (n *fakeNode) Restart(ctx context.Context) error {
+	return n.op(ctx, "restart")
+}
+
+func (n *fakeNode) op(ctx context.Context, name string) error {
+	n.mu.Lock()
+	n.calls = append(n.calls, name)
+	n.running++
+	n.mu.Unlock()
+	defer func() {
+		n.mu.Lock()
+		n.running--
+		n.mu.Unlock()
+	}()
+	if err := n.fail[name]; err != nil {
+		return err
+	}
+	var wait <-chan time.Time // nil: forever
+	if !n.block {
+		wait = time.After(n.slow)
+	}
+	select {
+	case <-wait:
+		return nil
+	case <-ctx.Done():
+		n.mu.Lock()
+		n.cancelled++
+		n.mu.Unlock()
+		return ctx.Err()
+	}
+}
+
+func (n *fakeNode) state() (calls []string, running, cancelled int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.calls), n.running, n.cancelled
+}
+
+// timelineRun is a run with fake nodes and no signers, enough for the poll
+// loop and the fault timeline; its events go to a file read by events.
+func timelineRun(t *testing.T, maxDuration time.Duration, faults []scenarios.FaultPlan, ns ...*fakeNode) *run {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), EventsFile)
+	w, err := results.NewWriter(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	plan := &scenarios.Plan{Run: scenarios.RunPlan{Heights: 1000, MaxDuration: maxDuration}, Faults: faults}
+	r := &run{plan: plan, rec: newRecorder(w), writer: w, start: time.Now()}
+	for _, n := range ns {
+		v := scenarios.ValidatorPlan{Name: n.name}
+		plan.Validators = append(plan.Validators, v)
+		r.members = append(r.members, &member{plan: v})
+		r.signers = append(r.signers, nil)
+		r.nodes = append(r.nodes, n)
+	}
+	r.opts.OutDir = filepath.Dir(path)
+	return r
+}
+
+// faultEvents reads back the fault events of r as "action state: detail".
+func faultEvents(t *testing.T, r *run) []string {
+	t.Helper()
+	if err := r.writer.Close(); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := results.ReadFile(filepath.Join(r.opts.OutDir, EventsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range evs {
+		if e.Kind == results.KindFault {
+			out = append(out, e.Validator+" "+e.Action+" "+e.State+": "+e.Detail)
+		}
+	}
+	return out
+}
+
+func atHeight(h int64) scenarios.FaultAt { return scenarios.FaultAt{Height: h} }
+
+// TestStopDuringASlowNodeFault: Ctrl-C or max_duration while a node-restart
+// hangs ends the run at once, and the restart is cancelled with the run.
+func TestStopDuringASlowNodeFault(t *testing.T) {
+	tests := []struct {
+		name        string
+		maxDuration time.Duration
+		interrupt   bool
+		want        string
+	}{
+		{"ctrl-c", time.Hour, true, results.StopInterrupted},
+		{"max_duration", 500 * time.Millisecond, false, results.StopMaxDuration},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			node := &fakeNode{name: "v1", block: true}
+			r := timelineRun(t, tc.maxDuration, []scenarios.FaultPlan{
+				{Action: scenarios.FaultNodeRestart, Target: "v1", At: atHeight(1)},
+			}, node)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan string, 1)
+			go func() { done <- r.wait(ctx, newTimeline(r), time.Now()) }()
+			nettest.WaitFor(t, 5*time.Second, "the restart to begin", func() bool {
+				calls, _, _ := node.state()
+				return len(calls) == 1
+			})
+			if tc.interrupt {
+				cancel()
+			}
+			select {
+			case reason := <-done:
+				if reason != tc.want {
+					t.Errorf("stop reason %q, want %q", reason, tc.want)
+				}
+			case <-time.After(2 * time.Second):
+				t.Fatalf("the run did not stop within 2s of %s while a node-restart hung", tc.name)
+			}
+			// Nothing of the fault is left running for the shutdown to race.
+			if _, running, cancelled := node.state(); running != 0 || cancelled != 1 {
+				t.Errorf("after the run: %d operations running, %d cancelled; want 0 and 1", running, cancelled)
+			}
+			evs := faultEvents(t, r)
+			if len(evs) < 1 || !strings.Contains(evs[0], "node-restart start: v1 restarting from its home") {
+				t.Errorf("fault events %q", evs)
+			}
+		})
+	}
+}
+
+// TestNodeFaultsRunOffTheLoopInOrderPerTarget: a slow kill of v1 holds up
+// neither the poll loop nor v2's fault, v1's way back waits for its kill,
+// and each records its event when it is done.
+func TestNodeFaultsRunOffTheLoopInOrderPerTarget(t *testing.T) {
+	v1 := &fakeNode{name: "v1", slow: 800 * time.Millisecond}
+	v2 := &fakeNode{name: "v2"}
+	r := timelineRun(t, time.Hour, []scenarios.FaultPlan{
+		{Action: scenarios.FaultNodeKill, Target: "v1", At: atHeight(1), Duration: 100 * time.Millisecond},
+		{Action: scenarios.FaultNodePause, Target: "v2", At: scenarios.FaultAt{Time: 200 * time.Millisecond}},
+	}, v1, v2)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan string, 1)
+	go func() { done <- r.wait(ctx, newTimeline(r), time.Now()) }()
+	nettest.WaitFor(t, 5*time.Second, "v2 paused while v1's kill is still going", func() bool {
+		calls, _, _ := v2.state()
+		v1calls, v1running, _ := v1.state()
+		return len(calls) == 1 && slices.Equal(v1calls, []string{"kill"}) && v1running == 1
+	})
+	nettest.WaitFor(t, 5*time.Second, "v1 started again", func() bool {
+		calls, running, _ := v1.state()
+		return len(calls) == 2 && running == 0
+	})
+	cancel()
+	<-done
+	if calls, _, _ := v1.state(); !slices.Equal(calls, []string{"kill", "restart"}) {
+		t.Errorf("v1 operations %v, want kill then restart", calls)
+	}
+	want := []string{
+		"v1 node-kill start: v1 down (node-kill)",
+		"v2 node-pause start: v2 paused (no progress, no answers)",
+		"v1 node-kill end: started again from its home",
+	}
+	if got := faultEvents(t, r); !slices.Equal(got, want) {
+		t.Errorf("fault events\n%q\nwant\n%q", got, want)
+	}
+}
+
+// TestNodeFaultWindows: a stop, kill or pause is a window that a later
+// node-start or node-resume ends (its event is that end, no window of its
+// own); one with nothing to end is an instant; a call that fails ends its
+// window at once.
+func TestNodeFaultWindows(t *testing.T) {
+	at := func(d time.Duration) scenarios.FaultAt { return scenarios.FaultAt{Time: d} }
+	boom := errors.New("boom")
+	tests := []struct {
+		name   string
+		fail   map[string]error
+		faults []scenarios.FaultPlan
+		want   []string
+	}{
+		{"kill until a node-start", nil, []scenarios.FaultPlan{
+			{Action: scenarios.FaultNodeKill, Target: "v1", At: at(0)},
+			{Action: scenarios.FaultNodeStart, Target: "v1", At: at(200 * time.Millisecond)},
+		}, []string{
+			"v1 node-kill start: v1 down (node-kill)",
+			"v1 node-kill end: v1 started again from its home (node-start at 200ms)",
+		}},
+		{"pause until a node-resume", nil, []scenarios.FaultPlan{
+			{Action: scenarios.FaultNodePause, Target: "v1", At: at(0)},
+			{Action: scenarios.FaultNodeResume, Target: "v1", At: at(200 * time.Millisecond)},
+		}, []string{
+			"v1 node-pause start: v1 paused (no progress, no answers)",
+			"v1 node-pause end: v1 resumed (node-resume at 200ms)",
+		}},
+		{"a node-start of a running node", nil, []scenarios.FaultPlan{
+			{Action: scenarios.FaultNodeStart, Target: "v1", At: at(0)},
+		}, []string{
+			"v1 node-start instant: v1 started again from its home; it was not down",
+		}},
+		{"a kill that fails ends at once", map[string]error{"kill": boom}, []scenarios.FaultPlan{
+			{Action: scenarios.FaultNodeKill, Target: "v1", At: at(0), Duration: 100 * time.Millisecond},
+		}, []string{
+			"v1 node-kill start: v1 down (node-kill)",
+			"v1 node-kill end: not applied: node-kill failed: boom",
+		}},
+		{"a node-start ends a kill before its duration does", nil, []scenarios.FaultPlan{
+			{Action: scenarios.FaultNodeKill, Target: "v1", At: at(0), Duration: 400 * time.Millisecond},
+			{Action: scenarios.FaultNodeStart, Target: "v1", At: at(100 * time.Millisecond)},
+		}, []string{
+			"v1 node-kill start: v1 down (node-kill)",
+			"v1 node-kill end: v1 started again from its home (node-start at 100ms)",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			node := &fakeNode{name: "v1", fail: tt.fail}
+			r := timelineRun(t, time.Hour, tt.faults, node)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan string, 1)
+			go func() { done <- r.wait(ctx, newTimeline(r), time.Now()) }()
+			// Every fault and way back is due by 400 ms after the start;
+			// then the node queue drains.
+			start := time.Now()
+			nettest.WaitFor(t, 5*time.Second, "every fault due and the node queue idle", func() bool {
+				_, running, _ := node.state()
+				return time.Since(start) > 600*time.Millisecond && running == 0
+			})
+			cancel()
+			<-done
+			if got := faultEvents(t, r); !slices.Equal(got, tt.want) {
+				t.Errorf("fault events\n%q\nwant\n%q", got, tt.want)
+			}
+		})
+	}
+}

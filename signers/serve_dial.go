@@ -1,0 +1,139 @@
+package signers
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cometbft/cometbft/privval"
+)
+
+// A standalone signer dials the node (the node listens on its
+// priv_validator_laddr) and dials again whenever the connection is lost,
+// for as long as it runs.
+
+// ParseNodeAddr splits a node's priv_validator_laddr into network and
+// address.
+func ParseNodeAddr(s string) (network, address string, err error) {
+	scheme, rest, ok := strings.Cut(s, "://")
+	if !ok {
+		return "", "", fmt.Errorf("node address %q has no scheme: write tcp://host:port or unix:///path/to/socket", s)
+	}
+	switch scheme {
+	case NetTCP:
+		host, port, err := net.SplitHostPort(rest)
+		if err != nil {
+			return "", "", fmt.Errorf("node address %q: want tcp://host:port (%v)", s, err)
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return "", "", fmt.Errorf("node address %q: port %q is not a port number", s, port)
+		}
+		return NetTCP, net.JoinHostPort(host, port), nil
+	case NetUnix:
+		if rest == "" {
+			return "", "", fmt.Errorf("node address %q: no socket path (write unix:///path/to/socket)", s)
+		}
+		return NetUnix, rest, nil
+	default:
+		return "", "", fmt.Errorf("node address %q: unsupported scheme %q (allowed: tcp, unix)", s, scheme)
+	}
+}
+
+// errStopped ends the dial loop when the signer stops.
+var errStopped = errors.New("signer stopped")
+
+// dial connects to the node, retrying every 100 ms until it is up or the
+// signer stops. CometBFT's own retry loop cannot be stopped while it
+// redials, so it is given one "retry" that lasts as long as needed.
+func (s *Serve) dial() (net.Conn, error) {
+	var dial privval.SocketDialer
+	if s.network == NetTCP {
+		dial = privval.DialTCPFn(s.address, 5*time.Second, s.identity)
+	} else {
+		dial = privval.DialUnixFn(s.address)
+	}
+	for {
+		if s.stopping() {
+			return nil, errStopped
+		}
+		c, err := dial()
+		if err == nil {
+			nc := &nodeConn{Conn: c, s: s}
+			s.connMu.Lock()
+			if s.stopping() {
+				s.connMu.Unlock()
+				c.Close()
+				return nil, errStopped
+			}
+			s.conn, s.dialFailed = nc, false
+			again := s.everUp
+			s.everUp = true
+			s.connMu.Unlock()
+			if again {
+				s.logf("reconnected to the node")
+			} else {
+				s.logf("connected to the node")
+			}
+			return nc, nil
+		}
+		s.connMu.Lock()
+		first := !s.dialFailed
+		s.dialFailed = true
+		s.connMu.Unlock()
+		if first {
+			s.logf("node not reachable (%v); redialing every 100ms", err)
+		}
+		select {
+		case <-s.stopCh:
+			return nil, errStopped
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// nodeConn is the connection to the node. CometBFT's signer endpoint drops
+// a connection (and so redials) only on errors that have a Timeout method;
+// a node that closed its end gives io.EOF, on which CometBFT v1.0.1 would
+// spin on the dead connection forever. Every read and write error is
+// therefore passed on as a connLost, which has that method.
+type nodeConn struct {
+	net.Conn
+	s    *Serve
+	once sync.Once
+}
+
+type connLost struct{ err error }
+
+func (e *connLost) Error() string { return "connection to the node lost: " + e.err.Error() }
+func (e *connLost) Unwrap() error { return e.err }
+func (e *connLost) Timeout() bool { return false }
+
+func (c *nodeConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	return n, c.lost(err)
+}
+
+func (c *nodeConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	return n, c.lost(err)
+}
+
+func (c *nodeConn) lost(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return err // CometBFT drops it already
+	}
+	c.once.Do(func() {
+		if !c.s.stopping() {
+			c.s.logf("connection to the node lost (%v); redialing", err)
+		}
+	})
+	return &connLost{err}
+}
