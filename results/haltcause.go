@@ -347,14 +347,24 @@ func (x *index) partitionAt(t time.Time) (string, bool) {
 	return strings.Join(parts, "; "), true
 }
 
-// resumedText names the faults that started between the halt's evidence
-// and the next commit, e.g. "; it resumed after node-restart v-1,
-// node-restart v-2".
+// resumedText names the faults that started, or the windows that ended,
+// between the halt's evidence and the next commit, e.g. "; it resumed
+// after node-restart v-1, node-restart v-2" or "; it resumed after the
+// end of node-kill v-3".
 func (x *index) resumedText(from, to time.Time) string {
 	var what []string
+	started := map[string]bool{}
 	for _, ev := range x.faults {
-		if ev.State == FaultStart && ev.Time.After(from) && !ev.Time.After(to) {
-			what = append(what, strings.TrimSpace(ev.Action+" "+ev.Validator))
+		if !ev.Time.After(from) || ev.Time.After(to) {
+			continue
+		}
+		name := strings.TrimSpace(ev.Action + " " + ev.Validator)
+		switch {
+		case ev.State == FaultStart:
+			started[name] = true
+			what = append(what, name)
+		case ev.State == FaultEnd && !started[name]:
+			what = append(what, "the end of "+name)
 		}
 	}
 	if len(what) == 0 {

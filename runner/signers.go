@@ -10,6 +10,7 @@ import (
 	"github.com/cometbft/cometbft/crypto"
 	cmtlog "github.com/cometbft/cometbft/libs/log"
 
+	"github.com/valnet/valnet/internal/phase"
 	"github.com/valnet/valnet/results"
 	"github.com/valnet/valnet/scenarios"
 	"github.com/valnet/valnet/signers"
@@ -160,7 +161,7 @@ func (s *requestNoter) SignVote(chainID string, vote *cmtproto.Vote, signExtensi
 }
 
 func (s *requestNoter) SignProposal(chainID string, proposal *cmtproto.Proposal) error {
-	s.note(signers.PhaseProposal, proposal.Height, proposal.Round)
+	s.note(phase.Proposal, proposal.Height, proposal.Round)
 	return s.Signer.SignProposal(chainID, proposal)
 }
 
