@@ -70,7 +70,7 @@ func (x *index) explainHalt(c *chain, sp haltSpan, threshold time.Duration) Halt
 	h.Round = round
 	h.Cause, h.Detail = x.haltCause(c, h.Height, round, entered, sp.from, at)
 	if sp.Resumed {
-		h.Detail += x.resumedText(at, sp.to)
+		h.Detail += x.resumedText(sp.from, at, sp.to)
 	}
 	return h
 }
@@ -347,30 +347,33 @@ func (x *index) partitionAt(t time.Time) (string, bool) {
 	return strings.Join(parts, "; "), true
 }
 
-// resumedText names the faults that started, or the windows that ended,
-// between the halt's evidence and the next commit, e.g. "; it resumed
-// after node-restart v-1, node-restart v-2" or "; it resumed after the
-// end of node-kill v-3".
-func (x *index) resumedText(from, to time.Time) string {
+// resumedText lists the faults that started, and the windows that ended,
+// between the halt's evidence (at) and the next commit (to), each with its
+// time since the halt began, and when the chain resumed, e.g. "; then the
+// end of signer-error v-1 (+30.1s), node-restart v-1 (+42.6s); it resumed
+// at +43.8s". So a reader sees what the chain came back after, and what it
+// did not.
+func (x *index) resumedText(began, at, to time.Time) string {
+	since := func(t time.Time) string { return "+" + t.Sub(began).Round(100*time.Millisecond).String() }
 	var what []string
 	started := map[string]bool{}
 	for _, ev := range x.faults {
-		if !ev.Time.After(from) || ev.Time.After(to) {
+		if !ev.Time.After(at) || ev.Time.After(to) {
 			continue
 		}
 		name := strings.TrimSpace(ev.Action + " " + ev.Validator)
 		switch {
 		case ev.State == FaultStart:
 			started[name] = true
-			what = append(what, name)
+			what = append(what, name+" ("+since(ev.Time)+")")
 		case ev.State == FaultEnd && !started[name]:
-			what = append(what, "the end of "+name)
+			what = append(what, "the end of "+name+" ("+since(ev.Time)+")")
 		}
 	}
 	if len(what) == 0 {
 		return ""
 	}
-	return "; it resumed after " + strings.Join(what, ", ")
+	return "; then " + strings.Join(what, ", ") + "; it resumed at " + since(to)
 }
 
 // joinNames: "v-1, v-2, v-3".
