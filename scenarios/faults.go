@@ -24,7 +24,7 @@ type faultAction struct {
 	NoTarget   string        // targetNone: why, for messages
 	Link       bool          // takes from, to, one_way, jitter and bandwidth
 	Groups     bool          // takes groups, and requires them
-	Process    string        // non-empty: needs run.backend process; why, for messages
+	Process    string        // non-empty: needs run.backend process or docker; why, for messages
 	Duration   faultDuration // what duration means
 	Window     string        // what the duration is, for messages
 	Whole      string        // actions without phases: why, for messages
@@ -88,6 +88,23 @@ var faultActions = []faultAction{
 
 // faultLinkKeys are the keys of a fault that only Link actions take.
 var faultLinkKeys = []string{"from", "to", "one_way", "jitter", "bandwidth"}
+
+// FaultActionInfo is what the docs must say of a fault action.
+type FaultActionInfo struct {
+	Name string
+	// OwnProcess: the action needs nodes in processes of their own
+	// (run.backend process or docker).
+	OwnProcess bool
+}
+
+// FaultActions lists every fault action in documentation order.
+func FaultActions() []FaultActionInfo {
+	out := make([]FaultActionInfo, len(faultActions))
+	for i, a := range faultActions {
+		out[i] = FaultActionInfo{Name: a.Name, OwnProcess: a.Process != ""}
+	}
+	return out
+}
 
 // faultActionNames lists the actions in documentation order.
 func faultActionNames() []string {

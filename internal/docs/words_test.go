@@ -82,3 +82,28 @@ func TestBuiltinsAreListed(t *testing.T) {
 		}
 	}
 }
+
+// Every fault action has its row in docs/scenario.md and an example in the
+// starter; one that needs nodes in their own processes says process or
+// docker, as the scenario check does.
+func TestFaultActionsAreDescribed(t *testing.T) {
+	doc, starter := read(t, "docs/scenario.md"), read(t, "scenarios/starter.yaml")
+	for _, a := range scenarios.FaultActions() {
+		row := regexp.MustCompile("(?m)^\\| `" + regexp.QuoteMeta(a.Name) + "` \\|.*$").FindString(doc)
+		if row == "" {
+			t.Errorf("docs/scenario.md: no row for fault action %s", a.Name)
+			continue
+		}
+		if !strings.Contains(starter, "action: "+a.Name+",") {
+			t.Errorf("starter.yaml: no example of fault action %s", a.Name)
+		}
+		saysOnly := regexp.MustCompile(`(?i)process backend only`).MatchString(row)
+		saysBoth := regexp.MustCompile(`(?i)process or docker`).MatchString(row)
+		switch {
+		case a.OwnProcess && (saysOnly || !saysBoth):
+			t.Errorf("docs/scenario.md: %s needs run.backend process or docker; its row says %q", a.Name, row)
+		case !a.OwnProcess && (saysOnly || saysBoth):
+			t.Errorf("docs/scenario.md: %s runs on every backend; its row says %q", a.Name, row)
+		}
+	}
+}
