@@ -172,9 +172,9 @@ func (r *inProcessRun) stop() error {
 	return err
 }
 
-func (n *inProcessNode) Name() string  { return n.name }
+func (n *inProcessNode) Name() string                 { return n.name }
 func (n *inProcessNode) Height(context.Context) int64 { return n.last.Load().BlockStore().Height() }
-func (n *inProcessNode) Addrs() Addrs  { return n.addrs }
+func (n *inProcessNode) Addrs() Addrs                 { return n.addrs }
 
 func (n *inProcessNode) Stop(context.Context) error {
 	return n.life.stop((*inProcessRun).stop, n.logFile.Close)

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/valnet/valnet/internal/action"
 	"slices"
 	"strings"
 	"time"
@@ -134,7 +135,7 @@ func gen(c genConfig) []Event {
 		down = -1
 		if v, ok := c.nodeDown[h]; ok {
 			down = v
-			emit(Event{Kind: KindFault, Validator: name(v), Action: FaultNodePause, State: FaultStart, Height: h, Detail: "node paused"})
+			emit(Event{Kind: KindFault, Validator: name(v), Action: action.NodePause, State: FaultStart, Height: h, Detail: "node paused"})
 		}
 		id := blockID(h)
 		for r := int32(0); r <= cr; r++ {
@@ -222,7 +223,7 @@ func gen(c genConfig) []Event {
 		}
 		emit(blk)
 		if down >= 0 {
-			emit(Event{Kind: KindFault, Validator: name(down), Action: FaultNodePause, State: FaultEnd, Height: h, Detail: "node resumed"})
+			emit(Event{Kind: KindFault, Validator: name(down), Action: action.NodePause, State: FaultEnd, Height: h, Detail: "node resumed"})
 			down = -1
 		}
 		nodes(func(i int) {

@@ -2,6 +2,7 @@ package results
 
 import (
 	"fmt"
+	"github.com/valnet/valnet/internal/action"
 	"strings"
 	"time"
 )
@@ -21,14 +22,6 @@ const (
 // HaltCauses lists every cause of a halt, in report order.
 var HaltCauses = []string{HaltValidatorsDown, HaltPartition, HaltSignerFailed, HaltSignerNotAnswering,
 	HaltNetwork, HaltNoProposal, CauseHostOverload, HaltUnknown}
-
-// Network fault actions (scenarios.FaultPartition, FaultIsolate and
-// FaultHeal: the strings the runner emits).
-const (
-	FaultPartition = "partition"
-	FaultIsolate   = "isolate"
-	FaultHeal      = "heal"
-)
 
 // noRetry is why a failed signature stops a round for good: CometBFT
 // v1.0.1 signs a vote once (internal/consensus/state.go, signAddVote logs
@@ -319,9 +312,9 @@ func (x *index) partitionAt(t time.Time) (string, bool) {
 		}
 		key := ev.Action + "/" + ev.Validator
 		switch {
-		case ev.Action == FaultHeal:
+		case ev.Action == action.Heal:
 			active = nil
-		case ev.Action != FaultPartition && ev.Action != FaultIsolate:
+		case ev.Action != action.Partition && ev.Action != action.Isolate:
 		case ev.State == FaultStart:
 			d := ev.Detail
 			if d == "" {

@@ -2,6 +2,7 @@ package results
 
 import (
 	"fmt"
+	"github.com/valnet/valnet/internal/action"
 	"html"
 	"strings"
 	"testing"
@@ -82,31 +83,31 @@ func TestHaltCauses(t *testing.T) {
 			stuckRun(lostPrevotes...), 2, false, 0, HaltSignerFailed,
 			"no +2/3 prevotes at h3 r0: v1, v2, v3 failed to sign their prevote (signer error); CometBFT does not retry a failed signature, so the round waits until a node restarts"},
 		{"…until two nodes restart",
-			stuckRun(append(lostPrevotes, faultAt(40000, "v1", FaultNodeRestart, FaultStart), faultAt(40500, "v2", FaultNodeRestart, FaultStart),
+			stuckRun(append(lostPrevotes, faultAt(40000, "v1", action.NodeRestart, FaultStart), faultAt(40500, "v2", action.NodeRestart, FaultStart),
 				block(3, 45000, 0, nil, nil))...), 2, true, 0, HaltSignerFailed,
 			"no +2/3 prevotes at h3 r0: v1, v2, v3 failed to sign their prevote (signer error); CometBFT does not retry a failed signature, so the round waits until a node restarts; then node-restart v1 (+38s), node-restart v2 (+38.5s); it resumed at +43s"},
 		{"half the validators down, until one is started again",
-			stuckRun(cat([]Event{faultAt(1500, "v3", FaultNodeKill, FaultStart), faultAt(1600, "v4", FaultNodeStop, FaultStart)},
+			stuckRun(cat([]Event{faultAt(1500, "v3", action.NodeKill, FaultStart), faultAt(1600, "v4", action.NodeStop, FaultStart)},
 				enterRound(2100, 3, 0, "v1", "v2"), prevotes(2600, 3, 0, map[string][]string{"v1": {"v2"}, "v2": {"v1"}}, "v1", "v2"),
-				[]Event{faultAt(30000, "v3", FaultNodeKill, FaultEnd), block(3, 31000, 0, nil, nil)})...),
+				[]Event{faultAt(30000, "v3", action.NodeKill, FaultEnd), block(3, 31000, 0, nil, nil)})...),
 			2, true, 0, HaltValidatorsDown,
 			"validators down at h3: v3 (node-kill), v4 (node-stop); the others hold 20 of 40 voting power, not more than 2/3; then the end of node-kill v3 (+28s); it resumed at +29s"},
 		{"half the validators down",
-			stuckRun(cat([]Event{faultAt(1500, "v3", FaultNodeKill, FaultStart), faultAt(1600, "v4", FaultNodeStop, FaultStart)},
+			stuckRun(cat([]Event{faultAt(1500, "v3", action.NodeKill, FaultStart), faultAt(1600, "v4", action.NodeStop, FaultStart)},
 				enterRound(2100, 3, 0, "v1", "v2"), prevotes(2600, 3, 0, map[string][]string{"v1": {"v2"}, "v2": {"v1"}}, "v1", "v2"))...),
 			2, false, 0, HaltValidatorsDown,
 			"validators down at h3: v3 (node-kill), v4 (node-stop); the others hold 20 of 40 voting power, not more than 2/3"},
 		{"a 2/2 partition",
-			stuckRun(cat([]Event{{Time: at(1500), Kind: KindFault, Action: FaultPartition, State: FaultStart, Detail: "partition [v1 v2] | [v3 v4]"}},
+			stuckRun(cat([]Event{{Time: at(1500), Kind: KindFault, Action: action.Partition, State: FaultStart, Detail: "partition [v1 v2] | [v3 v4]"}},
 				enterRound(2100, 3, 0, all4...),
 				prevotes(2600, 3, 0, map[string][]string{"v1": {"v2"}, "v2": {"v1"}, "v3": {"v4"}, "v4": {"v3"}}, all4...),
-				[]Event{{Time: at(20000), Kind: KindFault, Action: FaultPartition, State: FaultEnd, Detail: "partition healed"}},
+				[]Event{{Time: at(20000), Kind: KindFault, Action: action.Partition, State: FaultEnd, Detail: "partition healed"}},
 				[]Event{block(3, 21000, 0, nil, nil)})...),
 			2, true, 0, HaltPartition,
 			"partition [v1 v2] | [v3 v4]: no side holds +2/3 of the voting power (the most prevote power any node received at h3 r0 is 20 of 40: v1, v2); then the end of partition (+18s); it resumed at +19s"},
 		{"a partition that was healed is not the cause",
-			stuckRun(cat([]Event{{Time: at(1500), Kind: KindFault, Action: FaultPartition, State: FaultStart, Detail: "partition [v1 v2] | [v3 v4]"},
-				{Time: at(1800), Kind: KindFault, Action: FaultHeal, State: FaultStart}},
+			stuckRun(cat([]Event{{Time: at(1500), Kind: KindFault, Action: action.Partition, State: FaultStart, Detail: "partition [v1 v2] | [v3 v4]"},
+				{Time: at(1800), Kind: KindFault, Action: action.Heal, State: FaultStart}},
 				enterRound(2100, 3, 0, all4...),
 				prevotes(2600, 3, 0, map[string][]string{"v1": {"v2"}, "v2": {"v1"}, "v3": {"v4"}, "v4": {"v3"}}, all4...))...),
 			2, false, 0, HaltNetwork, "no node received +2/3 prevotes at h3 r0: 40 of 40 voting power cast one, but the most any node received is 20 (v1, v2)…"},

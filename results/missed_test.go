@@ -1,6 +1,7 @@
 package results
 
 import (
+	"github.com/valnet/valnet/internal/action"
 	"reflect"
 	"strings"
 	"testing"
@@ -65,14 +66,14 @@ func TestMissedPrecommitCauses(t *testing.T) {
 		detail string // substring
 	}{
 		{"node down: a node fault active through the decision",
-			missedRun(0, faultAt(100, "v4", FaultNodeKill, FaultStart)),
+			missedRun(0, faultAt(100, "v4", action.NodeKill, FaultStart)),
 			CauseNodeDown, "node-kill fault active"},
 		{"node down: paused, resumed after the round began",
-			missedRun(0, faultAt(100, "v4", FaultNodePause, FaultStart), faultAt(500, "v4", FaultNodePause, FaultEnd),
+			missedRun(0, faultAt(100, "v4", action.NodePause, FaultStart), faultAt(500, "v4", action.NodePause, FaultEnd),
 				Event{Time: at(200), Kind: KindNewRound, Node: "v1", Height: 1, Proposer: "v1"}),
 			CauseNodeDown, "node-pause"},
 		{"a node fault that ended before the round is not the cause",
-			missedRun(0, faultAt(10, "v4", FaultNodeStop, FaultStart), faultAt(50, "v4", FaultNodeStop, FaultEnd),
+			missedRun(0, faultAt(10, "v4", action.NodeStop, FaultStart), faultAt(50, "v4", action.NodeStop, FaultEnd),
 				Event{Time: at(200), Kind: KindNewRound, Node: "v1", Height: 1, Proposer: "v1"}),
 			CauseUnknown, "no signature by v4 at height 1"},
 		{"a signer fault is not a node fault",
@@ -128,7 +129,7 @@ func TestMissedPrecommitCauses(t *testing.T) {
 			missedRun(0, requestAt(300, "v4", PhasePrevote, 1, 0), signAt(301, "v4", PhasePrevote, 1, 0, id, 1)),
 			CauseNodeBehind, "prevote r0 signed, but v4's node never asked for a precommit before the decision"},
 		{"no precommit: the node was a height behind, catching up after a restart",
-			missedRun(0, faultAt(10, "v4", FaultNodeKill, FaultStart), faultAt(150, "v4", FaultNodeStart, FaultStart),
+			missedRun(0, faultAt(10, "v4", action.NodeKill, FaultStart), faultAt(150, "v4", action.NodeStart, FaultStart),
 				stepAt(5, "v4", 0, 0, "commit"), Event{Time: at(200), Kind: KindNewRound, Node: "v1", Height: 1, Proposer: "v1"}),
 			CauseNodeBehind, "no precommit: v4's node had not reached height 1 (it was at height 0); its node ran again 750 ms before (after node-kill), catching up"},
 		{"no precommit: the node a height behind because its signer had a backlog",

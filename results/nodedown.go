@@ -1,17 +1,9 @@
 package results
 
-import "time"
+import (
+	"time"
 
-// Node actions of fault events. The runner emits the scenarios.FaultNode*
-// values, the same strings; results names them itself because it must not
-// import scenarios.
-const (
-	FaultNodeStop    = "node-stop"
-	FaultNodeKill    = "node-kill"
-	FaultNodePause   = "node-pause"
-	FaultNodeRestart = "node-restart"
-	FaultNodeStart   = "node-start"
-	FaultNodeResume  = "node-resume"
+	"github.com/valnet/valnet/internal/action"
 )
 
 // NodeChange is what an event does to the node of its validator.
@@ -41,14 +33,14 @@ func NodeChangeOf(e *Event) NodeChange {
 		return NodeUnchanged
 	}
 	switch e.Action {
-	case FaultNodeStop, FaultNodeKill, FaultNodePause, FaultNodeRestart:
+	case action.NodeStop, action.NodeKill, action.NodePause, action.NodeRestart:
 		switch e.State {
 		case FaultStart:
 			return NodeDown
 		case FaultEnd:
 			return NodeUp
 		}
-	case FaultNodeStart, FaultNodeResume:
+	case action.NodeStart, action.NodeResume:
 		if e.State == FaultStart || e.State == FaultEnd {
 			return NodeUp
 		}

@@ -1,6 +1,7 @@
 package results
 
 import (
+	"github.com/valnet/valnet/internal/action"
 	"strings"
 	"testing"
 )
@@ -14,22 +15,22 @@ func TestNodeChangeOf(t *testing.T) {
 		ev   Event
 		want NodeChange
 	}{
-		{"stop starts", fault(FaultNodeStop, FaultStart), NodeDown},
-		{"stop ends", fault(FaultNodeStop, FaultEnd), NodeUp},
-		{"kill starts", fault(FaultNodeKill, FaultStart), NodeDown},
-		{"kill ends", fault(FaultNodeKill, FaultEnd), NodeUp},
-		{"pause starts", fault(FaultNodePause, FaultStart), NodeDown},
-		{"pause ends", fault(FaultNodePause, FaultEnd), NodeUp},
-		{"restart starts: down until its end, whatever the detail", fault(FaultNodeRestart, FaultStart), NodeDown},
-		{"restart ends", fault(FaultNodeRestart, FaultEnd), NodeUp},
-		{"start brings the node back", fault(FaultNodeStart, FaultStart), NodeUp},
-		{"start's end too", fault(FaultNodeStart, FaultEnd), NodeUp},
-		{"resume brings the node back", fault(FaultNodeResume, FaultStart), NodeUp},
+		{"stop starts", fault(action.NodeStop, FaultStart), NodeDown},
+		{"stop ends", fault(action.NodeStop, FaultEnd), NodeUp},
+		{"kill starts", fault(action.NodeKill, FaultStart), NodeDown},
+		{"kill ends", fault(action.NodeKill, FaultEnd), NodeUp},
+		{"pause starts", fault(action.NodePause, FaultStart), NodeDown},
+		{"pause ends", fault(action.NodePause, FaultEnd), NodeUp},
+		{"restart starts: down until its end, whatever the detail", fault(action.NodeRestart, FaultStart), NodeDown},
+		{"restart ends", fault(action.NodeRestart, FaultEnd), NodeUp},
+		{"start brings the node back", fault(action.NodeStart, FaultStart), NodeUp},
+		{"start's end too", fault(action.NodeStart, FaultEnd), NodeUp},
+		{"resume brings the node back", fault(action.NodeResume, FaultStart), NodeUp},
 		{"a signer fault is not a node fault", fault("signer-delay", FaultStart), NodeUnchanged},
 		{"a partition is not a node fault", fault("partition", FaultStart), NodeUnchanged},
-		{"unknown state", fault(FaultNodeKill, "maybe"), NodeUnchanged},
-		{"no validator", Event{Kind: KindFault, Action: FaultNodeKill, State: FaultStart}, NodeUnchanged},
-		{"not a fault event", Event{Kind: KindStep, Validator: "v1", Action: FaultNodeKill, State: FaultStart}, NodeUnchanged},
+		{"unknown state", fault(action.NodeKill, "maybe"), NodeUnchanged},
+		{"no validator", Event{Kind: KindFault, Action: action.NodeKill, State: FaultStart}, NodeUnchanged},
+		{"not a fault event", Event{Kind: KindStep, Validator: "v1", Action: action.NodeKill, State: FaultStart}, NodeUnchanged},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -50,23 +51,23 @@ func TestNodeDowns(t *testing.T) {
 		events []Event
 		want   []window // of v1
 	}{
-		{"kill with a duration", []Event{faultAt(10, "v1", FaultNodeKill, FaultStart), faultAt(50, "v1", FaultNodeKill, FaultEnd)},
-			[]window{{FaultNodeKill, 10, 50}}},
-		{"a stop ends when the node is started again", []Event{faultAt(10, "v1", FaultNodeStop, FaultStart), faultAt(70, "v1", FaultNodeStart, FaultStart)},
-			[]window{{FaultNodeStop, 10, 70}}},
-		{"a pause ends at node-resume", []Event{faultAt(10, "v1", FaultNodePause, FaultStart), faultAt(30, "v1", FaultNodeResume, FaultStart)},
-			[]window{{FaultNodePause, 10, 30}}},
-		{"a restart without duration: its start to its end", []Event{faultAt(10, "v1", FaultNodeRestart, FaultStart), faultAt(12, "v1", FaultNodeRestart, FaultEnd)},
-			[]window{{FaultNodeRestart, 10, 12}}},
-		{"never brought back", []Event{faultAt(10, "v1", FaultNodeKill, FaultStart)},
-			[]window{{FaultNodeKill, 10, -1}}},
-		{"down again while down: the first cause stands", []Event{faultAt(10, "v1", FaultNodePause, FaultStart), faultAt(20, "v1", FaultNodeKill, FaultStart), faultAt(40, "v1", FaultNodeKill, FaultEnd)},
-			[]window{{FaultNodePause, 10, 40}}},
-		{"a start of a running node opens nothing", []Event{faultAt(10, "v1", FaultNodeStart, FaultStart)}, nil},
-		{"two windows", []Event{faultAt(10, "v1", FaultNodeKill, FaultStart), faultAt(20, "v1", FaultNodeKill, FaultEnd),
-			faultAt(30, "v1", FaultNodeRestart, FaultStart), faultAt(45, "v1", FaultNodeRestart, FaultEnd)},
-			[]window{{FaultNodeKill, 10, 20}, {FaultNodeRestart, 30, 45}}},
-		{"another validator's faults are its own", []Event{faultAt(10, "v2", FaultNodeKill, FaultStart), faultAt(20, "v1", FaultNodeStart, FaultStart)}, nil},
+		{"kill with a duration", []Event{faultAt(10, "v1", action.NodeKill, FaultStart), faultAt(50, "v1", action.NodeKill, FaultEnd)},
+			[]window{{action.NodeKill, 10, 50}}},
+		{"a stop ends when the node is started again", []Event{faultAt(10, "v1", action.NodeStop, FaultStart), faultAt(70, "v1", action.NodeStart, FaultStart)},
+			[]window{{action.NodeStop, 10, 70}}},
+		{"a pause ends at node-resume", []Event{faultAt(10, "v1", action.NodePause, FaultStart), faultAt(30, "v1", action.NodeResume, FaultStart)},
+			[]window{{action.NodePause, 10, 30}}},
+		{"a restart without duration: its start to its end", []Event{faultAt(10, "v1", action.NodeRestart, FaultStart), faultAt(12, "v1", action.NodeRestart, FaultEnd)},
+			[]window{{action.NodeRestart, 10, 12}}},
+		{"never brought back", []Event{faultAt(10, "v1", action.NodeKill, FaultStart)},
+			[]window{{action.NodeKill, 10, -1}}},
+		{"down again while down: the first cause stands", []Event{faultAt(10, "v1", action.NodePause, FaultStart), faultAt(20, "v1", action.NodeKill, FaultStart), faultAt(40, "v1", action.NodeKill, FaultEnd)},
+			[]window{{action.NodePause, 10, 40}}},
+		{"a start of a running node opens nothing", []Event{faultAt(10, "v1", action.NodeStart, FaultStart)}, nil},
+		{"two windows", []Event{faultAt(10, "v1", action.NodeKill, FaultStart), faultAt(20, "v1", action.NodeKill, FaultEnd),
+			faultAt(30, "v1", action.NodeRestart, FaultStart), faultAt(45, "v1", action.NodeRestart, FaultEnd)},
+			[]window{{action.NodeKill, 10, 20}, {action.NodeRestart, 30, 45}}},
+		{"another validator's faults are its own", []Event{faultAt(10, "v2", action.NodeKill, FaultStart), faultAt(20, "v1", action.NodeStart, FaultStart)}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -100,10 +101,10 @@ func TestNodeDowns(t *testing.T) {
 func TestNodeRestartMissesAreNodeDown(t *testing.T) {
 	evs := []Event{runStart("v1", "v2", "v3", "v4"),
 		block(1, 1000, 0, nil, nil),
-		withDetail(faultAt(1500, "v4", FaultNodeRestart, FaultStart), "v4 restarting from its home"),
+		withDetail(faultAt(1500, "v4", action.NodeRestart, FaultStart), "v4 restarting from its home"),
 		block(2, 2000, 0, nil, nil),
 		block(3, 3000, 0, []string{"v4"}, nil), // v4 absent for height 2
-		withDetail(faultAt(3500, "v4", FaultNodeRestart, FaultEnd), "started again from its home"),
+		withDetail(faultAt(3500, "v4", action.NodeRestart, FaultEnd), "started again from its home"),
 		block(4, 4000, 0, []string{"v4"}, nil), // height 3: decided at 3000, v4 still down
 		block(5, 5000, 0, []string{"v4"}, nil), // height 4: after the restart
 		runEnd(5500, StopHeights)}

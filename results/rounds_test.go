@@ -1,6 +1,7 @@
 package results
 
 import (
+	"github.com/valnet/valnet/internal/action"
 	"strings"
 	"testing"
 )
@@ -178,13 +179,13 @@ func TestRoundChangeCauses(t *testing.T) {
 	}{
 		{"proposer signed nothing", roundRun(), RoundProposalMissing, "v1 signed no proposal", 1},
 		{"proposer's node killed: proposer-down",
-			roundRun(faultAt(-500, "v1", FaultNodeKill, FaultStart)),
+			roundRun(faultAt(-500, "v1", action.NodeKill, FaultStart)),
 			RoundProposerDown, "v1's node was down (node-kill fault active: test)", 1},
 		{"proposer's node killed during the round",
-			roundRun(faultAt(1000, "v1", FaultNodeStop, FaultStart)),
+			roundRun(faultAt(1000, "v1", action.NodeStop, FaultStart)),
 			RoundProposerDown, "v1's node was down (node-stop fault active", 1},
 		{"proposer's node back before the round: not down",
-			roundRun(faultAt(-500, "v1", FaultNodeKill, FaultStart), faultAt(-100, "v1", FaultNodeStart, FaultStart)),
+			roundRun(faultAt(-500, "v1", action.NodeKill, FaultStart), faultAt(-100, "v1", action.NodeStart, FaultStart)),
 			RoundProposalMissing, "v1 signed no proposal", 1},
 		{"proposer's signer never answered",
 			roundRun(requestAt(20, "v1", PhaseProposal, 1, 0)),
@@ -239,8 +240,8 @@ func TestRoundChangeCauses(t *testing.T) {
 // not rejoined consensus when its turn came: it shows no event of the
 // round, while the others are there.
 func TestProposerBehind(t *testing.T) {
-	evs := []Event{runStart("v1", "v2", "v3", "v4"), faultAt(-9000, "v1", FaultNodeKill, FaultStart),
-		stepAt(-9500, "v1", 0, 0, "commit"), faultAt(-1000, "v1", FaultNodeStart, FaultStart)}
+	evs := []Event{runStart("v1", "v2", "v3", "v4"), faultAt(-9000, "v1", action.NodeKill, FaultStart),
+		stepAt(-9500, "v1", 0, 0, "commit"), faultAt(-1000, "v1", action.NodeStart, FaultStart)}
 	for _, n := range []string{"v2", "v3", "v4"} {
 		nr := newRound(n, 1, 0, "v1")
 		evs = append(evs, nr, stepAt(3000, n, 1, 0, "prevote"), Event{Time: at(5000), Kind: KindNewRound, Node: n, Height: 1, Round: 1, Proposer: "v2"})

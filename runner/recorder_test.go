@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"github.com/valnet/valnet/internal/action"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -70,11 +71,11 @@ func TestRecorderMarksMissedWhileNodeDown(t *testing.T) {
 			r.Emit(results.Event{Time: now, Kind: results.KindBlock, Height: h, LastCommitAbsent: absent})
 		}
 		r.Emit(results.Event{Time: now, Kind: results.KindRunStart, Scenario: "x"})
-		fault("v1", results.FaultNodeRestart, results.FaultStart)
-		fault("v2", results.FaultNodeStop, results.FaultStart)
+		fault("v1", action.NodeRestart, results.FaultStart)
+		fault("v2", action.NodeStop, results.FaultStart)
 		block(2, "v1", "v2", "v3") // v3 absent but up: no missed event
-		fault("v1", results.FaultNodeRestart, results.FaultEnd)
-		fault("v2", results.FaultNodeStart, results.FaultStart)
+		fault("v1", action.NodeRestart, results.FaultEnd)
+		fault("v2", action.NodeStart, results.FaultStart)
 		block(3, "v1", "v2") // both back: none
 	})
 	var missed []string

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"github.com/valnet/valnet/internal/action"
 	"strings"
 	"sync"
 	"time"
@@ -154,7 +155,7 @@ func (t *timeline) start(task *faultTask) {
 		})
 	}
 	switch f.Action {
-	case scenarios.FaultSignerDelay, scenarios.FaultSignerDrop, scenarios.FaultSignerError:
+	case action.SignerDelay, action.SignerDrop, action.SignerError:
 		on, err := signerfault.Start(vs.built.Faults, task.id, f, t.r.seed)
 		if err != nil { // validated by the scenario; an error here is a bug
 			t.emit(task, results.FaultInstant, "not applied: "+err.Error())
@@ -164,16 +165,16 @@ func (t *timeline) start(task *faultTask) {
 		if on.Undo != nil {
 			onEnd(on.Detail, on.Undo)
 		}
-	case scenarios.FaultSignerOutage:
+	case action.SignerOutage:
 		t.emit(task, results.FaultStart, "remote signer disconnected; the node cannot reach it")
 		_ = vs.server.Stop()
 		onEnd("remote signer reconnecting", func() { _ = vs.server.Start() })
-	case scenarios.FaultPartition, scenarios.FaultIsolate, scenarios.FaultHeal, scenarios.FaultNetworkLatency:
+	case action.Partition, action.Isolate, action.Heal, action.NetworkLatency:
 		t.network(task, onEnd)
-	case scenarios.FaultNodeStop, scenarios.FaultNodeKill, scenarios.FaultNodeStart, scenarios.FaultNodeRestart,
-		scenarios.FaultNodePause, scenarios.FaultNodeResume:
+	case action.NodeStop, action.NodeKill, action.NodeStart, action.NodeRestart,
+		action.NodePause, action.NodeResume:
 		t.nodeFault(task)
-	case scenarios.FaultSignerRestart:
+	case action.SignerRestart:
 		t.emit(task, results.FaultStart, fmt.Sprintf("remote signer killed; restarting from its state file after %v", f.Duration))
 		_ = vs.server.Stop()
 		if err := vs.built.Restart(nil); err != nil {
@@ -196,7 +197,7 @@ func (t *timeline) network(task *faultTask, onEnd func(string, func())) {
 		return
 	}
 	switch f.Action {
-	case scenarios.FaultPartition:
+	case action.Partition:
 		var pairs [][2]string
 		side := map[string]int{}
 		for i, g := range f.Groups {
@@ -223,12 +224,12 @@ func (t *timeline) network(task *faultTask, onEnd func(string, func())) {
 			}
 		})
 		t.openNet(task)
-	case scenarios.FaultIsolate:
+	case action.Isolate:
 		fab.Isolate(f.Target, true)
 		t.emit(task, results.FaultStart, f.Target+" cut off from every peer")
 		onEnd("reconnected", func() { fab.Isolate(f.Target, false) })
 		t.openNet(task)
-	case scenarios.FaultHeal:
+	case action.Heal:
 		fab.HealAll()
 		t.mu.Lock()
 		open := t.netOpen
@@ -244,7 +245,7 @@ func (t *timeline) network(task *faultTask, onEnd func(string, func())) {
 		if healed == 0 {
 			t.emit(task, results.FaultInstant, "every link unblocked; no partition or isolation was open")
 		}
-	case scenarios.FaultNetworkLatency:
+	case action.NetworkLatency:
 		lp := scenarios.LinkPlan{Latency: f.Latency}
 		if f.Link != nil {
 			lp = *f.Link
@@ -388,16 +389,16 @@ func (t *timeline) nodeFault(task *faultTask) {
 		})
 	}
 	switch f.Action {
-	case scenarios.FaultNodeStop, scenarios.FaultNodeKill:
+	case action.NodeStop, action.NodeKill:
 		stop := ctl.Kill
-		if h, ok := task.node.(nodes.Halter); ok && f.Action == scenarios.FaultNodeStop {
+		if h, ok := task.node.(nodes.Halter); ok && f.Action == action.NodeStop {
 			stop = h.Halt // a clean stop where the backend can
 		}
 		down("down ("+f.Action+")", stop)
 		back("started again from its home", ctl.Restart)
-	case scenarios.FaultNodeStart:
+	case action.NodeStart:
 		up("started again from its home", ctl.Restart)
-	case scenarios.FaultNodeRestart:
+	case action.NodeRestart:
 		if f.Duration > 0 {
 			down("restarting from its home", ctl.Kill)
 			back("started again from its home", ctl.Restart)
@@ -411,10 +412,10 @@ func (t *timeline) nodeFault(task *faultTask) {
 			}
 			t.emit(task, results.FaultEnd, detail)
 		})
-	case scenarios.FaultNodePause:
+	case action.NodePause:
 		down("paused (no progress, no answers)", ctl.Pause)
 		back("resumed", ctl.Resume)
-	case scenarios.FaultNodeResume:
+	case action.NodeResume:
 		up("resumed", ctl.Resume)
 	}
 }

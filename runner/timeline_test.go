@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"github.com/valnet/valnet/internal/action"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -140,7 +141,7 @@ func TestStopDuringASlowNodeFault(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			node := &fakeNode{name: "v1", block: true}
 			r := timelineRun(t, tc.maxDuration, []scenarios.FaultPlan{
-				{Action: scenarios.FaultNodeRestart, Target: "v1", At: atHeight(1)},
+				{Action: action.NodeRestart, Target: "v1", At: atHeight(1)},
 			}, node)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -180,8 +181,8 @@ func TestNodeFaultsRunOffTheLoopInOrderPerTarget(t *testing.T) {
 	v1 := &fakeNode{name: "v1", slow: 800 * time.Millisecond}
 	v2 := &fakeNode{name: "v2"}
 	r := timelineRun(t, time.Hour, []scenarios.FaultPlan{
-		{Action: scenarios.FaultNodeKill, Target: "v1", At: atHeight(1), Duration: 100 * time.Millisecond},
-		{Action: scenarios.FaultNodePause, Target: "v2", At: scenarios.FaultAt{Time: 200 * time.Millisecond}},
+		{Action: action.NodeKill, Target: "v1", At: atHeight(1), Duration: 100 * time.Millisecond},
+		{Action: action.NodePause, Target: "v2", At: scenarios.FaultAt{Time: 200 * time.Millisecond}},
 	}, v1, v2)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -225,33 +226,33 @@ func TestNodeFaultWindows(t *testing.T) {
 		want   []string
 	}{
 		{"kill until a node-start", nil, []scenarios.FaultPlan{
-			{Action: scenarios.FaultNodeKill, Target: "v1", At: at(0)},
-			{Action: scenarios.FaultNodeStart, Target: "v1", At: at(200 * time.Millisecond)},
+			{Action: action.NodeKill, Target: "v1", At: at(0)},
+			{Action: action.NodeStart, Target: "v1", At: at(200 * time.Millisecond)},
 		}, []string{
 			"v1 node-kill start: v1 down (node-kill)",
 			"v1 node-kill end: v1 started again from its home (node-start at 200ms)",
 		}},
 		{"pause until a node-resume", nil, []scenarios.FaultPlan{
-			{Action: scenarios.FaultNodePause, Target: "v1", At: at(0)},
-			{Action: scenarios.FaultNodeResume, Target: "v1", At: at(200 * time.Millisecond)},
+			{Action: action.NodePause, Target: "v1", At: at(0)},
+			{Action: action.NodeResume, Target: "v1", At: at(200 * time.Millisecond)},
 		}, []string{
 			"v1 node-pause start: v1 paused (no progress, no answers)",
 			"v1 node-pause end: v1 resumed (node-resume at 200ms)",
 		}},
 		{"a node-start of a running node", nil, []scenarios.FaultPlan{
-			{Action: scenarios.FaultNodeStart, Target: "v1", At: at(0)},
+			{Action: action.NodeStart, Target: "v1", At: at(0)},
 		}, []string{
 			"v1 node-start instant: v1 started again from its home; it was not down",
 		}},
 		{"a kill that fails ends at once", map[string]error{"kill": boom}, []scenarios.FaultPlan{
-			{Action: scenarios.FaultNodeKill, Target: "v1", At: at(0), Duration: 100 * time.Millisecond},
+			{Action: action.NodeKill, Target: "v1", At: at(0), Duration: 100 * time.Millisecond},
 		}, []string{
 			"v1 node-kill start: v1 down (node-kill)",
 			"v1 node-kill end: not applied: node-kill failed: boom",
 		}},
 		{"a node-start ends a kill before its duration does", nil, []scenarios.FaultPlan{
-			{Action: scenarios.FaultNodeKill, Target: "v1", At: at(0), Duration: 400 * time.Millisecond},
-			{Action: scenarios.FaultNodeStart, Target: "v1", At: at(100 * time.Millisecond)},
+			{Action: action.NodeKill, Target: "v1", At: at(0), Duration: 400 * time.Millisecond},
+			{Action: action.NodeStart, Target: "v1", At: at(100 * time.Millisecond)},
 		}, []string{
 			"v1 node-kill start: v1 down (node-kill)",
 			"v1 node-kill end: v1 started again from its home (node-start at 100ms)",

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"github.com/valnet/valnet/internal/action"
 	"math"
 	"slices"
 	"strings"
@@ -59,31 +60,31 @@ const (
 )
 
 var faultActions = []faultAction{
-	{Name: FaultSignerDelay, Signer: true, Latency: true, Phases: true, Duration: durUntilEnd,
+	{Name: action.SignerDelay, Signer: true, Latency: true, Phases: true, Duration: durUntilEnd,
 		LatencyDoc: "the extra delay before each signature, e.g. latency: 2s or latency: {dist: uniform, min: 1s, max: 3s}"},
-	{Name: FaultSignerDrop, Signer: true, Verb: "drop", Phases: true, Round: true, Duration: durWindow,
+	{Name: action.SignerDrop, Signer: true, Verb: "drop", Phases: true, Round: true, Duration: durWindow,
 		Window: "the window in which signatures are dropped"},
-	{Name: FaultSignerError, Signer: true, Verb: "fail", Phases: true, Round: true, Duration: durWindow,
+	{Name: action.SignerError, Signer: true, Verb: "fail", Phases: true, Round: true, Duration: durWindow,
 		Window: "the window in which signing fails"},
-	{Name: FaultSignerOutage, Remote: true, Duration: durRequired,
+	{Name: action.SignerOutage, Remote: true, Duration: durRequired,
 		Window: "how long the signer stays unreachable", Whole: "it makes the whole signer unreachable"},
-	{Name: FaultSignerRestart, Remote: true, Duration: durDowntime,
+	{Name: action.SignerRestart, Remote: true, Duration: durDowntime,
 		Whole: "it stops and starts the whole signer"},
-	{Name: FaultNetworkLatency, Target: targetOptional, Latency: true, Link: true, Duration: durUntilEnd,
+	{Name: action.NetworkLatency, Target: targetOptional, Latency: true, Link: true, Duration: durUntilEnd,
 		LatencyDoc: "the links' one-way latency while the fault lasts, e.g. latency: 200ms", Whole: wholeNetwork},
-	{Name: FaultPartition, Target: targetNone, Groups: true, Duration: durUntilEnd,
+	{Name: action.Partition, Target: targetNone, Groups: true, Duration: durUntilEnd,
 		NoTarget: "its groups say who is cut off from whom", Whole: wholeNetwork},
-	{Name: FaultIsolate, Duration: durUntilEnd, Whole: wholeNetwork},
-	{Name: FaultHeal, Target: targetNone, Duration: durNone, Whole: wholeNetwork,
+	{Name: action.Isolate, Duration: durUntilEnd, Whole: wholeNetwork},
+	{Name: action.Heal, Target: targetNone, Duration: durNone, Whole: wholeNetwork,
 		NoTarget: "it ends every partition and isolation", NoDuration: "it ends every partition and isolation at once"},
-	{Name: FaultNodeStop, Duration: durUntilEnd, Whole: wholeNode},
-	{Name: FaultNodeStart, Duration: durNone, Whole: wholeNode, NoDuration: nodeRunsAgain},
-	{Name: FaultNodeKill, Duration: durUntilEnd, Whole: wholeNode},
-	{Name: FaultNodePause, Duration: durUntilEnd, Whole: wholeNode,
+	{Name: action.NodeStop, Duration: durUntilEnd, Whole: wholeNode},
+	{Name: action.NodeStart, Duration: durNone, Whole: wholeNode, NoDuration: nodeRunsAgain},
+	{Name: action.NodeKill, Duration: durUntilEnd, Whole: wholeNode},
+	{Name: action.NodePause, Duration: durUntilEnd, Whole: wholeNode,
 		Process: "in-process nodes cannot be frozen: they share valnet's own process (a paused node is a stopped OS process)"},
-	{Name: FaultNodeResume, Duration: durNone, Whole: wholeNode, NoDuration: nodeRunsAgain,
+	{Name: action.NodeResume, Duration: durNone, Whole: wholeNode, NoDuration: nodeRunsAgain,
 		Process: "in-process nodes cannot be frozen, so there is nothing to resume"},
-	{Name: FaultNodeRestart, Duration: durDowntime, Whole: wholeNode},
+	{Name: action.NodeRestart, Duration: durDowntime, Whole: wholeNode},
 }
 
 // faultLinkKeys are the keys of a fault that only Link actions take.

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"github.com/valnet/valnet/internal/action"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -91,29 +92,29 @@ func checkNetworkFaults(t *testing.T, p *Plan) {
 	pos := func(line int) Pos { return Pos{file, line, 5} }
 	normal := &LatencyPlan{Spec: latency.Spec{Dist: latency.Normal, Mean: 100 * time.Millisecond, Stddev: 10 * time.Millisecond}, Phases: phase.All()}
 	want := []FaultPlan{
-		{Action: FaultPartition, At: at(5), Duration: 15 * time.Second, Groups: [][]string{{"v-1", "v-2"}, {"v-3", "v-4"}}, Pos: pos(13)},
-		{Action: FaultPartition, At: FaultAt{Time: time.Minute}, Groups: [][]string{{"v-1"}, {"v-2"}, {"v-3", "remote"}}, Pos: pos(14)},
-		{Action: FaultIsolate, Target: "v-3", At: FaultAt{Time: 30 * time.Second}, Duration: 10 * time.Second, Pos: pos(15)},
-		{Action: FaultHeal, At: at(20), Pos: pos(16)},
-		{Action: FaultNetworkLatency, At: at(8), Duration: 10 * time.Second, Latency: fixed(200 * time.Millisecond),
+		{Action: action.Partition, At: at(5), Duration: 15 * time.Second, Groups: [][]string{{"v-1", "v-2"}, {"v-3", "v-4"}}, Pos: pos(13)},
+		{Action: action.Partition, At: FaultAt{Time: time.Minute}, Groups: [][]string{{"v-1"}, {"v-2"}, {"v-3", "remote"}}, Pos: pos(14)},
+		{Action: action.Isolate, Target: "v-3", At: FaultAt{Time: 30 * time.Second}, Duration: 10 * time.Second, Pos: pos(15)},
+		{Action: action.Heal, At: at(20), Pos: pos(16)},
+		{Action: action.NetworkLatency, At: at(8), Duration: 10 * time.Second, Latency: fixed(200 * time.Millisecond),
 			From: "v-1", To: "v-2", Link: &LinkPlan{Latency: fixed(200 * time.Millisecond)}, Pos: pos(17)},
-		{Action: FaultNetworkLatency, At: at(9), Latency: normal, From: "v-2", To: "v-1", OneWay: true,
+		{Action: action.NetworkLatency, At: at(9), Latency: normal, From: "v-2", To: "v-1", OneWay: true,
 			Link: &LinkPlan{Latency: normal, Jitter: 5 * time.Millisecond, Bandwidth: 125_000}, Pos: pos(18)},
-		{Action: FaultNetworkLatency, Target: "v-4", At: at(10), Duration: 5 * time.Second, Latency: fixed(300 * time.Millisecond),
+		{Action: action.NetworkLatency, Target: "v-4", At: at(10), Duration: 5 * time.Second, Latency: fixed(300 * time.Millisecond),
 			Link: &LinkPlan{Latency: fixed(300 * time.Millisecond)}, Pos: pos(19)},
-		{Action: FaultNetworkLatency, At: at(11), Latency: fixed(time.Second), Link: &LinkPlan{Latency: fixed(time.Second), Bandwidth: 100_000}, Pos: pos(20)},
-		{Action: FaultNodeKill, Target: "v-2", At: at(10), Duration: 20 * time.Second, Pos: pos(21)},
-		{Action: FaultNodeStop, Target: "v-2", At: at(12), Pos: pos(22)},
-		{Action: FaultNodeStart, Target: "v-2", At: at(20), Pos: pos(23)},
-		{Action: FaultNodePause, Target: "v-3", At: at(5), Duration: 5 * time.Second, Pos: pos(24)},
-		{Action: FaultNodeResume, Target: "v-3", At: at(12), Pos: pos(25)},
-		{Action: FaultNodeRestart, Target: "v-4", At: at(7), Pos: pos(26)},
-		{Action: FaultNodeRestart, Target: "v-4", At: FaultAt{Time: 2 * time.Minute}, Pos: pos(27)},
-		{Action: FaultSignerDelay, Target: "remote", At: at(3), Latency: fixed(time.Second), Phases: phase.All(), Pos: pos(28)},
-		{Action: FaultSignerDrop, Target: "remote", At: at(4), Phases: phase.All(), Pos: pos(29)},
-		{Action: FaultSignerError, Target: "remote", At: at(6), Phases: phase.All(), Pos: pos(30)},
-		{Action: FaultSignerOutage, Target: "remote", At: at(14), Duration: 5 * time.Second, Pos: pos(31)},
-		{Action: FaultSignerRestart, Target: "remote", At: at(16), Pos: pos(32)},
+		{Action: action.NetworkLatency, At: at(11), Latency: fixed(time.Second), Link: &LinkPlan{Latency: fixed(time.Second), Bandwidth: 100_000}, Pos: pos(20)},
+		{Action: action.NodeKill, Target: "v-2", At: at(10), Duration: 20 * time.Second, Pos: pos(21)},
+		{Action: action.NodeStop, Target: "v-2", At: at(12), Pos: pos(22)},
+		{Action: action.NodeStart, Target: "v-2", At: at(20), Pos: pos(23)},
+		{Action: action.NodePause, Target: "v-3", At: at(5), Duration: 5 * time.Second, Pos: pos(24)},
+		{Action: action.NodeResume, Target: "v-3", At: at(12), Pos: pos(25)},
+		{Action: action.NodeRestart, Target: "v-4", At: at(7), Pos: pos(26)},
+		{Action: action.NodeRestart, Target: "v-4", At: FaultAt{Time: 2 * time.Minute}, Pos: pos(27)},
+		{Action: action.SignerDelay, Target: "remote", At: at(3), Latency: fixed(time.Second), Phases: phase.All(), Pos: pos(28)},
+		{Action: action.SignerDrop, Target: "remote", At: at(4), Phases: phase.All(), Pos: pos(29)},
+		{Action: action.SignerError, Target: "remote", At: at(6), Phases: phase.All(), Pos: pos(30)},
+		{Action: action.SignerOutage, Target: "remote", At: at(14), Duration: 5 * time.Second, Pos: pos(31)},
+		{Action: action.SignerRestart, Target: "remote", At: at(16), Pos: pos(32)},
 	}
 	if len(p.Faults) != len(want) {
 		t.Fatalf("got %d faults, want %d", len(p.Faults), len(want))

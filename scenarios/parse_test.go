@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/valnet/valnet/internal/action"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -218,19 +219,19 @@ var goodChecks = map[string]func(t *testing.T, p *Plan){
 		all := phase.All()
 		file := "testdata/faults.good.yaml"
 		want := []FaultPlan{
-			{Action: FaultSignerDelay, Target: "v-1", At: FaultAt{Height: 10}, Duration: 20 * time.Second,
+			{Action: action.SignerDelay, Target: "v-1", At: FaultAt{Height: 10}, Duration: 20 * time.Second,
 				Latency: &LatencyPlan{Spec: latency.Spec{Dist: latency.Fixed, Value: 2 * time.Second}, Phases: []string{"precommit"}},
 				Phases:  []string{"precommit"}, Pos: Pos{file, 14, 5}},
-			{Action: FaultSignerDelay, Target: "v-2", At: FaultAt{Time: 30 * time.Second},
+			{Action: action.SignerDelay, Target: "v-2", At: FaultAt{Time: 30 * time.Second},
 				Latency: &LatencyPlan{Spec: latency.Spec{Dist: latency.Uniform, Min: time.Second, Max: 3 * time.Second}, Phases: all},
 				Phases:  all, Pos: Pos{file, 15, 5}},
-			{Action: FaultSignerDrop, Target: "v-2", At: FaultAt{Height: 5, Round: 0, HasRound: true}, Phases: []string{"prevote", "precommit"}, Pos: Pos{file, 19, 5}},
-			{Action: FaultSignerDrop, Target: "v-1", At: FaultAt{Time: time.Minute}, Duration: 10 * time.Second, Phases: all, Pos: Pos{file, 20, 5}},
-			{Action: FaultSignerError, Target: "v-1", At: FaultAt{Height: 7}, Phases: all, Pos: Pos{file, 21, 5}},
-			{Action: FaultSignerError, Target: "sock", At: FaultAt{Time: 30 * time.Second}, Duration: 10 * time.Second, Phases: all, Pos: Pos{file, 22, 5}},
-			{Action: FaultSignerOutage, Target: "remote", At: FaultAt{Height: 12}, Duration: 15 * time.Second, Pos: Pos{file, 23, 5}},
-			{Action: FaultSignerRestart, Target: "sock", At: FaultAt{Height: 8}, Pos: Pos{file, 24, 5}},
-			{Action: FaultSignerRestart, Target: "remote", At: FaultAt{Time: 2 * time.Minute}, Duration: 5 * time.Second, Pos: Pos{file, 25, 5}},
+			{Action: action.SignerDrop, Target: "v-2", At: FaultAt{Height: 5, Round: 0, HasRound: true}, Phases: []string{"prevote", "precommit"}, Pos: Pos{file, 19, 5}},
+			{Action: action.SignerDrop, Target: "v-1", At: FaultAt{Time: time.Minute}, Duration: 10 * time.Second, Phases: all, Pos: Pos{file, 20, 5}},
+			{Action: action.SignerError, Target: "v-1", At: FaultAt{Height: 7}, Phases: all, Pos: Pos{file, 21, 5}},
+			{Action: action.SignerError, Target: "sock", At: FaultAt{Time: 30 * time.Second}, Duration: 10 * time.Second, Phases: all, Pos: Pos{file, 22, 5}},
+			{Action: action.SignerOutage, Target: "remote", At: FaultAt{Height: 12}, Duration: 15 * time.Second, Pos: Pos{file, 23, 5}},
+			{Action: action.SignerRestart, Target: "sock", At: FaultAt{Height: 8}, Pos: Pos{file, 24, 5}},
+			{Action: action.SignerRestart, Target: "remote", At: FaultAt{Time: 2 * time.Minute}, Duration: 5 * time.Second, Pos: Pos{file, 25, 5}},
 		}
 		if len(p.Faults) != len(want) {
 			t.Fatalf("got %d faults, want %d: %+v", len(p.Faults), len(want), p.Faults)

@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"github.com/valnet/valnet/internal/action"
 	"time"
 
 	"github.com/valnet/valnet/internal/phase"
@@ -84,7 +85,7 @@ func (p *Plan) NeedsFabric() bool {
 	}
 	for _, f := range p.Faults {
 		switch f.Action {
-		case FaultNetworkLatency, FaultPartition, FaultIsolate, FaultHeal:
+		case action.NetworkLatency, action.Partition, action.Isolate, action.Heal:
 			return true
 		}
 	}
@@ -224,26 +225,7 @@ type PayloadPoint struct {
 	Latency time.Duration
 }
 
-// Fault actions.
-const (
-	FaultSignerDelay   = "signer-delay"
-	FaultSignerDrop    = "signer-drop"
-	FaultSignerError   = "signer-error"
-	FaultSignerOutage  = "signer-outage"
-	FaultSignerRestart = "signer-restart"
-
-	FaultNetworkLatency = "network-latency"
-	FaultPartition      = "partition"
-	FaultIsolate        = "isolate"
-	FaultHeal           = "heal"
-
-	FaultNodeStop    = "node-stop"
-	FaultNodeStart   = "node-start"
-	FaultNodeKill    = "node-kill"
-	FaultNodePause   = "node-pause"
-	FaultNodeResume  = "node-resume"
-	FaultNodeRestart = "node-restart"
-)
+// Fault action names are in internal/action.
 
 // FaultPlan is one `faults:` entry.
 type FaultPlan struct {

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"github.com/valnet/valnet/internal/action"
 	"math"
 	"os"
 	"path/filepath"
@@ -79,11 +80,11 @@ type ServePlan struct {
 // Serve signer types, and the faults of a standalone signer.
 var (
 	serveTypes        = []string{SignerLocal, SignerKeyfile, SignerSimulated}
-	serveFaultActions = []string{FaultSignerDelay, FaultSignerDrop, FaultSignerError}
+	serveFaultActions = []string{action.SignerDelay, action.SignerDrop, action.SignerError}
 	// serveRefused says why a scenario's other signer faults do not apply.
 	serveRefused = map[string]string{
-		FaultSignerOutage:  "signer-outage does not apply to a standalone signer (it has no node side to cut off): stop the signer process instead",
-		FaultSignerRestart: "signer-restart does not apply to a standalone signer: restart the signer process instead",
+		action.SignerOutage:  "signer-outage does not apply to a standalone signer (it has no node side to cut off): stop the signer process instead",
+		action.SignerRestart: "signer-restart does not apply to a standalone signer: restart the signer process instead",
 	}
 )
 
@@ -239,7 +240,7 @@ func (d *decoder) resolveServeFault(key string, rf rawServeFault) FaultPlan {
 	case act.Latency:
 		fp.Latency = d.resolveLatencyNoPhases(latKey, rf.Latency, fmt.Sprintf("phases go on the fault itself (%s.phases), not inside its latency", key))
 	case d.written(latKey):
-		d.fail(d.keyPos(latKey), latKey, fmt.Sprintf("only %s takes latency", FaultSignerDelay))
+		d.fail(d.keyPos(latKey), latKey, fmt.Sprintf("only %s takes latency", action.SignerDelay))
 	}
 	fp.Phases = d.resolvePhases(key+".phases", rf.Phases, "cover")
 	if fp.Latency != nil {

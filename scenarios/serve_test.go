@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"github.com/valnet/valnet/internal/action"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -48,10 +49,10 @@ func TestGoodServeConfigs(t *testing.T) {
 			Type: SignerSimulated, Profile: "yubihsm2", CPUScale: 2, Seed: 7,
 			Latency: &LatencyPlan{Spec: latency.Spec{Dist: latency.Uniform, Min: 10 * ms, Max: 50 * ms}, Phases: []string{phase.Precommit}},
 			Faults: []FaultPlan{
-				{Action: FaultSignerDelay, At: FaultAt{Height: 100}, Duration: 30 * time.Second, Phases: phase.All(),
+				{Action: action.SignerDelay, At: FaultAt{Height: 100}, Duration: 30 * time.Second, Phases: phase.All(),
 					Latency: &LatencyPlan{Spec: latency.Spec{Dist: latency.Uniform, Min: time.Second, Max: 3 * time.Second}, Phases: phase.All()}},
-				{Action: FaultSignerDrop, At: FaultAt{Height: 120, HasRound: true}, Phases: []string{phase.Precommit}},
-				{Action: FaultSignerError, At: FaultAt{Height: 150}, Duration: 10 * time.Second, Phases: phase.All()},
+				{Action: action.SignerDrop, At: FaultAt{Height: 120, HasRound: true}, Phases: []string{phase.Precommit}},
+				{Action: action.SignerError, At: FaultAt{Height: 150}, Duration: 10 * time.Second, Phases: phase.All()},
 			}}},
 	}
 	for _, tc := range tests {
@@ -127,7 +128,7 @@ func TestParseServeFault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := FaultPlan{Action: FaultSignerDelay, At: FaultAt{Height: 10}, Duration: 20 * time.Second, Phases: []string{phase.Prevote},
+	want := FaultPlan{Action: action.SignerDelay, At: FaultAt{Height: 10}, Duration: 20 * time.Second, Phases: []string{phase.Prevote},
 		Latency: &LatencyPlan{Spec: latency.Spec{Dist: latency.Fixed, Value: 2 * time.Second}, Phases: []string{phase.Prevote}},
 		Pos:     Pos{File: "--fault #1", Line: 1, Col: 1}}
 	if !reflect.DeepEqual(f, want) {

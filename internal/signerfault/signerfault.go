@@ -6,6 +6,7 @@ package signerfault
 
 import (
 	"fmt"
+	"github.com/valnet/valnet/internal/action"
 	"strings"
 
 	"github.com/valnet/valnet/latency"
@@ -13,10 +14,10 @@ import (
 	"github.com/valnet/valnet/signers"
 )
 
-// Applies reports whether action is one this package applies.
-func Applies(action string) bool {
-	switch action {
-	case scenarios.FaultSignerDelay, scenarios.FaultSignerDrop, scenarios.FaultSignerError:
+// Applies reports whether name is an action this package applies.
+func Applies(name string) bool {
+	switch name {
+	case action.SignerDelay, action.SignerDrop, action.SignerError:
 		return true
 	}
 	return false
@@ -24,7 +25,7 @@ func Applies(action string) bool {
 
 // atOneHeight reports a drop or error that hits only its height (no window).
 func atOneHeight(f scenarios.FaultPlan) bool {
-	return f.Action != scenarios.FaultSignerDelay && f.Duration == 0 && f.At.Height > 0
+	return f.Action != action.SignerDelay && f.Duration == 0 && f.At.Height > 0
 }
 
 // Arm installs, before the chain gets there, a drop or error that hits only
@@ -38,7 +39,7 @@ func Arm(fs *signers.Faults, id string, f scenarios.FaultPlan) {
 
 func failRule(f scenarios.FaultPlan, atHeight bool) signers.FailRule {
 	rule := signers.FailRule{Mode: signers.FailError, Phases: f.Phases}
-	if f.Action == scenarios.FaultSignerDrop {
+	if f.Action == action.SignerDrop {
 		rule.Mode = signers.FailDrop
 	}
 	if atHeight {
@@ -63,7 +64,7 @@ func Start(fs *signers.Faults, id string, f scenarios.FaultPlan, seed int64) (St
 		phases = strings.Join(f.Phases, ", ")
 	}
 	switch f.Action {
-	case scenarios.FaultSignerDelay:
+	case action.SignerDelay:
 		if f.Latency == nil {
 			return Started{}, fmt.Errorf("%s has no latency", f.Action)
 		}
@@ -74,9 +75,9 @@ func Start(fs *signers.Faults, id string, f scenarios.FaultPlan, seed int64) (St
 		fs.SetDelay(id, model, f.Phases)
 		return Started{What: "adds " + model.String() + " to " + phases,
 			Undo: func() { fs.ClearDelay(id) }, Detail: "delay removed"}, nil
-	case scenarios.FaultSignerDrop, scenarios.FaultSignerError:
+	case action.SignerDrop, action.SignerError:
 		what := "drops"
-		if f.Action == scenarios.FaultSignerError {
+		if f.Action == action.SignerError {
 			what = "fails"
 		}
 		what += " " + phases + " signatures"

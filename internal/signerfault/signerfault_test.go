@@ -2,6 +2,7 @@ package signerfault
 
 import (
 	"errors"
+	"github.com/valnet/valnet/internal/action"
 	"testing"
 	"time"
 
@@ -47,19 +48,19 @@ func TestArmAndStart(t *testing.T) {
 		precommt string           // a precommit of height 5 after Start
 	}{
 		{"drop at one height is armed up front, prevote only",
-			scenarios.FaultPlan{Action: scenarios.FaultSignerDrop, At: at(5), Phases: []string{phase.Prevote}},
+			scenarios.FaultPlan{Action: action.SignerDrop, At: at(5), Phases: []string{phase.Prevote}},
 			"drops prevote signatures at height 5", false,
 			map[int64]string{4: "", 5: "drop", 6: ""}, map[int64]string{5: "drop", 6: ""}, ""},
 		{"error at one height and round",
-			scenarios.FaultPlan{Action: scenarios.FaultSignerError, At: scenarios.FaultAt{Height: 5, Round: 0, HasRound: true}, Phases: phase.All()},
+			scenarios.FaultPlan{Action: action.SignerError, At: scenarios.FaultAt{Height: 5, Round: 0, HasRound: true}, Phases: phase.All()},
 			"fails proposal, prevote, precommit signatures at height 5 round 0", false,
 			map[int64]string{5: "error"}, map[int64]string{5: "error", 6: ""}, "error"},
 		{"a window is not armed; it fails every height while on",
-			scenarios.FaultPlan{Action: scenarios.FaultSignerError, At: at(5), Duration: time.Second, Phases: phase.All()},
+			scenarios.FaultPlan{Action: action.SignerError, At: at(5), Duration: time.Second, Phases: phase.All()},
 			"fails proposal, prevote, precommit signatures", true,
 			map[int64]string{5: ""}, map[int64]string{5: "error", 9: "error"}, "error"},
 		{"delay adds its model to its phases",
-			scenarios.FaultPlan{Action: scenarios.FaultSignerDelay, At: at(2), Phases: []string{phase.Precommit},
+			scenarios.FaultPlan{Action: action.SignerDelay, At: at(2), Phases: []string{phase.Precommit},
 				Latency: &scenarios.LatencyPlan{Spec: latency.Spec{Dist: latency.Fixed, Value: time.Millisecond}}},
 			"adds fixed 1ms to precommit", true,
 			map[int64]string{2: ""}, map[int64]string{2: ""}, ""},
@@ -104,15 +105,15 @@ func TestArmAndStart(t *testing.T) {
 func TestStartRefusesOtherFaults(t *testing.T) {
 	fs := signers.WithFaults(types.NewMockPV())
 	for _, f := range []scenarios.FaultPlan{
-		{Action: scenarios.FaultSignerOutage},
-		{Action: scenarios.FaultNodeKill},
-		{Action: scenarios.FaultSignerDelay}, // no latency
+		{Action: action.SignerOutage},
+		{Action: action.NodeKill},
+		{Action: action.SignerDelay}, // no latency
 	} {
 		if _, err := Start(fs, "f", f, 1); err == nil {
 			t.Errorf("Start(%s) applied it", f.Action)
 		}
 	}
-	if Applies(scenarios.FaultSignerOutage) || !Applies(scenarios.FaultSignerDrop) {
+	if Applies(action.SignerOutage) || !Applies(action.SignerDrop) {
 		t.Error("Applies disagrees with Start")
 	}
 }

@@ -1,0 +1,25 @@
+// Package action names the fault actions once: the scenario schema checks
+// them, the runner applies them and writes them into fault events, and
+// the results read them back (node down or up, halt causes).
+package action
+
+// Fault actions, as a scenario and events.jsonl write them.
+const (
+	SignerDelay   = "signer-delay"
+	SignerDrop    = "signer-drop"
+	SignerError   = "signer-error"
+	SignerOutage  = "signer-outage"
+	SignerRestart = "signer-restart"
+
+	NetworkLatency = "network-latency"
+	Partition      = "partition"
+	Isolate        = "isolate"
+	Heal           = "heal"
+
+	NodeStop    = "node-stop"
+	NodeStart   = "node-start"
+	NodeKill    = "node-kill"
+	NodePause   = "node-pause"
+	NodeResume  = "node-resume"
+	NodeRestart = "node-restart"
+)
