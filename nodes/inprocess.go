@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"github.com/valnet/valnet/internal/phase"
 	"os"
 	"slices"
 	"strings"
@@ -252,13 +253,13 @@ func (t *translator) translate(data any) (results.Event, bool) {
 	switch d := data.(type) {
 	case types.EventDataVote:
 		v := d.Vote
-		phase := "prevote"
+		ph := phase.Prevote
 		if v.Type == types.PrecommitType {
-			phase = "precommit"
+			ph = phase.Precommit
 		}
 		return results.Event{Time: now, Kind: results.KindVote, Node: t.node,
 			Validator: t.name(v.ValidatorAddress), Height: v.Height, Round: v.Round,
-			Phase: phase, BlockID: hashHex(v.BlockID.Hash)}, true
+			Phase: ph, BlockID: hashHex(v.BlockID.Hash)}, true
 	case types.EventDataNewRound:
 		return results.Event{Time: now, Kind: results.KindNewRound, Node: t.node,
 			Height: d.Height, Round: d.Round, Proposer: t.name(d.Proposer.Address)}, true

@@ -1,6 +1,7 @@
 package results
 
 import (
+	"github.com/valnet/valnet/internal/phase"
 	"path/filepath"
 	"testing"
 )
@@ -20,7 +21,7 @@ func BenchmarkWriterEmit(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ev := Event{Time: t0, Kind: KindSign, Node: "v12", Validator: "v12", Phase: PhasePrecommit,
+	ev := Event{Time: t0, Kind: KindSign, Node: "v12", Validator: "v12", Phase: phase.Precommit,
 		Height: 1234, Round: 0, BlockID: "9F86D081884C7D659A2FEAA0C55AD015A3BF4F1B2B0B822CD15D6C15B0F00A08", LatencyMS: 0.214}
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {

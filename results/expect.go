@@ -2,6 +2,7 @@ package results
 
 import (
 	"fmt"
+	"github.com/valnet/valnet/internal/phase"
 	"slices"
 	"strings"
 )
@@ -97,11 +98,11 @@ func init() {
 // phase returns the stats of one phase; "" means all phases together.
 func (p *PhaseLatency) phase(name string) LatencyStats {
 	switch name {
-	case PhaseProposal:
+	case phase.Proposal:
 		return p.Proposal
-	case PhasePrevote:
+	case phase.Prevote:
 		return p.Prevote
-	case PhasePrecommit:
+	case phase.Precommit:
 		return p.Precommit
 	}
 	return p.All

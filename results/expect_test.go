@@ -1,6 +1,7 @@
 package results
 
 import (
+	"github.com/valnet/valnet/internal/phase"
 	"reflect"
 	"testing"
 )
@@ -15,9 +16,9 @@ func expectRun(reason string, expect ...Expectation) []Event {
 	return []Event{
 		start,
 		newRound("n1", 1, 0, "v1"),
-		withLatency(signEv("v1", PhaseProposal, 1, 0, "A"), 2, 0),
-		withLatency(signEv("v1", PhasePrecommit, 1, 0, "A"), 100, 0),
-		withLatency(signEv("v2", PhasePrecommit, 1, 0, "A"), 5, 0),
+		withLatency(signEv("v1", phase.Proposal, 1, 0, "A"), 2, 0),
+		withLatency(signEv("v1", phase.Precommit, 1, 0, "A"), 100, 0),
+		withLatency(signEv("v2", phase.Precommit, 1, 0, "A"), 5, 0),
 		block(1, 0, 0, nil, nil),
 		block(2, 1000, 0, []string{"v1"}, nil),
 		block(3, 2000, 0, []string{"v1"}, nil),
@@ -49,7 +50,7 @@ func TestEvaluate(t *testing.T) {
 		},
 		{
 			name: "phase selects samples; no samples is a note, judged as 0",
-			exp:  Expectation{Metric: "sign_latency_max_ms", Phase: PhaseProposal, Max: fp(10)},
+			exp:  Expectation{Metric: "sign_latency_max_ms", Phase: phase.Proposal, Max: fp(10)},
 			want: []result{{"v1", 2, true, "", ""}, {"v2", 0, true, "no samples", ""}},
 		},
 		{
@@ -60,7 +61,7 @@ func TestEvaluate(t *testing.T) {
 		{"proposals_missed", Expectation{Metric: "proposals_missed", Validator: "v1", Max: fp(0)}, []result{{"v1", 0, true, "", ""}}},
 		{"unknown metric", Expectation{Metric: "heights_comitted", Min: fp(1)}, []result{{"", 0, false, "", `unknown metric "heights_comitted"`}}},
 		{"unknown validator", Expectation{Metric: "nil_precommits", Validator: "v9", Max: fp(0)}, []result{{"v9", 0, false, "", `validator "v9" is not in the run`}}},
-		{"phase on unphased metric", Expectation{Metric: "missed_precommits", Validator: "v1", Phase: PhasePrevote, Max: fp(9)}, []result{{"v1", 0, false, "", `metric "missed_precommits" takes no phase`}}},
+		{"phase on unphased metric", Expectation{Metric: "missed_precommits", Validator: "v1", Phase: phase.Prevote, Max: fp(9)}, []result{{"v1", 0, false, "", `metric "missed_precommits" takes no phase`}}},
 		{"unknown phase", Expectation{Metric: "sign_latency_p50_ms", Validator: "v1", Phase: "vote", Max: fp(9)}, []result{{"v1", 0, false, "", `unknown phase "vote" (want proposal, prevote or precommit)`}}},
 		{"validator on chain metric", Expectation{Metric: "double_signs", Validator: "v1", Max: fp(0)}, []result{{"v1", 0, false, "", `metric "double_signs" is a chain metric and takes no validator`}}},
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"github.com/valnet/valnet/internal/action"
+	"github.com/valnet/valnet/internal/phase"
 	"slices"
 	"strings"
 	"time"
@@ -78,11 +79,11 @@ func gen(c genConfig) []Event {
 		sum := sha256.Sum256(fmt.Appendf(nil, "block %d", h))
 		return strings.ToUpper(hex.EncodeToString(sum[:]))
 	}
-	sign := func(v int, phase string, h int64, r int32, id string) {
-		pi := slices.Index(phases, phase)
+	sign := func(v int, ph string, h int64, r int32, id string) {
+		pi := slices.Index(phases, ph)
 		lat := local(h, v, pi)
-		ev := Event{Kind: KindSign, Node: name(v), Validator: name(v), Phase: phase, Height: h, Round: r, BlockID: id}
-		if ms, ok := c.injected[v]; ok && phase == PhasePrecommit {
+		ev := Event{Kind: KindSign, Node: name(v), Validator: name(v), Phase: ph, Height: h, Round: r, BlockID: id}
+		if ms, ok := c.injected[v]; ok && ph == phase.Precommit {
 			ev.InjectedMS = ms
 			lat += ms
 		}
@@ -146,24 +147,24 @@ func gen(c genConfig) []Event {
 				// silent; everyone times out, prevotes and precommits nil.
 				if c.signerFails[h] {
 					advance(3)
-					emit(Event{Kind: KindSign, Node: name(p), Validator: name(p), Phase: PhaseProposal, Height: h, Round: r, LatencyMS: 3, Error: "signer: connection reset"})
+					emit(Event{Kind: KindSign, Node: name(p), Validator: name(p), Phase: phase.Proposal, Height: h, Round: r, LatencyMS: 3, Error: "signer: connection reset"})
 				}
 				advance(3000) // timeout_propose
 				rotated(h, func(i int) {
 					emit(Event{Kind: KindStep, Node: name(i), Height: h, Round: r, Step: "prevote"})
-					sign(i, PhasePrevote, h, r, "")
-					cast(i, PhasePrevote, h, r, "", false)
+					sign(i, phase.Prevote, h, r, "")
+					cast(i, phase.Prevote, h, r, "", false)
 				})
 				advance(1000) // timeout_prevote
 				nodes(func(i int) {
 					emit(Event{Kind: KindStep, Node: name(i), Height: h, Round: r, Step: "precommit"})
-					sign(i, PhasePrecommit, h, r, "")
-					cast(i, PhasePrecommit, h, r, "", false)
+					sign(i, phase.Precommit, h, r, "")
+					cast(i, phase.Precommit, h, r, "", false)
 				})
 				advance(1000) // timeout_precommit
 				continue
 			}
-			sign(p, PhaseProposal, h, r, id)
+			sign(p, phase.Proposal, h, r, id)
 			advance(2)
 			nodes(func(i int) {
 				emit(Event{Kind: KindProposal, Node: name(i), Height: h, Round: r, BlockID: id})
@@ -176,8 +177,8 @@ func gen(c genConfig) []Event {
 			}
 			rotated(h, func(i int) {
 				emit(Event{Kind: KindStep, Node: name(i), Height: h, Round: r, Step: "prevote"})
-				sign(i, PhasePrevote, h, r, vote(i))
-				cast(i, PhasePrevote, h, r, vote(i), false)
+				sign(i, phase.Prevote, h, r, vote(i))
+				cast(i, phase.Prevote, h, r, vote(i), false)
 			})
 			advance(4)
 			late, isLate := c.lateSign[h]
@@ -190,14 +191,14 @@ func gen(c genConfig) []Event {
 				}
 				if v, ok := c.precommitErr[h]; ok && v == i {
 					advance(1)
-					emit(Event{Kind: KindSign, Node: name(i), Validator: name(i), Phase: PhasePrecommit, Height: h, Round: r, LatencyMS: 1, Error: "signer: connection refused"})
+					emit(Event{Kind: KindSign, Node: name(i), Validator: name(i), Phase: phase.Precommit, Height: h, Round: r, LatencyMS: 1, Error: "signer: connection refused"})
 					return
 				}
-				sign(i, PhasePrecommit, h, r, vote(i))
+				sign(i, phase.Precommit, h, r, vote(i))
 				if v, ok := c.resign[h]; ok && v == i {
-					sign(i, PhasePrecommit, h, r, vote(i)) // FilePV retry: same vote again
+					sign(i, phase.Precommit, h, r, vote(i)) // FilePV retry: same vote again
 				}
-				cast(i, PhasePrecommit, h, r, vote(i), in(c.absent[h], i))
+				cast(i, phase.Precommit, h, r, vote(i), in(c.absent[h], i))
 			})
 			advance(4)
 			nodes(func(i int) {
@@ -205,9 +206,9 @@ func gen(c genConfig) []Event {
 			})
 			if isLate {
 				advance(40)
-				emit(Event{Kind: KindSign, Node: name(late), Validator: name(late), Phase: PhasePrecommit, Height: h, Round: r,
+				emit(Event{Kind: KindSign, Node: name(late), Validator: name(late), Phase: phase.Precommit, Height: h, Round: r,
 					BlockID: vote(late), LatencyMS: roundMS(float64(t.Sub(lateFrom).Nanoseconds()) / 1e6)})
-				cast(late, PhasePrecommit, h, r, vote(late), true) // too late for the others
+				cast(late, phase.Precommit, h, r, vote(late), true) // too late for the others
 			}
 		}
 		bt := t.Add(-7 * time.Millisecond)
@@ -235,7 +236,7 @@ func gen(c genConfig) []Event {
 		// Stopped mid-height: a turn and a proposal outside the window.
 		h := c.heights + 1
 		startHeight(h, 0)
-		sign(proposer(h, 0), PhaseProposal, h, 0, blockID(h))
+		sign(proposer(h, 0), phase.Proposal, h, 0, blockID(h))
 	}
 	advance(15)
 	emit(Event{Kind: KindRunEnd, StopReason: StopHeights})
@@ -276,7 +277,7 @@ func fixtureConfig() genConfig {
 			{Metric: "double_signs", Max: f(0)},
 			{Metric: "missed_precommits", Max: f(1)},
 			{Metric: "proposals_missed", Validator: "v1", Max: f(1)},
-			{Metric: "sign_latency_p99_ms", Validator: "v4", Phase: PhasePrecommit, Min: f(150), Max: f(300)},
+			{Metric: "sign_latency_p99_ms", Validator: "v4", Phase: phase.Precommit, Min: f(150), Max: f(300)},
 			{Metric: "block_interval_p95_ms", Max: f(8000)},
 		},
 	}

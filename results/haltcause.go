@@ -3,6 +3,7 @@ package results
 import (
 	"fmt"
 	"github.com/valnet/valnet/internal/action"
+	"github.com/valnet/valnet/internal/phase"
 	"strings"
 	"time"
 )
@@ -100,7 +101,7 @@ func (x *index) haltCause(c *chain, height int64, round int32, entered bool, fro
 	}
 	k := hr{height, round}
 	if part, ok := x.partitionAt(at); ok {
-		if best, who := x.bestHeard(k, PhasePrevote, at); len(x.votes) > 0 && !x.quorum(best) {
+		if best, who := x.bestHeard(k, phase.Prevote, at); len(x.votes) > 0 && !x.quorum(best) {
 			return HaltPartition, fmt.Sprintf("%s: no side holds +2/3 of the voting power (the most prevote power any node received at h%d r%d is %d of %d: %s)",
 				part, height, round, best, x.totalPower, joinNames(who))
 		}
@@ -122,7 +123,7 @@ func (x *index) haltCause(c *chain, height int64, round int32, entered bool, fro
 	// shortfall of validators that merely cast nothing yet may be a round
 	// still under way; it is kept for when nothing else explains the halt.
 	var silent string
-	for _, phase := range []string{PhasePrevote, PhasePrecommit} {
+	for _, phase := range []string{phase.Prevote, phase.Precommit} {
 		cause, detail, ok, onlySilent := x.voteShortfall(k, phase, from, at)
 		if ok && !onlySilent {
 			return cause, detail
@@ -247,7 +248,7 @@ func (x *index) voteShortfall(k hr, phase string, from, t time.Time) (cause, det
 // roundAdvanced reports whether some node had +2/3 precommits (for any
 // block or nil) at k by t: the round was over, the next one due.
 func (x *index) roundAdvanced(k hr, t time.Time) bool {
-	_, who := x.bestHeard(k, PhasePrecommit, t)
+	_, who := x.bestHeard(k, phase.Precommit, t)
 	var p int64
 	for _, v := range who {
 		p += x.power[v]

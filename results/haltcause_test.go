@@ -3,6 +3,7 @@ package results
 import (
 	"fmt"
 	"github.com/valnet/valnet/internal/action"
+	"github.com/valnet/valnet/internal/phase"
 	"html"
 	"strings"
 	"testing"
@@ -45,9 +46,9 @@ func enterRound(ms float64, h int64, r int32, nodes ...string) []Event {
 func prevotes(ms float64, h int64, r int32, hears map[string][]string, voters ...string) []Event {
 	var evs []Event
 	for _, v := range voters {
-		evs = append(evs, signAt(ms, v, PhasePrevote, h, r, "", 1))
+		evs = append(evs, signAt(ms, v, phase.Prevote, h, r, "", 1))
 		for _, n := range append([]string{v}, hears[v]...) {
-			evs = append(evs, voteAt(ms+1, n, v, PhasePrevote, h, r, ""))
+			evs = append(evs, voteAt(ms+1, n, v, phase.Prevote, h, r, ""))
 		}
 	}
 	return evs
@@ -66,9 +67,9 @@ var all4 = []string{"v1", "v2", "v3", "v4"}
 func TestHaltCauses(t *testing.T) {
 	everyone := map[string][]string{"v1": all4, "v2": all4, "v3": all4, "v4": all4}
 	failPrevote := func(v string) Event {
-		return withError(signAt(2600, v, PhasePrevote, 3, 0, "", 2), "signer: injected fault (signer-error)")
+		return withError(signAt(2600, v, phase.Prevote, 3, 0, "", 2), "signer: injected fault (signer-error)")
 	}
-	lostPrevotes := cat(enterRound(2100, 3, 0, all4...), []Event{signAt(2200, "v3", PhaseProposal, 3, 0, "B3", 1),
+	lostPrevotes := cat(enterRound(2100, 3, 0, all4...), []Event{signAt(2200, "v3", phase.Proposal, 3, 0, "B3", 1),
 		failPrevote("v1"), failPrevote("v2"), failPrevote("v3")}, prevotes(2600, 3, 0, everyone, "v4"))
 	tests := []struct {
 		name       string
@@ -112,8 +113,8 @@ func TestHaltCauses(t *testing.T) {
 				prevotes(2600, 3, 0, map[string][]string{"v1": {"v2"}, "v2": {"v1"}, "v3": {"v4"}, "v4": {"v3"}}, all4...))...),
 			2, false, 0, HaltNetwork, "no node received +2/3 prevotes at h3 r0: 40 of 40 voting power cast one, but the most any node received is 20 (v1, v2)…"},
 		{"three signers never answer their prevote",
-			stuckRun(cat(enterRound(2100, 3, 0, all4...), []Event{signAt(2200, "v3", PhaseProposal, 3, 0, "B3", 1),
-				requestAt(2500, "v1", PhasePrevote, 3, 0), requestAt(2500, "v2", PhasePrevote, 3, 0), requestAt(2500, "v3", PhasePrevote, 3, 0)},
+			stuckRun(cat(enterRound(2100, 3, 0, all4...), []Event{signAt(2200, "v3", phase.Proposal, 3, 0, "B3", 1),
+				requestAt(2500, "v1", phase.Prevote, 3, 0), requestAt(2500, "v2", phase.Prevote, 3, 0), requestAt(2500, "v3", phase.Prevote, 3, 0)},
 				prevotes(2600, 3, 0, everyone, "v4"))...),
 			2, false, 0, HaltSignerNotAnswering,
 			"no +2/3 prevotes at h3 r0: v1, v2, v3 cast no prevote: v1's signer was still on the h3 prevote r0 signature, requested 9500 ms before, never returned; v2's…"},
@@ -126,7 +127,7 @@ func TestHaltCauses(t *testing.T) {
 					evs = append(evs, Event{Time: at(100 * float64(i+1)), Kind: KindNodeUp, Node: n})
 				}
 				evs = append(evs, enterRound(500, 1, 0, all4...)...)
-				evs = append(evs, signAt(510, "v1", PhaseProposal, 1, 0, "B1", 1), Event{Time: at(511), Kind: KindProposal, Node: "v1", Height: 1, BlockID: "B1"})
+				evs = append(evs, signAt(510, "v1", phase.Proposal, 1, 0, "B1", 1), Event{Time: at(511), Kind: KindProposal, Node: "v1", Height: 1, BlockID: "B1"})
 				evs = append(evs, prevotes(3500, 1, 0, nil, all4...)...)
 				return append(evs, runEnd(120000, StopMaxDuration))
 			}(),
@@ -134,7 +135,7 @@ func TestHaltCauses(t *testing.T) {
 			"no node received +2/3 prevotes at h1 r0: 40 of 40 voting power cast one, but the most any node received is 10 (v1); no node received a vote from another node: no peers connected; no proposal reached a node other than its proposer's"},
 		{"rounds that keep failing for want of a proposal",
 			stuckRun(cat(enterRound(2100, 3, 0, all4...), prevotes(5100, 3, 0, everyone, all4...),
-				[]Event{voteAt(6100, "v1", "v1", PhasePrecommit, 3, 0, ""), voteAt(6100, "v1", "v2", PhasePrecommit, 3, 0, ""), voteAt(6100, "v1", "v3", PhasePrecommit, 3, 0, "")},
+				[]Event{voteAt(6100, "v1", "v1", phase.Precommit, 3, 0, ""), voteAt(6100, "v1", "v2", phase.Precommit, 3, 0, ""), voteAt(6100, "v1", "v3", phase.Precommit, 3, 0, "")},
 				enterRound(7100, 3, 1, all4...), prevotes(10100, 3, 1, everyone, all4...))...),
 			2, false, 1, HaltNoProposal, "h3 reached round 1 without a decision; round 0 failed (proposal-missing): v3 signed no proposal"},
 		{"silent validators on a saturated host",

@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"github.com/valnet/valnet/internal/phase"
 	"html"
 	"io"
 	"math"
@@ -354,8 +355,8 @@ func TestHTMLReportDegenerateRuns(t *testing.T) {
 		"nothing happened": {start, {Time: t0.Add(time.Second), Kind: KindRunEnd, StopReason: StopInterrupted}},
 		"one block":        {start, oneBlock, {Time: t0.Add(2 * time.Second), Kind: KindRunEnd, StopReason: StopHeights}},
 		"no run_start":     {oneBlock, {Time: t0.Add(3 * time.Second), Kind: KindBlock, Height: 2, LastCommitAbsent: []string{"ghost"}}},
-		"zero latencies": {start, {Time: t0, Kind: KindSign, Validator: "v1", Phase: PhasePrevote, Height: 1},
-			{Time: t0, Kind: KindSign, Validator: "v1", Phase: PhasePrevote, Height: 2, LatencyMS: 500}},
+		"zero latencies": {start, {Time: t0, Kind: KindSign, Validator: "v1", Phase: phase.Prevote, Height: 1},
+			{Time: t0, Kind: KindSign, Validator: "v1", Phase: phase.Prevote, Height: 2, LatencyMS: 500}},
 	}
 	for name, evs := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -382,8 +383,8 @@ func TestHTMLReportChartThatCannotBeDrawn(t *testing.T) {
 	for _, bad := range []float64{math.NaN(), math.Inf(1)} {
 		t.Run(strconv.FormatFloat(bad, 'g', -1, 64), func(t *testing.T) {
 			evs := []Event{runStart("v1"),
-				withLatency(signEv("v1", PhasePrevote, 1, 0, "B"), 1, 0),
-				withLatency(signEv("v1", PhasePrevote, 2, 0, "B"), bad, 0),
+				withLatency(signEv("v1", phase.Prevote, 1, 0, "B"), 1, 0),
+				withLatency(signEv("v1", phase.Prevote, 2, 0, "B"), bad, 0),
 				block(1, 1000, 0, nil, nil), block(2, 2000, 0, nil, nil), runEnd(3000, StopHeights)}
 			page := htmlReport(t, evs)
 			lat := sectionOf(t, page, "latency")

@@ -1,6 +1,7 @@
 package results_test
 
 import (
+	"github.com/valnet/valnet/internal/phase"
 	"strings"
 	"testing"
 
@@ -29,7 +30,7 @@ func TestEveryScenarioMetricIsImplemented(t *testing.T) {
 			if _, err := s.Metric(m.Name, v, ""); err != nil {
 				t.Fatalf("not implemented: %v", err)
 			}
-			_, err := s.Metric(m.Name, v, scenarios.PhasePrecommit)
+			_, err := s.Metric(m.Name, v, phase.Precommit)
 			if m.Phased && err != nil {
 				t.Errorf("phased metric refuses a phase: %v", err)
 			}

@@ -3,6 +3,7 @@ package results
 import (
 	"encoding/csv"
 	"fmt"
+	"github.com/valnet/valnet/internal/phase"
 	"io"
 	"strconv"
 	"strings"
@@ -145,9 +146,9 @@ func (x *index) classifyMissed(c *chain, h int64, v string) (cause, detail strin
 	signs := x.signs[valHeight{v, h}]
 	for _, ev := range signs {
 		switch {
-		case ev.Phase == PhasePrevote && prevote == nil:
+		case ev.Phase == phase.Prevote && prevote == nil:
 			prevote = ev
-		case ev.Phase != PhasePrecommit:
+		case ev.Phase != phase.Precommit:
 		case ev.Error != "" && ev.Round <= cr:
 			anyPrecommit = true
 			if failed == nil || ev.Round == cr {
@@ -199,7 +200,7 @@ func (x *index) classifyMissed(c *chain, h int64, v string) (cause, detail strin
 		}
 		d := fmt.Sprintf("precommit r%d signed %s ms before the decision (%s)", cr, ms(decided.Sub(ok.Time)), lat)
 		if p := c.blocks[h+1].Proposer; p != "" && p != v {
-			if t, got := x.firstReceipt(p, v, PhasePrecommit, hr{h, cr}); got {
+			if t, got := x.firstReceipt(p, v, phase.Precommit, hr{h, cr}); got {
 				rel := ms(t.Sub(decided)) + " ms after"
 				if t.Before(decided) {
 					rel = ms(decided.Sub(t)) + " ms before"

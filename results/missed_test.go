@@ -2,6 +2,7 @@ package results
 
 import (
 	"github.com/valnet/valnet/internal/action"
+	"github.com/valnet/valnet/internal/phase"
 	"reflect"
 	"strings"
 	"testing"
@@ -80,53 +81,53 @@ func TestMissedPrecommitCauses(t *testing.T) {
 			missedRun(0, faultAt(100, "v4", "signer-delay", FaultStart)),
 			CauseUnknown, ""},
 		{"signer failed on the commit round's precommit",
-			missedRun(0, withError(signAt(500, "v4", PhasePrecommit, 1, 0, "", 3), "signer: connection reset")),
+			missedRun(0, withError(signAt(500, "v4", phase.Precommit, 1, 0, "", 3), "signer: connection reset")),
 			CauseSignerFailed, "precommit r0: signer: connection reset"},
 		{"signer failed in an earlier round, nothing for the commit round",
-			missedRun(1, withError(signAt(500, "v4", PhasePrecommit, 1, 0, "", 3), "boom")),
+			missedRun(1, withError(signAt(500, "v4", phase.Precommit, 1, 0, "", 3), "boom")),
 			CauseSignerFailed, "precommit r0: boom"},
 		{"an earlier round's failure does not hide a later signature",
-			missedRun(1, withError(signAt(500, "v4", PhasePrecommit, 1, 0, "", 3), "boom"),
-				signAt(800, "v4", PhasePrecommit, 1, 1, id, 1)),
+			missedRun(1, withError(signAt(500, "v4", phase.Precommit, 1, 0, "", 3), "boom"),
+				signAt(800, "v4", phase.Precommit, 1, 1, id, 1)),
 			CauseNetwork, "precommit r1 signed 100 ms before the decision"},
 		{"signer late: precommit returned after the decision",
-			missedRun(0, signAt(1100, "v4", PhasePrecommit, 1, 0, id, 400)),
+			missedRun(0, signAt(1100, "v4", phase.Precommit, 1, 0, id, 400)),
 			CauseSignerLate, "precommit r0 signed 200 ms after the decision (signature took 400 ms)"},
 		{"signer late: a prevote still being signed at the decision",
-			missedRun(0, signAt(1200, "v4", PhasePrevote, 1, 0, id, 500)),
+			missedRun(0, signAt(1200, "v4", phase.Prevote, 1, 0, id, 500)),
 			CauseSignerLate, "at the decision its signer was still on the h1 prevote r0 signature, requested 200 ms before, took 500 ms"},
 		{"signer late: prevoted, precommit never returned",
-			missedRun(0, signAt(300, "v4", PhasePrevote, 1, 0, id, 1)),
+			missedRun(0, signAt(300, "v4", phase.Prevote, 1, 0, id, 1)),
 			CauseSignerLate, "prevote r0 signed but no precommit signature returned"},
 		{"network: signed in time, the next proposer received it late",
-			missedRun(0, signAt(800, "v4", PhasePrecommit, 1, 0, id, 1), voteAt(1500, "v1", "v4", PhasePrecommit, 1, 0, id)),
+			missedRun(0, signAt(800, "v4", phase.Precommit, 1, 0, id, 1), voteAt(1500, "v1", "v4", phase.Precommit, 1, 0, id)),
 			CauseNetwork, "v1 (proposer of 2) received it 600 ms after the decision"},
 		{"network: signed in time, never received by the next proposer",
-			missedRun(0, signAt(800, "v4", PhasePrecommit, 1, 0, id, 1), voteAt(810, "v2", "v4", PhasePrecommit, 1, 0, id)),
+			missedRun(0, signAt(800, "v4", phase.Precommit, 1, 0, id, 1), voteAt(810, "v2", "v4", phase.Precommit, 1, 0, id)),
 			CauseNetwork, "no vote event shows v1 (proposer of 2) receiving it"},
 		{"the decision is the others' commit step, not v's own",
 			// v4's node entered commit (at 850, having seen +2/3) before
 			// the others: its precommit at 870 still beat their 900.
-			missedRun(0, stepAt(850, "v4", 1, 0, "commit"), signAt(870, "v4", PhasePrecommit, 1, 0, id, 1)),
+			missedRun(0, stepAt(850, "v4", 1, 0, "commit"), signAt(870, "v4", phase.Precommit, 1, 0, id, 1)),
 			CauseNetwork, "signed 30 ms before the decision"},
 		{"asked for just after the others decided, by an idle signer: the node was behind",
-			missedRun(0, signAt(920, "v4", PhasePrecommit, 1, 0, id, 1)),
+			missedRun(0, signAt(920, "v4", phase.Precommit, 1, 0, id, 1)),
 			CauseNodeBehind, "precommit r0 asked for 19 ms after the decision (signature took 1 ms): v4's node got there late"},
 		{"signed after the decision, asked for after it, the signer busy with a backlog",
-			missedRun(0, signAt(1000, "v4", PhasePrevote, 1, 0, id, 750), signAt(1500, "v4", PhasePrecommit, 1, 0, id, 500)),
+			missedRun(0, signAt(1000, "v4", phase.Prevote, 1, 0, id, 750), signAt(1500, "v4", phase.Precommit, 1, 0, id, 500)),
 			CauseSignerLate, "signed 600 ms after the decision (signature took 500 ms); at the decision its signer was still on the h1 prevote r0 signature, requested 650 ms before, took 750 ms"},
 		{"signed after the decision, asked for after it: a backlog from the height before during the round",
 			missedRun(0, Event{Time: at(200), Kind: KindNewRound, Node: "v1", Height: 1, Proposer: "v1"},
-				signAt(890, "v4", PhasePrecommit, 0, 1, id, 700), signAt(1000, "v4", PhasePrecommit, 1, 0, id, 2)),
+				signAt(890, "v4", phase.Precommit, 0, 1, id, 700), signAt(1000, "v4", phase.Precommit, 1, 0, id, 2)),
 			CauseSignerLate, "precommit r0 signed 100 ms after the decision (signature took 2 ms); during the round its signer was still on the h0 precommit r1 signature (requested 10 ms before the round began, took 700 ms)"},
 		{"no precommit: the signer still busy with an earlier height's signature",
-			missedRun(0, signAt(1800, "v4", PhasePrecommit, 0, 0, id, 1500)),
+			missedRun(0, signAt(1800, "v4", phase.Precommit, 0, 0, id, 1500)),
 			CauseSignerLate, "no precommit for r0: at the decision its signer was still on the h0 precommit r0 signature, requested 600 ms before, took 1500 ms"},
 		{"no precommit: a signature requested and never returned (a hung signer)",
-			missedRun(0, requestAt(400, "v4", PhasePrevote, 1, 0)),
+			missedRun(0, requestAt(400, "v4", phase.Prevote, 1, 0)),
 			CauseSignerLate, "no precommit for r0: at the decision its signer was still on the h1 prevote r0 signature, requested 500 ms before, never returned"},
 		{"an answered request is not a hung signer",
-			missedRun(0, requestAt(300, "v4", PhasePrevote, 1, 0), signAt(301, "v4", PhasePrevote, 1, 0, id, 1)),
+			missedRun(0, requestAt(300, "v4", phase.Prevote, 1, 0), signAt(301, "v4", phase.Prevote, 1, 0, id, 1)),
 			CauseNodeBehind, "prevote r0 signed, but v4's node never asked for a precommit before the decision"},
 		{"no precommit: the node was a height behind, catching up after a restart",
 			missedRun(0, faultAt(10, "v4", action.NodeKill, FaultStart), faultAt(150, "v4", action.NodeStart, FaultStart),
@@ -134,25 +135,25 @@ func TestMissedPrecommitCauses(t *testing.T) {
 			CauseNodeBehind, "no precommit: v4's node had not reached height 1 (it was at height 0); its node ran again 750 ms before (after node-kill), catching up"},
 		{"no precommit: the node a height behind because its signer had a backlog",
 			missedRun(0, stepAt(5, "v4", 0, 0, "commit"), Event{Time: at(200), Kind: KindNewRound, Node: "v1", Height: 1, Proposer: "v1"},
-				signAt(850, "v4", PhasePrecommit, 0, 0, id, 600)),
+				signAt(850, "v4", phase.Precommit, 0, 0, id, 600)),
 			CauseSignerLate, "no precommit: v4's node had not reached height 1 (it was at height 0), its signer on the h0 precommit r0 signature (requested 50 ms into the round, took 600 ms) during the round"},
 		{"network on a saturated host is the host's",
-			missedRun(0, signAt(800, "v4", PhasePrecommit, 1, 0, id, 1), hostAt(1000, true)),
+			missedRun(0, signAt(800, "v4", phase.Precommit, 1, 0, id, 1), hostAt(1000, true)),
 			CauseHostOverload, "precommit r0 signed 100 ms before the decision (signature took 1 ms); no vote event shows v1 (proposer of 2) receiving it; the host was saturated (1 of 1 host seconds covering it"},
 		{"a saturated second outside the round does not count",
-			missedRun(0, signAt(800, "v4", PhasePrecommit, 1, 0, id, 1), hostAt(3000, true), hostAt(1000, false)),
+			missedRun(0, signAt(800, "v4", phase.Precommit, 1, 0, id, 1), hostAt(3000, true), hostAt(1000, false)),
 			CauseNetwork, "no vote event shows v1"},
 		{"no evidence on a saturated host is the host's",
 			missedRun(0, hostAt(1000, true)),
 			CauseHostOverload, "no precommit for r0; the host was saturated"},
 		{"a signer-late precommit stays the signer's on a saturated host",
-			missedRun(0, signAt(1100, "v4", PhasePrecommit, 1, 0, id, 400), hostAt(1000, true)),
+			missedRun(0, signAt(1100, "v4", phase.Precommit, 1, 0, id, 400), hostAt(1000, true)),
 			CauseSignerLate, "signed 200 ms after the decision"},
 		{"a signer-side event alone is not the node's signature",
-			missedRun(0, Event{Time: at(800), Kind: KindSign, Node: "v4", Validator: "v4", Side: SideSigner, Phase: PhasePrecommit, Height: 1, LatencyMS: 1, BlockID: id}),
+			missedRun(0, Event{Time: at(800), Kind: KindSign, Node: "v4", Validator: "v4", Side: SideSigner, Phase: phase.Precommit, Height: 1, LatencyMS: 1, BlockID: id}),
 			CauseUnknown, "no signature by v4"},
 		{"unknown: a prevote in a later round only, not in progress",
-			missedRun(1, signAt(300, "v4", PhasePrevote, 1, 1, id, 1), signAt(310, "v4", PhasePrecommit, 1, 0, "", 1)),
+			missedRun(1, signAt(300, "v4", phase.Prevote, 1, 1, id, 1), signAt(310, "v4", phase.Precommit, 1, 0, "", 1)),
 			CauseUnknown, "no precommit signature for r1"},
 		{"unknown: no events of v4 at all",
 			missedRun(0),
@@ -184,7 +185,7 @@ func TestMissedPrecommitCauses(t *testing.T) {
 
 func TestDecisionFallsBackToTheBlock(t *testing.T) {
 	// No commit step at all: the block event (1000 ms) is the decision.
-	evs := []Event{runStart("v1", "v2"), signAt(1100, "v2", PhasePrecommit, 1, 0, "B", 300),
+	evs := []Event{runStart("v1", "v2"), signAt(1100, "v2", phase.Precommit, 1, 0, "B", 300),
 		block(1, 1000, 0, nil, nil), block(2, 2000, 0, []string{"v2"}, nil), runEnd(3000, StopHeights)}
 	got := MissedPrecommits(evs)
 	if len(got) != 1 || got[0].Cause != CauseSignerLate || !strings.Contains(got[0].Detail, "100 ms after") {
@@ -212,7 +213,7 @@ func TestMissedByCauseSumsToMissed(t *testing.T) {
 }
 
 func TestMissedCSV(t *testing.T) {
-	evs := missedRun(0, signAt(1100, "v4", PhasePrecommit, 1, 0, "B", 400))
+	evs := missedRun(0, signAt(1100, "v4", phase.Precommit, 1, 0, "B", 400))
 	var b strings.Builder
 	if err := WriteMissedCSV(&b, Summarize(evs)); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package results
 
 import (
+	"github.com/valnet/valnet/internal/phase"
 	"strings"
 	"sync"
 	"testing"
@@ -27,8 +28,8 @@ func TestTracker(t *testing.T) {
 		{newRound("n1", 2, 2, "v2"), Progress{Height: 1, Target: 20, Round: 2, Elapsed: 5 * time.Second}},
 		{newRound("n3", 1, 3, "v2"), Progress{Height: 1, Target: 20, Round: 2, Elapsed: 5 * time.Second}}, // lagging node
 		{block(2, 2000, 2, []string{"v1", "v2"}, []string{"v3"}), Progress{Height: 2, Target: 20, Missed: 2, Elapsed: 5 * time.Second}},
-		{withError(signEv("v1", PhasePrevote, 3, 0, ""), "boom"), Progress{Height: 2, Target: 20, Missed: 2, SignErrors: 1, Elapsed: 5 * time.Second}},
-		{signEv("v1", PhasePrevote, 3, 0, ""), Progress{Height: 2, Target: 20, Missed: 2, SignErrors: 1, Elapsed: 5 * time.Second}},
+		{withError(signEv("v1", phase.Prevote, 3, 0, ""), "boom"), Progress{Height: 2, Target: 20, Missed: 2, SignErrors: 1, Elapsed: 5 * time.Second}},
+		{signEv("v1", phase.Prevote, 3, 0, ""), Progress{Height: 2, Target: 20, Missed: 2, SignErrors: 1, Elapsed: 5 * time.Second}},
 		{block(3, 3000, 0, []string{"v2"}, nil), Progress{Height: 3, Target: 20, Missed: 3, SignErrors: 1, Elapsed: 5 * time.Second}},
 		{runEnd(4200, StopInterrupted), Progress{Height: 3, Target: 20, Missed: 3, SignErrors: 1, Elapsed: 4200 * time.Millisecond, Done: true}},
 	}

@@ -1,5 +1,7 @@
 package results
 
+import "github.com/valnet/valnet/internal/phase"
+
 // quorumCritical lists, per committed height, the validators whose
 // precommit the quorum waited for: the precommits for the committed
 // block, in the order the deciding node (the first to enter step commit
@@ -33,7 +35,7 @@ func (x *index) quorumCritical(c *chain) map[int64][]string {
 		var voters []string
 		seen := map[string]bool{}
 		for _, ev := range x.votesAt(hr{h, cr}) {
-			if ev.Node != decider.Node || ev.Phase != PhasePrecommit || ev.BlockID == "" ||
+			if ev.Node != decider.Node || ev.Phase != phase.Precommit || ev.BlockID == "" ||
 				block != "" && ev.BlockID != block || seen[ev.Validator] || ev.Time.After(decider.Time) {
 				continue
 			}

@@ -1,6 +1,7 @@
 package results
 
 import (
+	"github.com/valnet/valnet/internal/phase"
 	"reflect"
 	"testing"
 )
@@ -18,7 +19,7 @@ func TestQuorumCritical(t *testing.T) {
 		return append(evs, stepAt(500, "v1", 1, 0, "commit"), stepAt(600, "v2", 1, 0, "commit"),
 			b1, block(2, 1700, 0, nil, nil), runEnd(2000, StopHeights))
 	}
-	pc := func(ms float64, node, v, id string) Event { return voteAt(ms, node, v, PhasePrecommit, 1, 0, id) }
+	pc := func(ms float64, node, v, id string) Event { return voteAt(ms, node, v, phase.Precommit, 1, 0, id) }
 	tests := []struct {
 		name   string
 		events []Event

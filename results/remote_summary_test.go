@@ -1,6 +1,10 @@
 package results
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/valnet/valnet/internal/phase"
+)
 
 func TestRemoteSignerSidesAndTransportOverhead(t *testing.T) {
 	node := func(h int64, phase string, ms float64) Event {
@@ -14,10 +18,10 @@ func TestRemoteSignerSidesAndTransportOverhead(t *testing.T) {
 		return e
 	}
 	events := []Event{runStart("v1"),
-		signer(1, PhasePrevote, 10), node(1, PhasePrevote, 10.2),
-		signer(1, PhasePrecommit, 20), node(1, PhasePrecommit, 20.5),
-		signer(2, PhasePrevote, 30), node(2, PhasePrevote, 30.1),
-		node(3, PhasePrevote, 5), // no signer-side match: not an overhead sample
+		signer(1, phase.Prevote, 10), node(1, phase.Prevote, 10.2),
+		signer(1, phase.Precommit, 20), node(1, phase.Precommit, 20.5),
+		signer(2, phase.Prevote, 30), node(2, phase.Prevote, 30.1),
+		node(3, phase.Prevote, 5), // no signer-side match: not an overhead sample
 		runEnd(100, StopHeights)}
 	s := Summarize(events)
 	v := s.Validators[0]

@@ -1,6 +1,10 @@
 package results
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/valnet/valnet/internal/phase"
+)
 
 // Causes of a round change, i.e. of a round that ended without a decision
 // (and CauseHostOverload, before proposal-missing's "the proposal did not
@@ -89,10 +93,10 @@ func (x *index) lateVotes() (prevotes, precommits map[string]int) {
 	var cur *keyState
 	var curKey voteKey
 	for _, ev := range x.votes {
-		if ev.Phase != PhasePrevote && ev.Phase != PhasePrecommit || ev.Validator == "" {
+		if ev.Phase != phase.Prevote && ev.Phase != phase.Precommit || ev.Validator == "" {
 			continue
 		}
-		k := voteKey{hr{ev.Height, ev.Round}, ev.Phase == PhasePrecommit}
+		k := voteKey{hr{ev.Height, ev.Round}, ev.Phase == phase.Precommit}
 		if cur == nil || k != curKey { // votes of one round come in bursts
 			cur, curKey = state(k), k
 		}
@@ -121,8 +125,8 @@ func (x *index) lateVotes() (prevotes, precommits map[string]int) {
 	// A vote signed but never received anywhere is late everywhere.
 	for vh, evs := range x.signs {
 		for _, ev := range evs {
-			if ev.Error == "" && (ev.Phase == PhasePrevote || ev.Phase == PhasePrecommit) {
-				k := voteKey{hr{vh.height, ev.Round}, ev.Phase == PhasePrecommit}
+			if ev.Error == "" && (ev.Phase == phase.Prevote || ev.Phase == phase.Precommit) {
+				k := voteKey{hr{vh.height, ev.Round}, ev.Phase == phase.Precommit}
 				if ks := keys[k]; ks != nil { // no judges without vote events
 					voted(ks, id(vh.validator))
 				}
@@ -206,7 +210,7 @@ func (x *index) roundChange(c *chain, h int64, r int32) roundVerdict {
 	}
 	var signed, failed *Event // the proposer's proposal signature at (h, r)
 	for _, ev := range x.signs[valHeight{p, h}] {
-		if ev.Phase != PhaseProposal || ev.Round != r {
+		if ev.Phase != phase.Proposal || ev.Round != r {
 			continue
 		}
 		if ev.Error == "" && signed == nil {
@@ -238,7 +242,7 @@ func (x *index) roundChange(c *chain, h int64, r int32) roundVerdict {
 	if t, ok := x.roundStart[hr{h, r + 1}]; ok {
 		ended = t
 	}
-	pending, hung := x.unanswered(p, PhaseProposal, k)
+	pending, hung := x.unanswered(p, phase.Proposal, k)
 	overloaded := func(cause, detail string) (string, string) {
 		if why, sat := x.saturatedDuring(began, ended); hasBegan && sat {
 			return CauseHostOverload, detail + "; " + why
@@ -246,7 +250,7 @@ func (x *index) roundChange(c *chain, h int64, r int32) roundVerdict {
 		return cause, detail
 	}
 
-	busy, isBusy := x.busyOtherThan(p, began, PhaseProposal, k)
+	busy, isBusy := x.busyOtherThan(p, began, phase.Proposal, k)
 	var down *downWindow
 	if hasBegan {
 		down = x.downs.downDuring(p, began, ended)
@@ -286,13 +290,13 @@ func (x *index) roundChange(c *chain, h int64, r int32) roundVerdict {
 			out.Cause, out.Detail = overloaded(RoundProposalMissing, fmt.Sprintf("the proposal reached %d of %d other nodes before they prevoted", inTime, len(others)))
 		}
 	default:
-		pv, pvTotal := x.bestVotePower(k, PhasePrevote)
+		pv, pvTotal := x.bestVotePower(k, phase.Prevote)
 		if len(others) == 0 && pvTotal == 0 {
 			out.Cause = RoundUnknown
 			return out
 		}
 		if x.quorum(pv) {
-			pc, _ := x.bestVotePower(k, PhasePrecommit)
+			pc, _ := x.bestVotePower(k, phase.Precommit)
 			out.Cause, out.Detail = overloaded(RoundNoPrecommitQuorum, fmt.Sprintf("a block had %d of %d prevote power but only %d precommit power", pv, x.totalPower, pc))
 		} else {
 			out.Cause, out.Detail = overloaded(RoundNoPolka, fmt.Sprintf("the most prevoted block had %d of %d power", pv, x.totalPower))

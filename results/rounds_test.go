@@ -2,22 +2,23 @@ package results
 
 import (
 	"github.com/valnet/valnet/internal/action"
+	"github.com/valnet/valnet/internal/phase"
 	"strings"
 	"testing"
 )
 
 // deliver makes each node receive the votes of (h, r, phase) in the given
 // order, one event per (node, voter); times only need to be increasing.
-func deliver(h int64, r int32, phase string, order map[string][]string) []Event {
+func deliver(h int64, r int32, ph string, order map[string][]string) []Event {
 	var evs []Event
 	ms := float64(h*10000) + float64(r*1000)
-	if phase == PhasePrecommit {
+	if ph == phase.Precommit {
 		ms += 500
 	}
 	for _, node := range []string{"v1", "v2", "v3", "v4"} {
 		for _, voter := range order[node] {
 			ms++
-			evs = append(evs, voteAt(ms, node, voter, phase, h, r, "B"))
+			evs = append(evs, voteAt(ms, node, voter, ph, h, r, "B"))
 		}
 	}
 	return evs
@@ -43,12 +44,12 @@ func TestLateVotes(t *testing.T) {
 	}{
 		{
 			name:     "last at every other node: late",
-			events:   deliver(1, 0, PhasePrevote, orders(last)),
+			events:   deliver(1, 0, phase.Prevote, orders(last)),
 			prevotes: map[string]int{"v4": 1},
 		},
 		{
 			name: "late at 2 of 3 other nodes: late",
-			events: deliver(1, 0, PhasePrecommit, orders(func(n string) []string {
+			events: deliver(1, 0, phase.Precommit, orders(func(n string) []string {
 				if n == "v1" {
 					return []string{"v1", "v4", "v2", "v3"} // in time at v1
 				}
@@ -59,7 +60,7 @@ func TestLateVotes(t *testing.T) {
 		},
 		{
 			name: "late at 1 of 3 other nodes: not late",
-			events: deliver(2, 0, PhasePrevote, orders(func(n string) []string {
+			events: deliver(2, 0, phase.Prevote, orders(func(n string) []string {
 				if n == "v2" {
 					return last(n)
 				}
@@ -70,23 +71,23 @@ func TestLateVotes(t *testing.T) {
 		},
 		{
 			name: "never received by the others, but signed: late everywhere",
-			events: append(deliver(1, 0, PhasePrecommit, orders(func(n string) []string {
+			events: append(deliver(1, 0, phase.Precommit, orders(func(n string) []string {
 				if n == "v4" {
 					return all
 				}
 				return []string{"v1", "v2", "v3"}
-			})), signAt(1, "v4", PhasePrecommit, 1, 0, "B", 1)),
+			})), signAt(1, "v4", phase.Precommit, 1, 0, "B", 1)),
 			precommits: map[string]int{"v4": 1},
 		},
 		{
 			name: "no node reached +2/3: nobody is late",
-			events: deliver(3, 0, PhasePrevote, orders(func(string) []string {
+			events: deliver(3, 0, phase.Prevote, orders(func(string) []string {
 				return []string{"v1", "v2"}
 			})),
 		},
 		{
 			name: "duplicate deliveries count once",
-			events: deliver(1, 0, PhasePrevote, orders(func(string) []string {
+			events: deliver(1, 0, phase.Prevote, orders(func(string) []string {
 				return []string{"v1", "v1", "v1", "v2", "v3", "v4"} // v1 thrice cannot make +2/3 alone
 			})),
 			prevotes: map[string]int{"v4": 1},
@@ -112,7 +113,7 @@ func TestLateVotesUseVotingPower(t *testing.T) {
 	start := runStart("v1", "v2", "v3")
 	start.Validators[0].Power, start.Validators[1].Power, start.Validators[2].Power = 70, 15, 15
 	order := []string{"v1", "v2", "v3"}
-	evs := append([]Event{start}, deliver(1, 0, PhasePrevote, map[string][]string{"v1": order, "v2": order, "v3": order})...)
+	evs := append([]Event{start}, deliver(1, 0, phase.Prevote, map[string][]string{"v1": order, "v2": order, "v3": order})...)
 	s := Summarize(evs)
 	for name, want := range map[string]int{"v1": 0, "v2": 1, "v3": 1} {
 		if got := vByName(t, s, name).LatePrevotes; got != want {
@@ -166,10 +167,10 @@ func proposalAt(ms float64, node string) Event {
 }
 
 func TestRoundChangeCauses(t *testing.T) {
-	inTime := []Event{signAt(100, "v1", PhaseProposal, 1, 0, "B", 1),
+	inTime := []Event{signAt(100, "v1", phase.Proposal, 1, 0, "B", 1),
 		proposalAt(110, "v1"), proposalAt(120, "v2"), proposalAt(130, "v3"), proposalAt(140, "v4")}
-	prevote := func(v, id string) Event { return voteAt(3100, v, v, PhasePrevote, 1, 0, id) }
-	precommit := func(v, id string) Event { return voteAt(4100, v, v, PhasePrecommit, 1, 0, id) }
+	prevote := func(v, id string) Event { return voteAt(3100, v, v, phase.Prevote, 1, 0, id) }
+	precommit := func(v, id string) Event { return voteAt(4100, v, v, phase.Precommit, 1, 0, id) }
 	tests := []struct {
 		name        string
 		events      []Event
@@ -188,28 +189,28 @@ func TestRoundChangeCauses(t *testing.T) {
 			roundRun(faultAt(-500, "v1", action.NodeKill, FaultStart), faultAt(-100, "v1", action.NodeStart, FaultStart)),
 			RoundProposalMissing, "v1 signed no proposal", 1},
 		{"proposer's signer never answered",
-			roundRun(requestAt(20, "v1", PhaseProposal, 1, 0)),
+			roundRun(requestAt(20, "v1", phase.Proposal, 1, 0)),
 			RoundProposerSignerSlow, "v1's proposal signature was requested 20 ms into the round and never returned (signer not answering)", 1},
 		{"proposer's signer still on an earlier signature",
-			roundRun(requestAt(-300, "v1", PhasePrecommit, 0, 0)),
+			roundRun(requestAt(-300, "v1", phase.Precommit, 0, 0)),
 			RoundProposerSignerSlow, "when the round began, v1's signer was still on the h0 precommit r0 signature, requested 300 ms before, never returned", 1},
 		{"proposal on a saturated host",
-			roundRun(signAt(100, "v1", PhaseProposal, 1, 0, "B", 1), proposalAt(3200, "v2"), proposalAt(3200, "v3"), proposalAt(150, "v4"), hostAt(2000, true)),
+			roundRun(signAt(100, "v1", phase.Proposal, 1, 0, "B", 1), proposalAt(3200, "v2"), proposalAt(3200, "v3"), proposalAt(150, "v4"), hostAt(2000, true)),
 			CauseHostOverload, "the proposal reached 1 of 3 other nodes before they prevoted; the host was saturated (1 of", 1},
 		{"no polka on a saturated host",
 			roundRun(append(inTime, prevote("v1", "B"), prevote("v2", "B"), prevote("v3", ""), prevote("v4", ""), hostAt(3500, true))...),
 			CauseHostOverload, "the most prevoted block had 20 of 40 power; the host was saturated", 0},
 		{"a failed proposal signature stays the signer's on a saturated host",
-			roundRun(withError(signAt(50, "v1", PhaseProposal, 1, 0, "", 3), "boom"), hostAt(2000, true)),
+			roundRun(withError(signAt(50, "v1", phase.Proposal, 1, 0, "", 3), "boom"), hostAt(2000, true)),
 			RoundProposalMissing, "v1's proposal signature failed: boom", 1},
 		{"proposer's signer failed",
-			roundRun(withError(signAt(50, "v1", PhaseProposal, 1, 0, "", 3), "signer: connection reset")),
+			roundRun(withError(signAt(50, "v1", phase.Proposal, 1, 0, "", 3), "signer: connection reset")),
 			RoundProposalMissing, "v1's proposal signature failed: signer: connection reset", 1},
 		{"proposal signed after the others' propose timeout",
-			roundRun(signAt(3400, "v1", PhaseProposal, 1, 0, "B", 3390), proposalAt(3401, "v1"), proposalAt(3450, "v2")),
+			roundRun(signAt(3400, "v1", phase.Proposal, 1, 0, "B", 3390), proposalAt(3401, "v1"), proposalAt(3450, "v2")),
 			RoundProposerSignerSlow, "took 3390 ms and returned after 3 of 3 other nodes had prevoted", 1},
 		{"signed in time, reached the others too late",
-			roundRun(signAt(100, "v1", PhaseProposal, 1, 0, "B", 1), proposalAt(3200, "v2"), proposalAt(3200, "v3"), proposalAt(150, "v4")),
+			roundRun(signAt(100, "v1", phase.Proposal, 1, 0, "B", 1), proposalAt(3200, "v2"), proposalAt(3200, "v3"), proposalAt(150, "v4")),
 			RoundProposalMissing, "the proposal reached 1 of 3 other nodes before they prevoted", 1},
 		{"proposal there, prevotes split: no polka",
 			roundRun(append(inTime, prevote("v1", "B"), prevote("v2", "B"), prevote("v3", ""), prevote("v4", ""))...),

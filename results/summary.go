@@ -2,6 +2,7 @@ package results
 
 import (
 	"encoding/json"
+	"github.com/valnet/valnet/internal/phase"
 	"io"
 	"math"
 	"slices"
@@ -165,14 +166,8 @@ type NodeError struct {
 	Error string    `json:"error"`
 }
 
-// Signing phases, as in Event.Phase.
-const (
-	PhaseProposal  = "proposal"
-	PhasePrevote   = "prevote"
-	PhasePrecommit = "precommit"
-)
-
-var phases = []string{PhaseProposal, PhasePrevote, PhasePrecommit}
+// phases are the signing phases (Event.Phase), in consensus order.
+var phases = phase.All()
 
 // Failed returns the expectations that did not hold.
 func (s *Summary) Failed() []ExpectationResult {
@@ -464,7 +459,7 @@ func summarizeValidators(s *Summary, events []Event, start *Event, c *chain) {
 			if ev.InjectedMS > 0 {
 				a.injected = append(a.injected, ev.InjectedMS)
 			}
-			if ev.Phase == PhaseProposal && inWindow(ev.Height, ev.Round) {
+			if ev.Phase == phase.Proposal && inWindow(ev.Height, ev.Round) {
 				a.made[turn{height: ev.Height, round: ev.Round}] = struct{}{}
 			}
 			nodeSide = append(nodeSide, ev)
@@ -546,17 +541,17 @@ func summarizeValidators(s *Summary, events []Event, start *Event, c *chain) {
 		v.Proposals = ProposalStats{Expected: len(a.turns), Made: len(a.made)}
 		v.Proposals.Missed = max(v.Proposals.Expected-v.Proposals.Made, 0)
 		v.SignLatencyMS = PhaseLatency{
-			Proposal:  latencyStats(a.latency[PhaseProposal]),
-			Prevote:   latencyStats(a.latency[PhasePrevote]),
-			Precommit: latencyStats(a.latency[PhasePrecommit]),
+			Proposal:  latencyStats(a.latency[phase.Proposal]),
+			Prevote:   latencyStats(a.latency[phase.Prevote]),
+			Precommit: latencyStats(a.latency[phase.Precommit]),
 			All:       latencyStats(a.all),
 		}
 		v.InjectedLatencyMS = latencyStats(a.injected)
 		if len(a.signerAll) > 0 {
 			v.SignerLatencyMS = &PhaseLatency{
-				Proposal:  latencyStats(a.signerLatency[PhaseProposal]),
-				Prevote:   latencyStats(a.signerLatency[PhasePrevote]),
-				Precommit: latencyStats(a.signerLatency[PhasePrecommit]),
+				Proposal:  latencyStats(a.signerLatency[phase.Proposal]),
+				Prevote:   latencyStats(a.signerLatency[phase.Prevote]),
+				Precommit: latencyStats(a.signerLatency[phase.Precommit]),
 				All:       latencyStats(a.signerAll),
 			}
 		}

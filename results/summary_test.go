@@ -1,6 +1,7 @@
 package results
 
 import (
+	"github.com/valnet/valnet/internal/phase"
 	"io"
 	"reflect"
 	"strings"
@@ -228,7 +229,7 @@ func TestProposals(t *testing.T) {
 			events: []Event{
 				runStart("v1", "v2"),
 				newRound("n1", 1, 0, "v1"), newRound("n2", 1, 0, "v1"),
-				signEv("v1", PhaseProposal, 1, 0, "A"),
+				signEv("v1", phase.Proposal, 1, 0, "A"),
 				block(1, 0, 0, nil, nil),
 			},
 			want: map[string]ProposalStats{"v1": {1, 1, 0}, "v2": {}},
@@ -238,9 +239,9 @@ func TestProposals(t *testing.T) {
 			events: []Event{
 				runStart("v1", "v2"),
 				newRound("n1", 1, 0, "v1"),
-				withError(signEv("v1", PhaseProposal, 1, 0, "A"), "timeout"),
+				withError(signEv("v1", phase.Proposal, 1, 0, "A"), "timeout"),
 				newRound("n1", 1, 1, "v2"),
-				signEv("v2", PhaseProposal, 1, 1, "A"),
+				signEv("v2", phase.Proposal, 1, 1, "A"),
 				block(1, 0, 0, nil, nil),
 				block(2, 1000, 1, nil, nil), // height 1 committed in round 1
 			},
@@ -251,16 +252,16 @@ func TestProposals(t *testing.T) {
 			events: []Event{
 				runStart("v1", "v2"),
 				newRound("n1", 1, 0, "v1"),
-				signEv("v1", PhaseProposal, 1, 0, "A"),
+				signEv("v1", phase.Proposal, 1, 0, "A"),
 				newRound("n2", 1, 1, "v2"), // lagging node moved on before seeing the commit
-				signEv("v2", PhaseProposal, 1, 1, "B"),
+				signEv("v2", phase.Proposal, 1, 1, "B"),
 				block(1, 0, 0, nil, nil),
 				block(2, 1000, 0, nil, nil), // height 1 in round 0
 				newRound("n1", 2, 0, "v2"),
-				signEv("v2", PhaseProposal, 2, 0, "C"),
+				signEv("v2", phase.Proposal, 2, 0, "C"),
 				step("n1", 2, 0, "commit"),
 				newRound("n1", 3, 0, "v1"), // run stopped during height 3
-				signEv("v1", PhaseProposal, 3, 0, "D"),
+				signEv("v1", phase.Proposal, 3, 0, "D"),
 			},
 			want: map[string]ProposalStats{"v1": {1, 1, 0}, "v2": {1, 1, 0}},
 		},
@@ -270,7 +271,7 @@ func TestProposals(t *testing.T) {
 				runStart("v1", "v2"),
 				newRound("n1", 1, 0, "v1"),
 				newRound("n1", 1, 1, "v2"),
-				signEv("v2", PhaseProposal, 1, 1, "B"),
+				signEv("v2", phase.Proposal, 1, 1, "B"),
 				block(1, 0, 0, nil, nil),
 			},
 			want: map[string]ProposalStats{"v1": {1, 0, 1}, "v2": {1, 1, 0}},
@@ -279,8 +280,8 @@ func TestProposals(t *testing.T) {
 			name: "re-signed proposal counts once; made without a turn never makes missed negative",
 			events: []Event{
 				runStart("v1"),
-				signEv("v1", PhaseProposal, 1, 0, "A"),
-				signEv("v1", PhaseProposal, 1, 0, "A"),
+				signEv("v1", phase.Proposal, 1, 0, "A"),
+				signEv("v1", phase.Proposal, 1, 0, "A"),
 				block(1, 0, 0, nil, nil),
 				step("n1", 1, 0, "commit"),
 			},
@@ -307,50 +308,50 @@ func TestDoubleSigns(t *testing.T) {
 	}{
 		{
 			name:   "identical re-sign is not a double sign",
-			events: []Event{signEv("v1", PhasePrecommit, 5, 0, "A"), signEv("v1", PhasePrecommit, 5, 0, "A")},
+			events: []Event{signEv("v1", phase.Precommit, 5, 0, "A"), signEv("v1", phase.Precommit, 5, 0, "A")},
 		},
 		{
 			name: "planted conflicting precommit",
 			events: []Event{
-				signEv("v1", PhasePrecommit, 5, 0, "A"),
-				signEv("v2", PhasePrecommit, 5, 0, "A"),
-				signEv("v1", PhasePrecommit, 5, 0, "B"),
-				signEv("v1", PhasePrecommit, 5, 0, "A"),
+				signEv("v1", phase.Precommit, 5, 0, "A"),
+				signEv("v2", phase.Precommit, 5, 0, "A"),
+				signEv("v1", phase.Precommit, 5, 0, "B"),
+				signEv("v1", phase.Precommit, 5, 0, "A"),
 			},
-			want: []DoubleSign{{Validator: "v1", Height: 5, Round: 0, Phase: PhasePrecommit, BlockIDs: []string{"A", "B"}}},
+			want: []DoubleSign{{Validator: "v1", Height: 5, Round: 0, Phase: phase.Precommit, BlockIDs: []string{"A", "B"}}},
 		},
 		{
 			name: "nil vote and block vote conflict",
 			events: []Event{
-				signEv("v2", PhasePrevote, 3, 1, ""),
-				signEv("v2", PhasePrevote, 3, 1, "A"),
+				signEv("v2", phase.Prevote, 3, 1, ""),
+				signEv("v2", phase.Prevote, 3, 1, "A"),
 			},
-			want: []DoubleSign{{Validator: "v2", Height: 3, Round: 1, Phase: PhasePrevote, BlockIDs: []string{"", "A"}}},
+			want: []DoubleSign{{Validator: "v2", Height: 3, Round: 1, Phase: phase.Prevote, BlockIDs: []string{"", "A"}}},
 		},
 		{
 			name: "conflicting proposals",
 			events: []Event{
-				signEv("v3", PhaseProposal, 2, 0, "A"),
-				signEv("v3", PhaseProposal, 2, 0, "B"),
-				signEv("v3", PhaseProposal, 2, 0, "C"),
+				signEv("v3", phase.Proposal, 2, 0, "A"),
+				signEv("v3", phase.Proposal, 2, 0, "B"),
+				signEv("v3", phase.Proposal, 2, 0, "C"),
 			},
-			want: []DoubleSign{{Validator: "v3", Height: 2, Round: 0, Phase: PhaseProposal, BlockIDs: []string{"A", "B", "C"}}},
+			want: []DoubleSign{{Validator: "v3", Height: 2, Round: 0, Phase: phase.Proposal, BlockIDs: []string{"A", "B", "C"}}},
 		},
 		{
 			name: "different round, phase, height or validator is no conflict",
 			events: []Event{
-				signEv("v1", PhasePrecommit, 5, 0, "A"),
-				signEv("v1", PhasePrecommit, 5, 1, "B"),
-				signEv("v1", PhasePrevote, 5, 0, "B"),
-				signEv("v1", PhasePrecommit, 6, 0, "B"),
-				signEv("v2", PhasePrecommit, 5, 0, "B"),
+				signEv("v1", phase.Precommit, 5, 0, "A"),
+				signEv("v1", phase.Precommit, 5, 1, "B"),
+				signEv("v1", phase.Prevote, 5, 0, "B"),
+				signEv("v1", phase.Precommit, 6, 0, "B"),
+				signEv("v2", phase.Precommit, 5, 0, "B"),
 			},
 		},
 		{
 			name: "refused signature does not count",
 			events: []Event{
-				signEv("v1", PhasePrecommit, 5, 0, "A"),
-				withError(signEv("v1", PhasePrecommit, 5, 0, "B"), "conflicting data"),
+				signEv("v1", phase.Precommit, 5, 0, "A"),
+				withError(signEv("v1", phase.Precommit, 5, 0, "B"), "conflicting data"),
 			},
 		},
 	}
@@ -369,14 +370,14 @@ func TestSignLatency(t *testing.T) {
 	evs = append(evs, runStart("v1", "v2"))
 	// v1: prevotes 1..100 ms, precommits 200 ms of which 199.5 injected.
 	for i := 1; i <= 100; i++ {
-		evs = append(evs, withLatency(signEv("v1", PhasePrevote, int64(i), 0, "A"), float64(i), 0))
+		evs = append(evs, withLatency(signEv("v1", phase.Prevote, int64(i), 0, "A"), float64(i), 0))
 	}
 	for i := 1; i <= 4; i++ {
-		evs = append(evs, withLatency(signEv("v1", PhasePrecommit, int64(i), 0, "A"), 200.00049, 199.5))
+		evs = append(evs, withLatency(signEv("v1", phase.Precommit, int64(i), 0, "A"), 200.00049, 199.5))
 	}
 	evs = append(evs,
-		withError(withLatency(signEv("v1", PhaseProposal, 1, 0, "A"), 5000, 0), "timeout"),
-		withError(signEv("v1", PhasePrecommit, 9, 0, "A"), "refused"),
+		withError(withLatency(signEv("v1", phase.Proposal, 1, 0, "A"), 5000, 0), "timeout"),
+		withError(signEv("v1", phase.Precommit, 9, 0, "A"), "refused"),
 	)
 	s := Summarize(evs)
 	v1 := vByName(t, s, "v1")
@@ -431,7 +432,7 @@ func TestRunMetadata(t *testing.T) {
 func TestValidatorOrder(t *testing.T) {
 	s := Summarize([]Event{
 		runStart("zeta", "alpha", "mid"),
-		signEv("x-late", PhasePrevote, 1, 0, "A"),
+		signEv("x-late", phase.Prevote, 1, 0, "A"),
 		newRound("n1", 1, 0, "b-extra"),
 		block(1, 0, 0, nil, nil),
 	})

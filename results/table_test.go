@@ -2,6 +2,7 @@ package results
 
 import (
 	"bytes"
+	"github.com/valnet/valnet/internal/phase"
 	"strings"
 	"testing"
 )
@@ -38,8 +39,8 @@ func TestResultLine(t *testing.T) {
 }
 
 func TestTableCells(t *testing.T) {
-	evs := expectRun(StopHeights, Expectation{Metric: "sign_latency_p50_ms", Phase: PhaseProposal, Max: fp(1)})
-	evs = append(evs, signEv("v1", PhasePrecommit, 1, 0, "A"), signEv("v1", PhasePrecommit, 1, 0, "B"),
+	evs := expectRun(StopHeights, Expectation{Metric: "sign_latency_p50_ms", Phase: phase.Proposal, Max: fp(1)})
+	evs = append(evs, signEv("v1", phase.Precommit, 1, 0, "A"), signEv("v1", phase.Precommit, 1, 0, "B"),
 		Event{Time: at(7), Kind: KindNodeError, Node: "v2", Error: "event subscription cancelled"})
 	var buf bytes.Buffer
 	if err := WriteTable(&buf, Summarize(evs)); err != nil {

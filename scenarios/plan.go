@@ -4,7 +4,6 @@ import (
 	"github.com/valnet/valnet/internal/action"
 	"time"
 
-	"github.com/valnet/valnet/internal/phase"
 	"github.com/valnet/valnet/latency"
 )
 
@@ -266,15 +265,6 @@ type FaultAt struct {
 	HasRound bool
 	Time     time.Duration
 }
-
-// Signing phases: internal/phase declares them (phase.All in consensus
-// order); these names stay for packages that name a phase through the
-// schema (results' metric tests).
-const (
-	PhaseProposal  = phase.Proposal
-	PhasePrevote   = phase.Prevote
-	PhasePrecommit = phase.Precommit
-)
 
 // LatencyPlan is a delay model (latency.Spec: only the fields of its Dist
 // are set, and it is valid) and the phases it applies to.
