@@ -30,9 +30,11 @@ var HaltCauses = []string{HaltValidatorsDown, HaltPartition, HaltSignerFailed, H
 // of a step, so the others wait until a node restarts and signs again.
 const noRetry = "CometBFT does not retry a failed signature, so the round waits until a node restarts"
 
-// networkStart is when the network was up: the last node_up before the
-// first commit (or at all, when nothing committed), else run_start's
-// time; zero without either.
+// networkStart is when the chain could first commit: the first new_round
+// after the last node_up before the first commit (consensus started; the
+// nodes wait for the genesis time before it, which is no stall), or that
+// node_up when no node entered a round (a network that never started
+// consensus stalls from there), or run_start.
 func (x *index) networkStart(c *chain, start *Event) time.Time {
 	var t time.Time
 	if start != nil {
@@ -45,6 +47,15 @@ func (x *index) networkStart(c *chain, start *Event) time.Time {
 		if up.After(t) {
 			t = up
 		}
+	}
+	var consensus time.Time
+	for _, at := range x.roundStart {
+		if !at.Before(t) && (consensus.IsZero() || at.Before(consensus)) {
+			consensus = at
+		}
+	}
+	if !consensus.IsZero() {
+		return consensus
 	}
 	return t
 }

@@ -1,7 +1,10 @@
 package results
 
 import (
+	"slices"
+
 	"fmt"
+	"github.com/valnet/valnet/internal/stats"
 	"sync"
 	"time"
 )
@@ -48,13 +51,15 @@ type Tracker struct {
 
 	// What a stall is explained from: run_start, every fault, and the
 	// events since the last commit (starting with its block).
-	startEv   *Event
-	faults    []Event
-	recent    []Event
-	committed time.Time // the last block's time
-	netUp     time.Time // the last node_up before the first commit
-	bound     time.Duration
-	stall     string // the current stall explained; "" until there is one
+	startEv     *Event
+	faults      []Event
+	recent      []Event
+	committed   time.Time // the last block's time
+	netUp       time.Time // the last node_up before the first commit
+	consensusUp time.Time // the first new_round after netUp, until a commit
+	intervalsMS []float64 // block intervals so far, for the halt threshold
+	bound       time.Duration
+	stall       string // the current stall explained; "" until there is one
 }
 
 // maxRecent bounds the events a tracker keeps for explaining a stall: a
@@ -108,6 +113,9 @@ func (t *Tracker) keep(ev Event) {
 		}
 	case KindBlock:
 		if ev.Height >= t.p.Height {
+			if !t.committed.IsZero() {
+				t.intervalsMS = append(t.intervalsMS, float64(ev.Time.Sub(t.committed).Microseconds())/1000)
+			}
 			t.recent = append(t.recent[:0], ev)
 			t.committed = ev.Time
 			t.stall = ""
@@ -117,9 +125,13 @@ func (t *Tracker) keep(ev Event) {
 	case KindNodeUp:
 		if t.committed.IsZero() { // the network's start, until a commit
 			t.netUp = ev.Time
+			t.consensusUp = time.Time{}
 			t.recent = append(t.recent, ev)
 		}
 	case KindSign, KindSignRequest, KindVote, KindNewRound, KindStep, KindProposal, KindHost:
+		if ev.Kind == KindNewRound && t.committed.IsZero() && t.consensusUp.IsZero() {
+			t.consensusUp = ev.Time // as networkStart: consensus started
+		}
 		if len(t.recent) >= maxRecent {
 			t.recent = append(t.recent[:0], t.recent[len(t.recent)/2:]...)
 		}
@@ -132,6 +144,9 @@ func (t *Tracker) keep(ev Event) {
 func (t *Tracker) stalled(now time.Time) string {
 	since := t.committed
 	if since.IsZero() {
+		since = t.consensusUp
+	}
+	if since.IsZero() {
 		since = t.netUp
 	}
 	if since.IsZero() {
@@ -140,10 +155,16 @@ func (t *Tracker) stalled(now time.Time) string {
 	if t.bound <= 0 || since.IsZero() || now.Sub(since) < t.bound {
 		return ""
 	}
+	// The summary's threshold, with the median of the intervals so far:
+	// the live line calls nothing a stall that the summary would not.
+	bound := haltThreshold(t.startEv, medianMS(t.intervalsMS))
+	if now.Sub(since) < bound {
+		return ""
+	}
 	if t.stall == "" {
 		evs := make([]Event, 0, len(t.faults)+len(t.recent)+1)
 		evs = append(append(append(evs, *t.startEv), t.faults...), t.recent...)
-		t.stall = stallText(evs, t.p.Height, since, t.bound)
+		t.stall = stallText(evs, t.p.Height, since, bound)
 	}
 	return t.stall
 }
@@ -171,4 +192,13 @@ func (t *Tracker) Snapshot() Progress {
 		}
 	}
 	return p
+}
+
+// medianMS is the median of values (sorted in place); 0 for none.
+func medianMS(values []float64) float64 {
+	if len(values) == 0 {
+		return 0
+	}
+	slices.Sort(values)
+	return stats.Percentile(values, 50)
 }

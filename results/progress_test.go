@@ -103,3 +103,63 @@ func TestTrackerStall(t *testing.T) {
 		t.Errorf("a stall after height 1: %q", p.Stall)
 	}
 }
+
+// The stretch before the first commit counts from when consensus started
+// (the nodes wait for the genesis time before it), and later stretches
+// against the summary's threshold with the median so far: quickstart's
+// short timeouts (halt after 1.3 s) with its first block 1.36 s after the
+// nodes were up is no stall, nor is one interval of 1.4 s among 0.3 s.
+func TestTrackerStallBoundsAsTheSummary(t *testing.T) {
+	var tr Tracker
+	now := at(0)
+	tr.now = func() time.Time { return now }
+	start := runStart("v1", "v2", "v3", "v4")
+	start.HaltAfterMS = 1300
+	tr.Observe(start)
+	for i, n := range all4 {
+		tr.Observe(Event{Time: at(20 + 10*float64(i)), Kind: KindNodeUp, Node: n})
+	}
+	for _, ev := range enterRound(1020, 1, 0, all4...) {
+		tr.Observe(ev)
+	}
+	now = at(1360)
+	if p := tr.Snapshot(); p.Stall != "" {
+		t.Fatalf("consensus started at 1.02 s, now 1.36 s: stalled %q", p.Stall)
+	}
+	tr.Observe(block(1, 1360, 0, nil, nil))
+	ms := 1360.0
+	for h := int64(2); h <= 10; h++ {
+		ms += 300
+		tr.Observe(block(h, ms, 0, nil, nil))
+	}
+	now = at(ms + 1400) // past 1.3 s, within 5 × the 300 ms median
+	if p := tr.Snapshot(); p.Stall != "" {
+		t.Fatalf("1.4 s after a 300 ms median: stalled %q", p.Stall)
+	}
+	now = at(ms + 1600)
+	if p := tr.Snapshot(); !strings.HasPrefix(p.Stall, "no commit after height 10 for 1.5s") {
+		t.Fatalf("1.6 s after a 300 ms median: %q", p.Stall)
+	}
+}
+
+// The summary counts the first stretch from consensus start too: a first
+// block 1.36 s after the nodes were up but 0.34 s after the first round
+// began is no halt at a 1.3 s threshold.
+func TestFirstStretchFromConsensusStart(t *testing.T) {
+	start := runStart("v1", "v2", "v3", "v4")
+	start.HaltAfterMS = 1300
+	evs := []Event{start}
+	for i, n := range all4 {
+		evs = append(evs, Event{Time: at(20 + 10*float64(i)), Kind: KindNodeUp, Node: n})
+	}
+	evs = append(evs, enterRound(1020, 1, 0, all4...)...)
+	ms := 1360.0
+	for h := int64(1); h <= 12; h++ {
+		evs = append(evs, block(h, ms, 0, nil, nil))
+		ms += 200
+	}
+	evs = append(evs, Event{Time: at(ms), Kind: KindRunEnd, StopReason: StopHeights})
+	if s := Summarize(evs); len(s.Halts) != 0 {
+		t.Fatalf("halts %+v, want none", s.Halts)
+	}
+}
