@@ -171,11 +171,10 @@ func (s *requestNoter) Close() error { return signers.Close(s.Signer) }
 // the signer has connected, as a node would before it starts.
 func (r *run) openRemote(vs *validatorSigner, m *member, sockDir string, nodeObs signers.Observer) error {
 	name := m.plan.Name
-	logFile, err := os.OpenFile(filepath.Join(m.config.RootDir, "signer.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	logFile, err := vs.openLog(m)
 	if err != nil {
 		return err
 	}
-	vs.log = logFile
 	logger := cmtlog.NewTMLogger(cmtlog.NewSyncWriter(logFile))
 	network, addr := signers.NetTCP, "127.0.0.1:0"
 	if m.plan.Signer.Via == scenarios.ViaUnix {
@@ -206,11 +205,10 @@ func (r *run) openRemote(vs *validatorSigner, m *member, sockDir string, nodeObs
 // unix socket.
 func (r *run) serveToNode(vs *validatorSigner, m *member, sockDir string, signer signers.Signer) error {
 	name := m.plan.Name
-	logFile, err := os.OpenFile(filepath.Join(m.config.RootDir, "signer.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	logFile, err := vs.openLog(m)
 	if err != nil {
 		return err
 	}
-	vs.log = logFile
 	ep, err := r.remoteSigning.SignerEndpoint(name, m.plan.Signer.Via == scenarios.ViaTCP, sockDir)
 	if err != nil {
 		return err
@@ -221,6 +219,16 @@ func (r *run) serveToNode(vs *validatorSigner, m *member, sockDir string, signer
 		IdentityKey: signerIdentity(r.seed, name), Signer: signer, RedialForever: true,
 		Logger: cmtlog.NewTMLogger(cmtlog.NewSyncWriter(logFile)).With("side", "signer")})
 	return err
+}
+
+// openLog opens the signer's log in its validator's home (signer.log),
+// kept until close.
+func (vs *validatorSigner) openLog(m *member) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(m.config.RootDir, "signer.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err == nil {
+		vs.log = f
+	}
+	return f, err
 }
 
 // release ends any signature waiting in a model, so no node is held up

@@ -51,6 +51,15 @@ func (d *decoder) fail(p Pos, key, msg string, allowed ...string) {
 	}
 }
 
+// laterKey is whichever of two written keys comes later in the file: where
+// "give only one of a and b" belongs.
+func (d *decoder) laterKey(a, b string) string {
+	if before(d.keyPos(b), d.keyPos(a)) {
+		return a
+	}
+	return b
+}
+
 // written reports whether key appears in the file.
 func (d *decoder) written(key string) bool {
 	_, ok := d.pos[key]

@@ -262,10 +262,7 @@ func (d *decoder) resolveTopology(key string, rn *rawNetwork, vals validatorSet)
 			hasRing, hasRandom := d.written(ringKey), d.written(randomKey)
 			switch {
 			case hasRing && hasRandom:
-				later := randomKey
-				if before(d.keyPos(randomKey), d.keyPos(ringKey)) {
-					later = ringKey
-				}
+				later := d.laterKey(ringKey, randomKey)
 				d.fail(d.keyPos(later), later, "give one of ring and random")
 				written = false
 			case !hasRing && !hasRandom:

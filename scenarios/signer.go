@@ -167,10 +167,7 @@ func (d *decoder) resolvePKCS11(key string, rs *rawSigner, keyType string) *PKCS
 	hasToken, hasSlot := d.written(tokenKey), d.written(slotKey)
 	switch {
 	case hasToken && hasSlot:
-		later := slotKey
-		if before(d.keyPos(slotKey), d.keyPos(tokenKey)) {
-			later = tokenKey
-		}
+		later := d.laterKey(tokenKey, slotKey)
 		d.fail(d.keyPos(later), later, "give only one of token and slot")
 	case !hasToken && !hasSlot && !provision:
 		d.fail(d.valuePos(key), tokenKey, "type pkcs11 needs its token: set token (the token's label) or slot (its number)")
@@ -293,10 +290,7 @@ func (d *decoder) secretKeys(key, what, envName, fileName string, env, file *str
 	envKey, fileKey := key+"."+envName, key+"."+fileName
 	switch hasEnv, hasFile := d.written(envKey), d.written(fileKey); {
 	case hasEnv && hasFile:
-		later := fileKey
-		if before(d.keyPos(fileKey), d.keyPos(envKey)) {
-			later = envKey
-		}
+		later := d.laterKey(envKey, fileKey)
 		d.fail(d.keyPos(later), later, fmt.Sprintf("give only one of %s and %s", envName, fileName))
 	case !hasEnv && !hasFile:
 		d.fail(d.valuePos(key), key, needs)
