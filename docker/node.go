@@ -314,6 +314,9 @@ func (n *node) logs(tailLines int) string {
 	if tailLines > 0 {
 		t = strconv.Itoa(tailLines)
 	}
+	// Its own bound, not the caller's context: the output is read for a
+	// failure message or just before the container goes, often after the
+	// run's context has ended (Ctrl-C), which is when it is wanted most.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = n.run.client.Logs(dc.LogsOptions{Context: ctx, Container: n.id, OutputStream: &buf, ErrorStream: &buf,
@@ -403,7 +406,7 @@ func (n *node) stopContainer(ctx context.Context) error {
 			return fmt.Errorf("node %s: docker stop: %w", n.name, err)
 		}
 	}
-	st, err = n.inspect(context.Background())
+	st, err = n.inspect(ctx)
 	if err != nil {
 		return fmt.Errorf("node %s: %w", n.name, err)
 	}
