@@ -112,20 +112,8 @@ func TestImageBuildAndReuse(t *testing.T) {
 // else from building valnet's module: reproducibly, so the image tag of
 // unchanged code stays the same.
 func TestResolveBinary(t *testing.T) {
-	bin := engine(t)
-	want, err := fileSHA256(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin, want, goos, goarch := nodeBinaryTarget(t)
 	ctx := context.Background()
-	c, err := connect(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	goos, goarch, err := engineArch(c)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, env := range []string{"", bin} {
 		t.Setenv(BinaryEnv, env)
 		dst := filepath.Join(t.TempDir(), "valnet")

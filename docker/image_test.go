@@ -7,26 +7,33 @@ import (
 	"testing"
 )
 
+// nodeBinaryTarget is the test's own node binary and its sha256, and the
+// engine's OS and architecture that a resolved binary must be built for.
+func nodeBinaryTarget(t *testing.T) (bin, sha, goos, goarch string) {
+	t.Helper()
+	bin = engine(t)
+	sha, err := fileSHA256(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := connect(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if goos, goarch, err = engineArch(c); err != nil {
+		t.Fatal(err)
+	}
+	return bin, sha, goos, goarch
+}
+
 // An installed valnet run outside its source tree still finds a node
 // binary: it builds one from the tree it was built from (SourceDir, set by
 // make build), the same bytes as a build in the tree; without that tree it
 // says what to do.
 func TestResolveBinaryOutsideTheSourceTree(t *testing.T) {
-	bin := engine(t)
-	want, err := fileSHA256(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, want, goos, goarch := nodeBinaryTarget(t)
 	ctx := context.Background()
 	root, err := valnetModuleRoot(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := connect(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	goos, goarch, err := engineArch(c)
 	if err != nil {
 		t.Fatal(err)
 	}
