@@ -24,32 +24,33 @@ type recorder struct {
 	// Signers report through a queue: encoding and writing an event must
 	// not sit inside a signature (it would be counted as transport time,
 	// and it would stall the consensus routine that waits for it).
-	queue   chan results.Event
+	queue   chan *results.Event
 	drained chan struct{}
 	stop    chan struct{}
 	once    sync.Once
 }
 
-// queueSize bounds the signer event queue (an Event is ~500 bytes, and the
-// queue is allocated up front); a full queue falls back to a
-// direct write rather than drop a signature's record.
-const queueSize = 512
+// queueSize bounds the signer event queue. It holds pointers (an Event is
+// ~500 bytes; the channel is allocated up front), so it can be deep: a
+// signer waits on a full queue only when the writer is thousands of
+// events behind, and the order of a signer's events (sign_request before
+// its sign) is never changed by a write that jumps the queue.
+const queueSize = 8192
 
 func newRecorder(w *results.Writer) *recorder {
 	r := &recorder{w: w, tracker: results.NewTracker(), blocks: map[int64]bool{},
-		queue: make(chan results.Event, queueSize), drained: make(chan struct{}), stop: make(chan struct{})}
+		queue: make(chan *results.Event, queueSize), drained: make(chan struct{}), stop: make(chan struct{})}
 	go r.drain()
 	return r
 }
 
-// EmitAsync records e from a signer's goroutine without blocking it.
+// EmitAsync records e from a signer's goroutine, in order, without
+// waiting for it to be written.
 func (r *recorder) EmitAsync(e results.Event) {
 	select {
 	case <-r.stop:
 		r.Emit(e) // dropped if sealed, as any late event
-	case r.queue <- e:
-	default:
-		r.Emit(e)
+	case r.queue <- &e:
 	}
 }
 
@@ -58,12 +59,12 @@ func (r *recorder) drain() {
 	for {
 		select {
 		case e := <-r.queue:
-			r.Emit(e)
+			r.Emit(*e)
 		case <-r.stop:
 			for {
 				select {
 				case e := <-r.queue:
-					r.Emit(e)
+					r.Emit(*e)
 				default:
 					return
 				}
