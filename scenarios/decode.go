@@ -28,6 +28,8 @@ type decoder struct {
 	// maxDuration is run.max_duration once resolved (0 before, and for a
 	// signer serve config): a latency longer than the run is an error.
 	maxDuration time.Duration
+	// hasLoad: the scenario has a load key (load metrics may be expected).
+	hasLoad bool
 }
 
 // nodePos is where a key and its value were written. List items have both

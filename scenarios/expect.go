@@ -36,6 +36,9 @@ func (d *decoder) resolveExpect(raws []rawExpect, vals validatorSet) []Expectati
 		key := fmt.Sprintf("expect[%d]", i)
 		e := Expectation{Metric: re.Metric, Validator: re.Validator, Phase: re.Phase, Min: re.Min, Max: re.Max, Pos: d.valuePos(key)}
 		info, known := d.checkMetric(key+".metric", re.Metric)
+		if known && info.Load && !d.hasLoad {
+			d.fail(d.valuePos(key+".metric"), key+".metric", fmt.Sprintf("metric %s measures the transaction load, and this scenario has no load: key (add e.g. load: {rate: 200/s})", re.Metric))
+		}
 		if d.written(key+".validator") && !d.failed(key+".validator") {
 			d.checkExpectValidator(key+".validator", re.Validator, info, known, vals)
 		}

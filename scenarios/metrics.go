@@ -7,6 +7,7 @@ type MetricInfo struct {
 	Name         string
 	PerValidator bool   // true: the entry may (and usually does) name a validator
 	Phased       bool   // true: the entry may name a phase
+	Load         bool   // true: only a scenario with load: has it
 	Doc          string // one line for docs and error messages
 }
 
@@ -42,6 +43,14 @@ var Metrics = []MetricInfo{
 	{Name: "sign_latency_p50_ms", PerValidator: true, Phased: true, Doc: "median signing latency, ms"},
 	{Name: "sign_latency_p99_ms", PerValidator: true, Phased: true, Doc: "99th percentile signing latency, ms"},
 	{Name: "sign_latency_max_ms", PerValidator: true, Phased: true, Doc: "largest signing latency, ms"},
+	{Name: "txs_sent", Load: true, Doc: "load transactions submitted (accepted + rejected + failed)"},
+	{Name: "txs_rejected", Load: true, Doc: "load transactions a node answered with an error (CheckTx code or mempool refusal)"},
+	{Name: "txs_failed", Load: true, Doc: "load transactions without an answer (node down, connection error, timeout)"},
+	{Name: "txs_committed", Load: true, Doc: "accepted load transactions found in a committed block"},
+	{Name: "tx_per_s", Load: true, Doc: "committed load transactions per second, from the first submission to the last block that carried one"},
+	{Name: "tx_commit_latency_p50_ms", Load: true, Doc: "median time from a transaction's submission to the commit of its block, ms"},
+	{Name: "tx_commit_latency_p95_ms", Load: true, Doc: "95th percentile time from submission to commit, ms"},
+	{Name: "tx_commit_latency_max_ms", Load: true, Doc: "longest time from submission to commit, ms"},
 }
 
 // LookupMetric returns the metric named name.

@@ -28,18 +28,33 @@ var regionCodes = []string{
 	"sa-east-1", "ap-northeast-1", "ap-south-1", "ap-southeast-2", "ap-northeast-2", "ap-southeast-1",
 }
 
-// Bandwidth units, in bytes per second per unit. Bit units are SI and
-// case-insensitive (10mbit = 10 Mbit = 10_000_000 bit/s); byte units are
-// written as shown (B, KB or kB, MB, GB; KiB, MiB, GiB are powers of 2).
+// Byte units, in bytes per unit, written as shown (B, KB or kB, MB, GB;
+// KiB, MiB, GiB are powers of 2): load.size, and network.bandwidth per
+// second. Bandwidth also takes bit units per second, SI and
+// case-insensitive (10mbit = 10 Mbit = 10_000_000 bit/s).
 var (
-	bandwidthUnitNames = []string{"bit", "kbit", "mbit", "gbit", "B", "KB", "MB", "GB", "KiB", "MiB", "GiB"}
-	bandwidthUnits     = map[string]float64{
-		"bit": 1.0 / 8, "kbit": 1e3 / 8, "mbit": 1e6 / 8, "gbit": 1e9 / 8,
-		"B": 1, "KB": 1e3, "kB": 1e3, "MB": 1e6, "GB": 1e9,
-		"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30,
-	}
-	bandwidthPattern = regexp.MustCompile(`^([0-9]+(?:\.[0-9]*)?|\.[0-9]+) ?([A-Za-z]+)$`)
+	byteUnitNames      = []string{"B", "KB", "MB", "GB", "KiB", "MiB", "GiB"}
+	byteUnits          = map[string]float64{"B": 1, "KB": 1e3, "kB": 1e3, "MB": 1e6, "GB": 1e9, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+	bitUnits           = map[string]float64{"bit": 1.0 / 8, "kbit": 1e3 / 8, "mbit": 1e6 / 8, "gbit": 1e9 / 8}
+	bandwidthUnitNames = append([]string{"bit", "kbit", "mbit", "gbit"}, byteUnitNames...)
+	amountPattern      = regexp.MustCompile(`^([0-9]+(?:\.[0-9]*)?|\.[0-9]+) ?([A-Za-z]+)$`)
 )
+
+// parseAmount splits "10mbit" or "1.5 KiB" into its number and unit; bit
+// units come back in lower case. ok is false when v is not a number
+// followed by a word.
+func parseAmount(v string) (n float64, unit string, ok bool) {
+	m := amountPattern.FindStringSubmatch(v)
+	if m == nil {
+		return 0, "", false
+	}
+	unit = m[2]
+	if strings.HasSuffix(strings.ToLower(unit), "bit") {
+		unit = strings.ToLower(unit)
+	}
+	n, err := strconv.ParseFloat(m[1], 64)
+	return n, unit, err == nil
+}
 
 // ambiguousBandwidthUnits are spellings that mean bits to some tools and
 // bytes to others (tc reads "mbps" as megabytes per second).
@@ -89,26 +104,26 @@ func (d *decoder) resolveBandwidth(key string, s *string) float64 {
 		d.fail(d.valuePos(key), key, fmt.Sprintf("%s has no unit; write e.g. 10mbit (bits per second) or 1MB (bytes per second)", v), bandwidthUnitNames...)
 		return 0
 	}
-	m := bandwidthPattern.FindStringSubmatch(v)
-	if m == nil {
+	n, unit, ok := parseAmount(v)
+	if !ok {
 		d.fail(d.valuePos(key), key, fmt.Sprintf("%q is not a bandwidth; write a number and a unit, e.g. 10mbit or 1.5MB", v), bandwidthUnitNames...)
 		return 0
 	}
-	unit := m[2]
-	if strings.HasSuffix(strings.ToLower(unit), "bit") {
-		unit = strings.ToLower(unit)
-	}
-	per, ok := bandwidthUnits[unit]
+	per, ok := byteUnits[unit]
 	if !ok {
-		msg := fmt.Sprintf("unknown bandwidth unit %q", m[2])
+		per, ok = bitUnits[unit]
+	}
+	if !ok {
+		num := strings.TrimSuffix(v, unit)
+		num = strings.TrimSpace(num)
+		msg := fmt.Sprintf("unknown bandwidth unit %q", unit)
 		if bits, amb := ambiguousBandwidthUnits[strings.ToLower(unit)]; amb {
 			bytes := strings.ToUpper(strings.TrimSuffix(strings.ToLower(unit), "ps"))
-			msg = fmt.Sprintf("%q is ambiguous (bits or bytes?); write %s%s for bits per second or %s%s for bytes per second", m[2], m[1], bits, m[1], bytes)
+			msg = fmt.Sprintf("%q is ambiguous (bits or bytes?); write %s%s for bits per second or %s%s for bytes per second", unit, num, bits, num, bytes)
 		}
 		d.fail(d.valuePos(key), key, msg, bandwidthUnitNames...)
 		return 0
 	}
-	n, _ := strconv.ParseFloat(m[1], 64)
 	if n == 0 {
 		d.fail(d.valuePos(key), key, "must be greater than 0 (remove the key for an unlimited link)")
 		return 0

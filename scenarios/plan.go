@@ -27,6 +27,7 @@ type Plan struct {
 	Profiles map[string]ProfilePlan
 	Faults   []FaultPlan // in declaration order
 	Network  NetworkPlan
+	Load     *LoadPlan // nil: no transactions are sent (load.go)
 }
 
 // NetworkPlan is the `network:` key: links between validators, in user

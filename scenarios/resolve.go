@@ -75,6 +75,8 @@ func (d *decoder) resolve(raw *rawScenario) *Plan {
 	p.Validators = vals.plans
 	p.Network = d.resolveNetwork(raw.Network, vals)
 	p.Faults = d.resolveFaults(raw.Faults, vals, p.Run)
+	p.Load = d.resolveLoad(raw.Load, vals)
+	d.hasLoad = p.Load != nil
 	p.Expect = d.resolveExpect(raw.Expect, vals)
 	return p
 }

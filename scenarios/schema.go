@@ -21,6 +21,7 @@ type rawScenario struct {
 	Run         *rawRun               `yaml:"run"`         // default: all run defaults
 	Node        *rawNode              `yaml:"node"`        // default: valnet's own node; process backend only
 	Network     *rawNetwork           `yaml:"network"`     // default: plain links, full mesh
+	Load        *rawLoad              `yaml:"load"`        // default: no transactions are sent
 	Profiles    map[string]rawProfile `yaml:"profiles"`    // default: none; device profiles for simulated signers, by name
 	Validators  []rawValidator        `yaml:"validators"`  // required; 1..200 validators after count expansion
 	Faults      []rawFault            `yaml:"faults"`      // default: no faults
@@ -72,6 +73,16 @@ type rawNetwork struct {
 	Zones     map[string][]string `yaml:"zones"`     // default: none; region (network.Regions or an AWS code) -> validators; each validator in at most one zone
 	Topology  *rawTopology        `yaml:"topology"`  // default mesh; mesh | explicit | {ring: K} | {random: K}
 	Peers     map[string][]string `yaml:"peers"`     // explicit topology: validator -> validators it dials; the graph must be connected
+}
+
+// rawLoad is a transaction load sent into the nodes' mempools during the
+// run, as a client would (load.go).
+type rawLoad struct {
+	Rate     *string        `yaml:"rate"`     // required; > 0 transactions per second or minute: 200/s, 1.5/s, 30/min
+	Size     *string        `yaml:"size"`     // default 1KiB; bytes of each transaction with a unit: B, KB, kB, MB, KiB, MiB; 18B..1MiB
+	To       *string        `yaml:"to"`       // default "all" (round robin over the validators whose node runs); or one validator's name
+	Start    *time.Duration `yaml:"start"`    // default 0; when to begin, since the network started
+	Duration *time.Duration `yaml:"duration"` // default: to the end of the run; > 0
 }
 
 // rawLink is one links entry: one link, both ways unless one_way. Keys
