@@ -280,7 +280,10 @@ func (t *translator) block(now time.Time, d types.EventDataNewBlock) results.Eve
 	bt := b.Time.UTC()
 	e := results.Event{Time: now, Kind: results.KindBlock, Node: t.node,
 		Height: b.Height, BlockID: hashHex(d.BlockID.Hash),
-		Proposer: t.name(b.ProposerAddress), BlockTime: &bt, Txs: len(b.Txs)}
+		Proposer: t.name(b.ProposerAddress), BlockTime: &bt, Txs: len(b.Txs), BlockBytes: b.Size()}
+	for _, tx := range b.Txs {
+		e.TxHashes = append(e.TxHashes, results.TxHash(tx))
+	}
 	if lc := b.LastCommit; lc != nil && lc.Height > 0 {
 		e.LastCommitRound = lc.Round
 		for i, sig := range lc.Signatures {

@@ -57,12 +57,30 @@ const (
 	// saturated host slows every node at once; results say so rather than
 	// blame the network.
 	KindHost Kind = "host"
+	// KindTx: the load generator submitted transaction Tx (TxHash) to node
+	// Node's RPC broadcast_tx_sync at Time; Result says what came back
+	// (TxAccepted, TxRejected, TxFailed) and Error why it was not accepted;
+	// LatencyMS is the call's round trip.
+	KindTx Kind = "tx"
 	// KindRunEnd closes a stream: StopReason and Error.
 	KindRunEnd Kind = "run_end"
 )
 
 // SideSigner marks a sign event seen from the remote signer's side.
 const SideSigner = "signer"
+
+// Results of a load transaction (KindTx).
+const (
+	// TxAccepted: CheckTx passed (code 0); the node holds it in its mempool.
+	TxAccepted = "accepted"
+	// TxRejected: the node answered and refused it (a CheckTx code, or a
+	// JSON-RPC error such as a full mempool or a transaction already in
+	// the cache).
+	TxRejected = "rejected"
+	// TxFailed: no answer: the node is down, the connection failed or the
+	// call timed out. The node may still have taken it.
+	TxFailed = "failed"
+)
 
 // Fault states. A window is a start and its end; an instant is a fault
 // event that is no window: a fault that was not applied, or an action
@@ -107,9 +125,12 @@ type Event struct {
 	// new_round, block
 	Proposer string `json:"proposer,omitempty"`
 
-	// block
+	// block. TxHashes: TxHash of each transaction in the block, in block
+	// order; BlockBytes: the block's encoded size.
 	BlockTime        *time.Time `json:"block_time,omitempty"`
 	Txs              int        `json:"txs,omitempty"`
+	BlockBytes       int        `json:"block_bytes,omitempty"`
+	TxHashes         []string   `json:"tx_hashes,omitempty"`
 	LastCommitRound  int32      `json:"last_commit_round,omitempty"`
 	LastCommitAbsent []string   `json:"last_commit_absent,omitempty"`
 	LastCommitNil    []string   `json:"last_commit_nil,omitempty"`
@@ -132,6 +153,13 @@ type Event struct {
 	// raises to 5 × the run's median block interval (see haltThreshold).
 	HaltAfterMS       int64 `json:"halt_after_ms,omitempty"`
 	HaltAfterExplicit bool  `json:"halt_after_explicit,omitempty"`
+
+	// tx (and TxHashes of a block)
+	Tx     string `json:"tx,omitempty"`
+	Result string `json:"result,omitempty"`
+
+	// run_start: the scenario's load, when it has one
+	Load *LoadInfo `json:"load,omitempty"`
 
 	// missed
 	Cause string `json:"cause,omitempty"`
@@ -162,6 +190,15 @@ type HostSample struct {
 	TickLagMS     float64 `json:"tick_lag_ms"`
 	RSSMB         float64 `json:"rss_mb"`               // the runner process's resident memory
 	Overloaded    bool    `json:"overloaded,omitempty"` // this second the host was saturated (see Saturated)
+}
+
+// LoadInfo is the scenario's load as recorded in run_start.
+type LoadInfo struct {
+	Rate       float64 `json:"rate"` // transactions per second asked
+	SizeBytes  int     `json:"size_bytes"`
+	To         string  `json:"to"` // "all" or a validator
+	StartMS    int64   `json:"start_ms,omitempty"`
+	DurationMS int64   `json:"duration_ms,omitempty"` // 0: to the end of the run
 }
 
 // ValidatorInfo describes one genesis validator in run_start.

@@ -63,6 +63,15 @@ var metrics = map[string]metric{
 	"late_precommits":        {perValidator: true, validator: func(v *ValidatorSummary, _ string) (float64, int) { return count(v.LatePrecommits) }},
 	"quorum_critical":        {perValidator: true, validator: func(v *ValidatorSummary, _ string) (float64, int) { return count(v.QuorumCritical) }},
 
+	"txs_sent":                 loadMetric(func(l *LoadSummary) (float64, int) { return count(l.Sent) }),
+	"txs_rejected":             loadMetric(func(l *LoadSummary) (float64, int) { return count(l.Rejected) }),
+	"txs_failed":               loadMetric(func(l *LoadSummary) (float64, int) { return count(l.Failed) }),
+	"txs_committed":            loadMetric(func(l *LoadSummary) (float64, int) { return count(l.Committed) }),
+	"tx_per_s":                 loadMetric(func(l *LoadSummary) (float64, int) { return l.TxPerS, l.Committed }),
+	"tx_commit_latency_p50_ms": loadMetric(func(l *LoadSummary) (float64, int) { return l.CommitLatencyMS.P50, l.CommitLatencyMS.Count }),
+	"tx_commit_latency_p95_ms": loadMetric(func(l *LoadSummary) (float64, int) { return l.CommitLatencyMS.P95, l.CommitLatencyMS.Count }),
+	"tx_commit_latency_max_ms": loadMetric(func(l *LoadSummary) (float64, int) { return l.CommitLatencyMS.Max, l.CommitLatencyMS.Count }),
+
 	"sign_latency_p50_ms": {perValidator: true, phased: true, validator: func(v *ValidatorSummary, p string) (float64, int) {
 		st := v.SignLatencyMS.phase(p)
 		return st.P50, st.Count
@@ -75,6 +84,17 @@ var metrics = map[string]metric{
 		st := v.SignLatencyMS.phase(p)
 		return st.Max, st.Count
 	}},
+}
+
+// loadMetric reads a metric of the load; a run without one has no
+// samples (value 0).
+func loadMetric(f func(l *LoadSummary) (float64, int)) metric {
+	return metric{chain: func(s *Summary) (float64, int) {
+		if s.Load == nil {
+			return 0, 0
+		}
+		return f(s.Load)
+	}}
 }
 
 // HaltMetric names the metric that counts the halts of one cause:

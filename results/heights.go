@@ -11,7 +11,7 @@ import (
 // WriteHeightsCSV writes heights.csv: one row per committed height,
 // ascending, with the header
 //
-//	height,commit_round,proposer,block_time,interval_ms,absent,nil,quorum_critical
+//	height,commit_round,proposer,block_time,interval_ms,absent,nil,quorum_critical,txs,block_bytes
 //
 // commit_round and interval_ms follow Summarize's definitions and are empty
 // when unknown; block_time is the header time (RFC3339Nano, UTC); absent and
@@ -19,17 +19,19 @@ import (
 // LastCommit is absent or nil, joined by ';' (empty when H+1 was not
 // committed, as well as when nobody was absent); quorum_critical the
 // validators whose precommit the quorum waited for, in the order the
-// deciding node received them (empty when its votes do not show it).
+// deciding node received them (empty when its votes do not show it); txs
+// the block's transactions and block_bytes its encoded size (empty for a
+// stream recorded before valnet reported block sizes).
 func WriteHeightsCSV(w io.Writer, events []Event) error {
 	c := newChain(events)
 	critical := newIndex(events, runStartOf(events)).quorumCritical(c)
 	cw := csv.NewWriter(w)
-	if err := cw.Write([]string{"height", "commit_round", "proposer", "block_time", "interval_ms", "absent", "nil", "quorum_critical"}); err != nil {
+	if err := cw.Write([]string{"height", "commit_round", "proposer", "block_time", "interval_ms", "absent", "nil", "quorum_critical", "txs", "block_bytes"}); err != nil {
 		return err
 	}
 	for _, h := range c.heights {
 		b := c.blocks[h]
-		row := make([]string, 8)
+		row := make([]string, 10)
 		row[0] = strconv.FormatInt(h, 10)
 		if r, ok := c.commitRound(h); ok {
 			row[1] = strconv.FormatInt(int64(r), 10)
@@ -46,6 +48,10 @@ func WriteHeightsCSV(w io.Writer, events []Event) error {
 			row[6] = strings.Join(nb.LastCommitNil, ";")
 		}
 		row[7] = strings.Join(critical[h], ";")
+		row[8] = strconv.Itoa(b.Txs)
+		if b.BlockBytes > 0 {
+			row[9] = strconv.Itoa(b.BlockBytes)
+		}
 		if err := cw.Write(row); err != nil {
 			return err
 		}

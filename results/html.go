@@ -172,6 +172,9 @@ func chainRows(s *Summary) []htmlKV {
 			rows = append(rows, htmlKV{"", orDash(e.Node) + ": " + e.Error})
 		}
 	}
+	if s.Load != nil {
+		rows = append(rows, htmlKV{"load", loadText(s.Load)})
+	}
 	if s.Host != nil {
 		rows = append(rows, htmlKV{"host", hostText(s.Host)})
 	}

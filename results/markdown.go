@@ -47,6 +47,9 @@ func WriteMarkdown(w io.Writer, s *Summary) error {
 		p("| halt | %s |\n", mdCell(haltText(hl)))
 	}
 	p("| double signs | %d |\n", s.DoubleSigns)
+	if s.Load != nil {
+		p("| load | %s |\n", mdCell(loadText(s.Load)))
+	}
 	if s.Host != nil {
 		p("| host | %s |\n", hostText(s.Host))
 	}

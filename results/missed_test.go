@@ -246,7 +246,7 @@ func TestHeightsTheRunDidNotWaitForAreNotCounted(t *testing.T) {
 	if err := WriteHeightsCSV(&b, evs); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "\n3,0,,,1000,,,\n") {
+	if !strings.Contains(b.String(), "\n3,0,,,1000,,,,0,\n") {
 		t.Errorf("heights.csv judges height 3:\n%s", b.String())
 	}
 }

@@ -44,6 +44,10 @@ type Summary struct {
 	DoubleSigns       int          `json:"double_signs"`
 	DoubleSignDetails []DoubleSign `json:"double_sign_details,omitempty"`
 
+	// Load is the transaction load and what became of it; nil for a run
+	// without one (load.go).
+	Load *LoadSummary `json:"load,omitempty"`
+
 	// Host is the machine the run ran on, measured every second; nil for a
 	// stream without host events.
 	Host *HostSummary `json:"host,omitempty"`
@@ -264,6 +268,7 @@ func Summarize(events []Event) *Summary {
 	c := newChain(events)
 	summarizeChain(s, c)
 	summarizeValidators(s, events, start, c)
+	summarizeLoad(s, events, start, c)
 	x := newIndex(events, start)
 	summarizeConsensus(s, x, c)
 	summarizeFaults(s, events, start)

@@ -39,6 +39,9 @@ func WriteTable(w io.Writer, s *Summary) error {
 		e := s.NodeErrors[0]
 		fmt.Fprintf(tw, "  node errors\t%d, events may be missing (first: %s: %s)\n", n, orDash(e.Node), e.Error)
 	}
+	if s.Load != nil {
+		fmt.Fprintf(tw, "  load\t%s\n", loadText(s.Load))
+	}
 	if s.Host != nil {
 		fmt.Fprintf(tw, "  host\t%s\n", hostText(s.Host))
 	}

@@ -66,6 +66,7 @@ func TestHeightsCSV(t *testing.T) {
 	bt := at(-5)
 	b1 := block(1, 0, 0, nil, nil)
 	b1.Proposer, b1.BlockTime = "v1", &bt
+	b1.Txs, b1.BlockBytes = 2, 2650
 	evs := []Event{
 		b1,
 		block(2, 1000.5, 0, []string{"v2", "v3"}, []string{"v1"}),
@@ -76,11 +77,11 @@ func TestHeightsCSV(t *testing.T) {
 	if err := WriteHeightsCSV(&buf, evs); err != nil {
 		t.Fatal(err)
 	}
-	want := `height,commit_round,proposer,block_time,interval_ms,absent,nil,quorum_critical
-1,0,v1,2024-12-31T23:59:59.995Z,,v2;v3,v1,
-2,2,,,1000.5,,,
-3,,,,1999.5,,,
-5,,,,,,,
+	want := `height,commit_round,proposer,block_time,interval_ms,absent,nil,quorum_critical,txs,block_bytes
+1,0,v1,2024-12-31T23:59:59.995Z,,v2;v3,v1,,2,2650
+2,2,,,1000.5,,,,0,
+3,,,,1999.5,,,,0,
+5,,,,,,,,0,
 `
 	if buf.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", buf.String(), want)
