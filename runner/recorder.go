@@ -107,6 +107,13 @@ func (r *recorder) Emit(e results.Event) {
 	}
 }
 
+// nodeDown reports whether a fault has validator v's node down now.
+func (r *recorder) nodeDown(v string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.downs.Down(v)
+}
+
 // seal writes what signers queued, then stops accepting events from nodes
 // and signers.
 func (r *recorder) seal() {

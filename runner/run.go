@@ -177,6 +177,8 @@ type run struct {
 	start   time.Time
 	reason  string
 
+	load *loadGen // the transaction load; nil without one
+
 	backend  nodes.Backend
 	stopHost func() // ends the host monitor; nil before it starts
 	// remoteSigning: nodes run in their own processes (or containers), so
@@ -224,7 +226,7 @@ func (r *run) execute(ctx context.Context) error {
 	r.rec.Emit(results.Event{Time: r.start, Kind: results.KindRunStart, Scenario: r.plan.Name,
 		Backend: r.backend.Name(), ChainID: r.plan.ChainID, Seed: r.seed,
 		Heights: r.plan.Run.Heights, Validators: infos, Expect: expectations(r.plan),
-		HaltAfterMS: halt.Milliseconds(), HaltAfterExplicit: haltExplicit})
+		HaltAfterMS: halt.Milliseconds(), HaltAfterExplicit: haltExplicit, Load: loadInfo(r.plan.Load)})
 	if r.plan.NeedsFabric() {
 		// Proxy ports come from the same picker as the nodes' ports, so a
 		// proxy never takes a port a node is about to bind.
@@ -244,8 +246,27 @@ func (r *run) execute(ctx context.Context) error {
 	if r.network, err = r.writeNetwork(); err != nil {
 		return err
 	}
-	r.reason = r.wait(ctx, newTimeline(r), time.Now())
+	netStart := time.Now()
+	if lp := r.plan.Load; lp != nil {
+		targets := make([]loadTarget, len(r.nodes))
+		for i, n := range r.nodes {
+			targets[i] = loadTarget{name: n.Name(), node: n}
+		}
+		live := func() bool { return r.rec.tracker.Snapshot().Height >= 1 }
+		r.load = startLoad(ctx, *lp, r.seed, targets, r.rec.nodeDown, r.rec.Emit, live)
+	}
+	r.reason = r.wait(ctx, newTimeline(r), netStart)
+	r.load.stop()
 	return nil
+}
+
+// loadInfo is the plan's load as run_start records it.
+func loadInfo(lp *scenarios.LoadPlan) *results.LoadInfo {
+	if lp == nil {
+		return nil
+	}
+	return &results.LoadInfo{Rate: lp.Rate, SizeBytes: lp.Size, To: lp.To,
+		StartMS: lp.Start.Milliseconds(), DurationMS: lp.Duration.Milliseconds()}
 }
 
 // openSigners opens every validator's signer chain and returns the labels
@@ -387,6 +408,7 @@ func (r *run) shutdown() []error {
 		r.stopHost()
 		r.stopHost = nil
 	}
+	r.load.stop() // its last tx events go in before the seal
 	r.rec.seal()
 	for _, s := range r.signers {
 		s.release()

@@ -25,6 +25,7 @@ type fakeNode struct {
 	block bool
 	slow  time.Duration
 	fail  map[string]error // operation -> the error it returns
+	rpc   string           // its RPC address (the load tests)
 
 	mu        sync.Mutex
 	calls     []string // operations begun, in order
@@ -38,7 +39,7 @@ var (
 )
 
 func (n *fakeNode) Name() string                     { return n.name }
-func (n *fakeNode) Addrs() nodes.Addrs               { return nodes.Addrs{} }
+func (n *fakeNode) Addrs() nodes.Addrs               { return nodes.Addrs{RPC: n.rpc} }
 func (n *fakeNode) Stop(context.Context) error       { return nil }
 func (n *fakeNode) Kill(ctx context.Context) error   { return n.op(ctx, "kill") }
 func (n *fakeNode) Pause(ctx context.Context) error  { return n.op(ctx, "pause") }

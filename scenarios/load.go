@@ -14,7 +14,7 @@ type LoadPlan struct {
 	RateText string        // as written, e.g. "200/s"
 	Size     int           // bytes per transaction, MinTxSize..MaxTxSize
 	To       string        // LoadToAll or one validator's name
-	Start    time.Duration // since the network started
+	Start    time.Duration // after the first block is committed
 	Duration time.Duration // 0: to the end of the run
 }
 

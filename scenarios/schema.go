@@ -81,7 +81,7 @@ type rawLoad struct {
 	Rate     *string        `yaml:"rate"`     // required; > 0 transactions per second or minute: 200/s, 1.5/s, 30/min
 	Size     *string        `yaml:"size"`     // default 1KiB; bytes of each transaction with a unit: B, KB, kB, MB, KiB, MiB; 18B..1MiB
 	To       *string        `yaml:"to"`       // default "all" (round robin over the validators whose node runs); or one validator's name
-	Start    *time.Duration `yaml:"start"`    // default 0; when to begin, since the network started
+	Start    *time.Duration `yaml:"start"`    // default 0; when to begin, after the first block is committed (nodes refuse transactions while they catch up)
 	Duration *time.Duration `yaml:"duration"` // default: to the end of the run; > 0
 }
 

@@ -1,0 +1,309 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/valnet/valnet/nodes"
+	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/scenarios"
+)
+
+// The load generator sends a scenario's `load:` into the nodes as a client
+// would: valid kvstore transactions through each node's RPC
+// broadcast_tx_sync, paced at the asked rate, each one recorded as a tx
+// event. Its events go through their own queue and forwarder, never the
+// signers' queue: a generator that falls behind slows itself, not
+// consensus.
+
+// pace says, elapsed time into a load of rate transactions per second
+// lasting duration (0: no end), with sent already sent, how long to wait
+// before the next one; stop once the load is over. A generator that fell
+// behind gets no wait until it has caught up.
+func pace(elapsed time.Duration, sent uint64, rate float64, duration time.Duration) (wait time.Duration, stop bool) {
+	if duration > 0 && elapsed >= duration {
+		return 0, true
+	}
+	// The next transaction is due at sent/rate: the first at once.
+	due := time.Duration(float64(sent) / rate * float64(time.Second))
+	if due <= elapsed {
+		return 0, false
+	}
+	if duration > 0 && due >= duration {
+		return 0, true
+	}
+	return due - elapsed, false
+}
+
+// Generator limits: enough workers that 1000 tx/s survive answers of up
+// to ~60 ms each; a call that takes longer than loadCallTimeout failed.
+const (
+	maxLoadWorkers  = 64
+	loadCallTimeout = 5 * time.Second
+	loadQueue       = 4096 // tx events waiting for the recorder
+	maxTxError      = 160  // bytes of an error text kept in a tx event
+)
+
+// loadTarget is a node the load may send to.
+type loadTarget struct {
+	name string
+	node nodes.Node
+}
+
+// loadGen is one run's load generator.
+type loadGen struct {
+	plan    scenarios.LoadPlan
+	targets []loadTarget
+	down    func(validator string) bool // a fault has the validator's node down
+	emit    func(results.Event)
+	txs     txMaker
+	client  *http.Client
+
+	cancel  context.CancelFunc
+	done    chan struct{} // closed once every event is emitted
+	stopped sync.Once
+}
+
+// startLoad starts sending lp once live reports true (the chain has
+// committed its first block: a node refuses transactions while it
+// catches up) and its start offset has passed. ctx ends it early
+// (Ctrl-C, the end of the run); stop waits for it.
+func startLoad(ctx context.Context, lp scenarios.LoadPlan, seed int64, targets []loadTarget, down func(string) bool, emit func(results.Event), live func() bool) *loadGen {
+	workers := min(maxLoadWorkers, max(1, int(math.Ceil(lp.Rate))))
+	g := &loadGen{plan: lp, targets: targets, down: down, emit: emit, txs: newTxMaker(seed, lp.Size),
+		client: &http.Client{Timeout: loadCallTimeout, Transport: &http.Transport{
+			MaxIdleConns: maxLoadWorkers * len(targets), MaxIdleConnsPerHost: workers,
+			IdleConnTimeout: 30 * time.Second, DisableCompression: true,
+		}},
+		done: make(chan struct{})}
+	paceCtx, cancel := context.WithCancel(ctx)
+	g.cancel = cancel
+	jobs := make(chan uint64)
+	out := make(chan results.Event, loadQueue)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range jobs {
+				// Calls under way when the load stops still finish (bounded
+				// by loadCallTimeout), so each one's outcome is recorded;
+				// Ctrl-C (ctx) cuts them short, as failed.
+				out <- g.send(ctx, n)
+			}
+		}()
+	}
+	go func() {
+		defer close(jobs)
+		g.pace(paceCtx, jobs, live)
+	}()
+	go func() {
+		wg.Wait()
+		close(out)
+	}()
+	go func() {
+		defer close(g.done)
+		for e := range out {
+			g.emit(e)
+		}
+	}()
+	return g
+}
+
+// liveEvery is how often the generator looks whether the chain is live.
+const liveEvery = 20 * time.Millisecond
+
+// pace hands out transaction numbers at the plan's rate, from its start
+// after the chain is live, until the load's duration is over or ctx ends.
+func (g *loadGen) pace(ctx context.Context, jobs chan<- uint64, live func() bool) {
+	for !live() {
+		if !sleepCtx(ctx, liveEvery) {
+			return
+		}
+	}
+	if !sleepCtx(ctx, g.plan.Start) {
+		return
+	}
+	began := time.Now()
+	var sent uint64
+	for {
+		wait, stop := pace(time.Since(began), sent, g.plan.Rate, g.plan.Duration)
+		if stop {
+			return
+		}
+		if wait > 0 {
+			if !sleepCtx(ctx, wait) {
+				return
+			}
+			continue
+		}
+		select {
+		case jobs <- sent:
+			sent++
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// sleepCtx waits d; false if ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// stop ends the load and waits until every call under way has returned
+// and its event is emitted. Safe to call more than once.
+func (g *loadGen) stop() {
+	if g == nil {
+		return
+	}
+	g.stopped.Do(func() {
+		g.cancel()
+		<-g.done
+		g.client.CloseIdleConnections()
+	})
+}
+
+// target picks the node of transaction n: round robin over the nodes
+// that run (to: all), or the one named.
+func (g *loadGen) target(n uint64) (loadTarget, bool) {
+	if g.plan.To != scenarios.LoadToAll {
+		for _, t := range g.targets {
+			if t.name == g.plan.To {
+				return t, true
+			}
+		}
+		return loadTarget{}, false
+	}
+	k := len(g.targets)
+	for i := range k {
+		t := g.targets[(int(n)+i)%k]
+		if !g.down(t.name) {
+			return t, true
+		}
+	}
+	return loadTarget{}, false
+}
+
+// send submits transaction n and returns its tx event.
+func (g *loadGen) send(ctx context.Context, n uint64) results.Event {
+	tx := g.txs.make(n)
+	e := results.Event{Time: time.Now(), Kind: results.KindTx, Tx: results.TxHash(tx)}
+	t, ok := g.target(n)
+	if !ok {
+		e.Result, e.Error = results.TxFailed, "no running validator to send to"
+		return e
+	}
+	e.Node = t.name
+	rpc := t.node.Addrs().RPC
+	if rpc == "" {
+		e.Result, e.Error = results.TxFailed, "the node has no RPC address"
+		return e
+	}
+	e.Time = time.Now()
+	e.Result, e.Error = g.broadcast(ctx, rpc, tx)
+	e.LatencyMS = ms(time.Since(e.Time))
+	if len(e.Error) > maxTxError {
+		e.Error = e.Error[:maxTxError]
+	}
+	return e
+}
+
+// broadcastResponse is the part of CometBFT's JSON-RPC answer read here.
+type broadcastResponse struct {
+	Result *struct {
+		Code      uint32 `json:"code"`
+		Log       string `json:"log"`
+		Codespace string `json:"codespace"`
+	} `json:"result"`
+	Error *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+		Data    string `json:"data"`
+	} `json:"error"`
+}
+
+// broadcast calls broadcast_tx_sync on the node at rpc (http://host:port):
+// accepted when CheckTx passed, rejected when the node answered with an
+// error, failed without an answer.
+func (g *loadGen) broadcast(ctx context.Context, rpc string, tx []byte) (result, errText string) {
+	var body bytes.Buffer
+	body.Grow(base64.StdEncoding.EncodedLen(len(tx)) + 96)
+	body.WriteString(`{"jsonrpc":"2.0","id":0,"method":"broadcast_tx_sync","params":{"tx":"`)
+	enc := base64.NewEncoder(base64.StdEncoding, &body)
+	_, _ = enc.Write(tx)
+	_ = enc.Close()
+	body.WriteString(`"}}`)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rpc, &body)
+	if err != nil {
+		return results.TxFailed, err.Error()
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := g.client.Do(req)
+	if err != nil {
+		return results.TxFailed, err.Error()
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return results.TxFailed, "reading the answer: " + err.Error()
+	}
+	var br broadcastResponse
+	if err := json.Unmarshal(data, &br); err != nil {
+		return results.TxFailed, fmt.Sprintf("HTTP %d, not a JSON-RPC answer: %.60q", resp.StatusCode, data)
+	}
+	switch {
+	case br.Error != nil:
+		return results.TxRejected, strings.TrimSpace(br.Error.Message + ": " + br.Error.Data)
+	case br.Result == nil:
+		return results.TxFailed, fmt.Sprintf("HTTP %d without result or error", resp.StatusCode)
+	case br.Result.Code != 0:
+		return results.TxRejected, fmt.Sprintf("CheckTx code %d %s: %s", br.Result.Code, br.Result.Codespace, br.Result.Log)
+	}
+	return results.TxAccepted, ""
+}
+
+// txMaker writes the load's transactions: kvstore `key=value`, the key 8
+// hex digits from the run seed and 8 of the transaction's number (unique
+// in a run, the same for the same seed), the value padding to size.
+type txMaker struct {
+	prefix string
+	size   int
+}
+
+func newTxMaker(seed int64, size int) txMaker {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(seed))
+	sum := sha256.Sum256(append([]byte("valnet load "), b[:]...))
+	return txMaker{prefix: fmt.Sprintf("%x", sum[:4]), size: size}
+}
+
+func (m txMaker) make(n uint64) []byte {
+	tx := make([]byte, 0, m.size)
+	tx = fmt.Appendf(tx, "%s%08x=", m.prefix, uint32(n))
+	for len(tx) < m.size {
+		tx = append(tx, 'v')
+	}
+	return tx
+}
