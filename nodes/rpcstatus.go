@@ -13,7 +13,8 @@ import (
 )
 
 // StatusResult is the part of CometBFT's RPC /status that backends read to
-// know a node is up (its ID) and how far it is (its height).
+// know a node is up (its ID) and how far it is (its height), and that the
+// load generator reads to know a node takes transactions.
 type StatusResult struct {
 	Result struct {
 		NodeInfo struct {
@@ -21,6 +22,9 @@ type StatusResult struct {
 		} `json:"node_info"`
 		SyncInfo struct {
 			LatestBlockHeight string `json:"latest_block_height"`
+			// CatchingUp: the node is still syncing blocks, not yet in
+			// consensus (it refuses transactions then).
+			CatchingUp bool `json:"catching_up"`
 		} `json:"sync_info"`
 	} `json:"result"`
 }

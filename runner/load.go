@@ -75,10 +75,11 @@ type loadGen struct {
 	stopped sync.Once
 }
 
-// startLoad starts sending lp once live reports true (the chain has
-// committed its first block: a node refuses transactions while it
-// catches up) and its start offset has passed. ctx ends it early
-// (Ctrl-C, the end of the run); stop waits for it.
+// startLoad starts sending lp once the chain is live (live: it has
+// committed its first block) and no node is in block sync any more (a
+// node refuses transactions while it catches up), or readyWait after the
+// first block, whichever comes first; then after lp.Start. ctx ends it
+// early (Ctrl-C, the end of the run); stop waits for it.
 func startLoad(ctx context.Context, lp scenarios.LoadPlan, seed int64, targets []loadTarget, down func(string) bool, emit func(results.Event), live func() bool) *loadGen {
 	workers := min(maxLoadWorkers, max(1, int(math.Ceil(lp.Rate))))
 	g := &loadGen{plan: lp, targets: targets, down: down, emit: emit, txs: newTxMaker(seed, lp.Size),
@@ -121,13 +122,24 @@ func startLoad(ctx context.Context, lp scenarios.LoadPlan, seed int64, targets [
 	return g
 }
 
-// liveEvery is how often the generator looks whether the chain is live.
-const liveEvery = 20 * time.Millisecond
+// liveEvery is how often the generator looks whether the chain is live
+// and the nodes are ready; readyWait bounds the wait for a node still
+// catching up after the first block.
+const (
+	liveEvery = 20 * time.Millisecond
+	readyWait = 10 * time.Second
+)
 
 // pace hands out transaction numbers at the plan's rate, from its start
 // after the chain is live, until the load's duration is over or ctx ends.
 func (g *loadGen) pace(ctx context.Context, jobs chan<- uint64, live func() bool) {
 	for !live() {
+		if !sleepCtx(ctx, liveEvery) {
+			return
+		}
+	}
+	deadline := time.Now().Add(readyWait)
+	for !g.nodesReady(ctx) && time.Now().Before(deadline) {
 		if !sleepCtx(ctx, liveEvery) {
 			return
 		}
@@ -155,6 +167,25 @@ func (g *loadGen) pace(ctx context.Context, jobs chan<- uint64, live func() bool
 			return
 		}
 	}
+}
+
+// nodesReady reports whether no node the load sends to says, on /status,
+// that it is catching up. A node that does not answer is down, not
+// catching up: waiting for it would not help.
+func (g *loadGen) nodesReady(ctx context.Context) bool {
+	for _, t := range g.targets {
+		if g.plan.To != scenarios.LoadToAll && t.name != g.plan.To {
+			continue
+		}
+		rpc := t.node.Addrs().RPC
+		if rpc == "" {
+			continue
+		}
+		if st, err := nodes.RPCStatus(ctx, g.client, rpc); err == nil && st.Result.SyncInfo.CatchingUp {
+			return false
+		}
+	}
+	return true
 }
 
 // sleepCtx waits d; false if ctx ended first.
