@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -31,10 +32,12 @@ const (
 	defaultLoadSize = 1 << 10
 )
 
-// rateUnits are the time units a load rate is written per.
+// rateUnits are the time units a load rate is written per; the number
+// before the slash is a plain decimal.
 var (
-	rateUnitNames = []string{"s", "min"}
-	rateUnits     = map[string]float64{"s": 1, "min": 60}
+	rateUnitNames  = []string{"s", "min"}
+	rateUnits      = map[string]float64{"s": 1, "min": 60}
+	decimalPattern = regexp.MustCompile(`^` + decimal + `$`)
 )
 
 // resolveLoad checks the load key; nil when there is none.
@@ -80,6 +83,9 @@ func (d *decoder) resolveRate(key, v string) float64 {
 	num, unit, found := strings.Cut(v, "/")
 	num, unit = strings.TrimSpace(num), strings.TrimSpace(unit)
 	n, err := strconv.ParseFloat(num, 64)
+	if !decimalPattern.MatchString(num) {
+		err = strconv.ErrSyntax // 1e3, inf, NaN, -5: not a plain count
+	}
 	per, known := rateUnits[unit]
 	switch {
 	case !found && err == nil:

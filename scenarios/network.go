@@ -37,8 +37,12 @@ var (
 	byteUnits          = map[string]float64{"B": 1, "KB": 1e3, "kB": 1e3, "MB": 1e6, "GB": 1e9, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
 	bitUnits           = map[string]float64{"bit": 1.0 / 8, "kbit": 1e3 / 8, "mbit": 1e6 / 8, "gbit": 1e9 / 8}
 	bandwidthUnitNames = append([]string{"bit", "kbit", "mbit", "gbit"}, byteUnitNames...)
-	amountPattern      = regexp.MustCompile(`^([0-9]+(?:\.[0-9]*)?|\.[0-9]+) ?([A-Za-z]+)$`)
+	amountPattern      = regexp.MustCompile(`^` + decimal + ` ?([A-Za-z]+)$`)
 )
+
+// decimal is a plain decimal number as sizes, bandwidths and rates write
+// it: no sign, no exponent.
+const decimal = `([0-9]+(?:\.[0-9]*)?|\.[0-9]+)`
 
 // parseAmount splits "10mbit" or "1.5 KiB" into its number and unit; bit
 // units come back in lower case. ok is false when v is not a number
