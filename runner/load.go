@@ -46,10 +46,13 @@ func pace(elapsed time.Duration, sent uint64, rate float64, duration time.Durati
 	return due - elapsed, false
 }
 
-// Generator limits: enough workers that 1000 tx/s survive answers of up
-// to ~60 ms each; a call that takes longer than loadCallTimeout failed.
+// Generator limits: a worker per 4 tx/s asked (so each call may take up
+// to 250 ms before the generator falls behind: on a saturated 2-core host
+// 1000 tx/s see a p99 of ~250 ms), at most maxLoadWorkers; a call that
+// takes longer than loadCallTimeout failed.
 const (
-	maxLoadWorkers  = 64
+	txPerWorker     = 4
+	maxLoadWorkers  = 256
 	loadCallTimeout = 5 * time.Second
 	loadQueue       = 4096 // tx events waiting for the recorder
 	maxTxError      = 160  // bytes of an error text kept in a tx event
@@ -81,10 +84,10 @@ type loadGen struct {
 // first block, whichever comes first; then after lp.Start. ctx ends it
 // early (Ctrl-C, the end of the run); stop waits for it.
 func startLoad(ctx context.Context, lp scenarios.LoadPlan, seed int64, targets []loadTarget, down func(string) bool, emit func(results.Event), live func() bool) *loadGen {
-	workers := min(maxLoadWorkers, max(1, int(math.Ceil(lp.Rate))))
+	workers := min(maxLoadWorkers, max(1, int(math.Ceil(lp.Rate/txPerWorker))))
 	g := &loadGen{plan: lp, targets: targets, down: down, emit: emit, txs: newTxMaker(seed, lp.Size),
 		client: &http.Client{Timeout: loadCallTimeout, Transport: &http.Transport{
-			MaxIdleConns: maxLoadWorkers * len(targets), MaxIdleConnsPerHost: workers,
+			MaxIdleConns: workers * len(targets), MaxIdleConnsPerHost: workers,
 			IdleConnTimeout: 30 * time.Second, DisableCompression: true,
 		}},
 		done: make(chan struct{})}
