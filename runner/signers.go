@@ -107,7 +107,7 @@ func (r *run) openSigner(m *member, sockDir string) (*validatorSigner, error) {
 		if lp.DeviceSign > 0 {
 			t.DeviceSign = lp.DeviceSign
 		}
-		spec.Ledger = &signers.LedgerSpec{Device: lp.Device, Serial: lp.Serial, ChunkSize: lp.ChunkSize,
+		spec.Ledger = &signers.LedgerSpec{Connection: lp.Connection, Serial: lp.Serial, ChunkSize: lp.ChunkSize,
 			ConfirmDelay: lp.ConfirmDelay, Timing: t}
 	}
 	if sp.Type == scenarios.SignerSimulated {

@@ -154,7 +154,7 @@ type PKCS11Plan struct {
 
 // LedgerPlan is a Ledger device running the Tendermint validator app.
 type LedgerPlan struct {
-	Device       string        // hid | emulator (default emulator)
+	Connection   string        // hid | emulator (default emulator)
 	Serial       string        // hid: pick the device by serial; "" = the first one
 	ChunkSize    int           // APDU payload bytes per packet; default 250
 	ConfirmDelay time.Duration // emulator: wait before the first signature is confirmed; default 0

@@ -134,7 +134,7 @@ type rawSigner struct {
 	Provision *string `yaml:"provision"` // "softhsm": a throwaway SoftHSM2 token and key in the run directory
 
 	// ledger only (ledger.go). Ed25519 only.
-	Device       *string        `yaml:"device"`        // default "emulator"; hid|emulator
+	Connection   *string        `yaml:"connection"`    // default "emulator"; hid|emulator
 	Serial       *string        `yaml:"serial"`        // hid only; default "" (the first Ledger found)
 	ChunkSize    *int64         `yaml:"chunk_size"`    // default 250; 1..255 bytes of APDU payload per packet
 	ConfirmDelay *time.Duration `yaml:"confirm_delay"` // emulator only; default 0; the wait before the first signature is confirmed

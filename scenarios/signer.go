@@ -39,7 +39,7 @@ var signerTypeKeys = map[string][]string{
 	SignerKeyfile:   {"path", "decrypt", "bcrypt_cost", "passphrase_env", "passphrase_file"},
 	SignerSimulated: {"profile"},
 	SignerPKCS11:    {"module", "token", "slot", "key", "pin_env", "pin_file", "provision"},
-	SignerLedger:    {"device", "serial", "chunk_size", "confirm_delay", "host_stall", "wire", "device_sign"},
+	SignerLedger:    {"connection", "serial", "chunk_size", "confirm_delay", "host_stall", "wire", "device_sign"},
 }
 
 // envNamePattern is what a POSIX shell accepts as a variable name.

@@ -27,7 +27,7 @@ const (
 // LedgerSpec is a Ledger running the validator app: a real device over
 // USB HID, or the built-in device model (emulator).
 type LedgerSpec struct {
-	Device       string // hid | emulator
+	Connection   string // hid | emulator
 	Serial       string // hid: "" = the first device
 	ChunkSize    int    // APDU payload bytes per packet
 	ConfirmDelay time.Duration
@@ -199,7 +199,7 @@ func (b *Built) openLedger() (KeySigner, string, error) {
 		return nil, "", errors.New("ledger signer without a device spec")
 	}
 	var dev ledger.Device
-	switch ls.Device {
+	switch ls.Connection {
 	case "hid":
 		d, err := ledger.OpenHID(ls.Serial)
 		if err != nil {
@@ -217,7 +217,7 @@ func (b *Built) openLedger() (KeySigner, string, error) {
 		}
 		dev = b.emu.Conn()
 	default:
-		return nil, "", fmt.Errorf("ledger device %q (allowed: hid, emulator)", ls.Device)
+		return nil, "", fmt.Errorf("ledger connection %q (allowed: hid, emulator)", ls.Connection)
 	}
 	s, err := ledger.Open(dev, ls.ChunkSize)
 	if err != nil {
