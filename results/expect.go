@@ -63,6 +63,10 @@ var metrics = map[string]metric{
 	"late_precommits":        {perValidator: true, validator: func(v *ValidatorSummary, _ string) (float64, int) { return count(v.LatePrecommits) }},
 	"quorum_critical":        {perValidator: true, validator: func(v *ValidatorSummary, _ string) (float64, int) { return count(v.QuorumCritical) }},
 
+	"sign_queue_p50_ms": {perValidator: true, validator: func(v *ValidatorSummary, _ string) (float64, int) { return v.signQueue().P50, v.signQueue().Count }},
+	"sign_queue_p99_ms": {perValidator: true, validator: func(v *ValidatorSummary, _ string) (float64, int) { return v.signQueue().P99, v.signQueue().Count }},
+	"sign_queue_max_ms": {perValidator: true, validator: func(v *ValidatorSummary, _ string) (float64, int) { return v.signQueue().Max, v.signQueue().Count }},
+
 	"sign_latency_p50_ms": {perValidator: true, phased: true, validator: func(v *ValidatorSummary, p string) (float64, int) {
 		st := v.SignLatencyMS.phase(p)
 		return st.P50, st.Count

@@ -42,6 +42,9 @@ var Metrics = []MetricInfo{
 	{Name: "sign_latency_p50_ms", PerValidator: true, Phased: true, Doc: "median signing latency, ms"},
 	{Name: "sign_latency_p99_ms", PerValidator: true, Phased: true, Doc: "99th percentile signing latency, ms"},
 	{Name: "sign_latency_max_ms", PerValidator: true, Phased: true, Doc: "largest signing latency, ms"},
+	{Name: "sign_queue_p50_ms", PerValidator: true, Doc: "median wait in a shared device's queue before the device started on a signature, ms"},
+	{Name: "sign_queue_p99_ms", PerValidator: true, Doc: "99th percentile wait in a shared device's queue, ms"},
+	{Name: "sign_queue_max_ms", PerValidator: true, Doc: "longest wait in a shared device's queue, ms"},
 }
 
 // LookupMetric returns the metric named name.

@@ -27,6 +27,26 @@ type Plan struct {
 	Profiles map[string]ProfilePlan
 	Faults   []FaultPlan // in declaration order
 	Network  NetworkPlan
+	// Devices are the shared signing devices (top-level `devices:`), by
+	// name; SignerPlan.Device names one.
+	Devices map[string]DevicePlan
+}
+
+// DevicePlan is one shared signing device: one queue, one signature at a
+// time, for every signer naming it and the background load.
+type DevicePlan struct {
+	Name       string
+	Profile    string          // a built-in or scenario profile; "" = none (real signers only, no background)
+	Background *BackgroundPlan // nil: no other chains
+}
+
+// BackgroundPlan is the MODEL load of other chains on a device.
+type BackgroundPlan struct {
+	Chains        int
+	BlockTime     time.Duration
+	ProposerShare float64
+	Spacing       time.Duration
+	Jitter        time.Duration
 }
 
 // NetworkPlan is the `network:` key: links between validators, in user
@@ -138,6 +158,9 @@ type SignerPlan struct {
 	Profile  string       // simulated: a built-in or scenario profile name
 	PKCS11   *PKCS11Plan  // set for type pkcs11 only
 	Ledger   *LedgerPlan  // set for type ledger only
+	// Device names the shared device this signer signs on ("" = none). A
+	// simulated signer's Profile is then the device's.
+	Device string
 }
 
 // PKCS11Plan is a key in a PKCS#11 token (an HSM, or SoftHSM2).
