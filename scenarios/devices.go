@@ -41,13 +41,7 @@ func (d *decoder) resolveDevices(raws map[string]rawDevice, profiles profileSet)
 	ds.defined = slices.Sorted(maps.Keys(raws))
 	for _, name := range ds.defined {
 		key := "devices." + name
-		p := d.keyPos(key)
-		switch {
-		case !namePattern.MatchString(name):
-			d.fail(p, key, fmt.Sprintf("%q is not a valid device name: %s", name, namePatternAdvice))
-		case len(name) > maxNameLen:
-			d.fail(p, key, fmt.Sprintf("device name is %d characters long; the maximum is %d", len(name), maxNameLen))
-		}
+		d.checkKeyName(key, name, "device")
 		ds.plans[name] = d.resolveDevice(key, name, raws[name], profiles)
 	}
 	return ds
