@@ -1,6 +1,12 @@
 package results
 
-import "math"
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
 
 // DeviceSample is a shared signing device's account since the network
 // started, as the runner read it (cumulative).
@@ -79,4 +85,66 @@ func (v *ValidatorSummary) signQueue() LatencyStats {
 		return LatencyStats{}
 	}
 	return *v.SignQueueMS
+}
+
+// deviceTables are the shared-device sections of the text table,
+// summary.md and report.html, built once: the devices, then the queue
+// waits of the validators on them. Empty without devices.
+type deviceTables struct {
+	Note         string
+	DeviceHead   []string
+	DeviceRows   [][]string
+	QueueHead    []string
+	QueueRows    [][]string
+	HasQueueRows bool
+}
+
+// deviceNote explains the columns, and what is a MODEL.
+const deviceNote = "one queue per device, one signature at a time, first come first served; utilisation = time signing / time since the network started; " +
+	"background = other chains' signatures (a MODEL load); queue = wait before the device started on a signature (part of sign latency), ms"
+
+func newDeviceTables(s *Summary) *deviceTables {
+	if len(s.Devices) == 0 {
+		return nil
+	}
+	t := &deviceTables{Note: deviceNote,
+		DeviceHead: []string{"device", "profile", "utilisation", "signatures", "background signatures", "background chains", "validators"},
+		QueueHead:  []string{"validator", "device", "queue p50", "queue p95", "queue p99", "queue max", "sign p50/p99", "missed"}}
+	names := make([]string, 0, len(s.Devices))
+	for name := range s.Devices {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	unknown := "? (no device event)"
+	for _, name := range names {
+		d := s.Devices[name]
+		util, sigs, bg := unknown, unknown, unknown
+		if d.Utilisation != nil {
+			util = strconv.FormatFloat(*d.Utilisation*100, 'f', 1, 64) + " %"
+		}
+		if d.Signatures != nil {
+			sigs = strconv.FormatInt(*d.Signatures, 10)
+		}
+		if d.BackgroundSignatures != nil {
+			bg = strconv.FormatInt(*d.BackgroundSignatures, 10)
+		}
+		t.DeviceRows = append(t.DeviceRows, []string{name, orDash(d.Profile), util, sigs, bg,
+			strconv.Itoa(d.BackgroundChains), orDash(strings.Join(d.Validators, ", "))})
+	}
+	for _, v := range s.Validators {
+		if v.SignQueueMS == nil {
+			continue
+		}
+		q := *v.SignQueueMS
+		ms := func(x float64) string {
+			if q.Count == 0 {
+				return "-"
+			}
+			return formatLatency(x)
+		}
+		t.QueueRows = append(t.QueueRows, []string{v.Name, orDash(v.Device), ms(q.P50), ms(q.P95), ms(q.P99), ms(q.Max),
+			p50p99(v.SignLatencyMS.All), fmt.Sprintf("%d/%d", v.MissedPrecommits, v.PrecommitsCounted)})
+	}
+	t.HasQueueRows = len(t.QueueRows) > 0
+	return t
 }

@@ -106,3 +106,33 @@ func TestDevicesSummarySurvivesEventsFile(t *testing.T) {
 		t.Errorf("summary.json lacks the device keys:\n%s", a.String())
 	}
 }
+
+// The table, summary.md and report.html show the devices section only for
+// a run with a device, with the queue and the utilisation.
+func TestDevicesInReports(t *testing.T) {
+	with, without := devicesEvents(), []Event{runStart("v1"), runEnd(100, StopHeights)}
+	for _, tc := range []struct {
+		name  string
+		write func(*bytes.Buffer, *Summary, []Event) error
+	}{
+		{"table", func(b *bytes.Buffer, s *Summary, _ []Event) error { return WriteTable(b, s) }},
+		{"markdown", func(b *bytes.Buffer, s *Summary, _ []Event) error { return WriteMarkdown(b, s) }},
+		{"html", func(b *bytes.Buffer, s *Summary, ev []Event) error { return WriteHTMLReport(b, s, ev) }},
+	} {
+		var a, b bytes.Buffer
+		if err := tc.write(&a, Summarize(with), with); err != nil {
+			t.Fatal(err)
+		}
+		if err := tc.write(&b, Summarize(without), without); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"Shared signing devices", "90.0 %", "yubihsm2", "MODEL", "queue p50"} {
+			if !bytes.Contains(a.Bytes(), []byte(want)) {
+				t.Errorf("%s with a device lacks %q", tc.name, want)
+			}
+		}
+		if bytes.Contains(b.Bytes(), []byte("Shared signing devices")) {
+			t.Errorf("%s without a device shows a devices section", tc.name)
+		}
+	}
+}
