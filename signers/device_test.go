@@ -106,16 +106,19 @@ func TestDeviceQueueWaitsAddUp(t *testing.T) {
 	var wg sync.WaitGroup
 	waits := make([]time.Duration, 3)
 	injected := make([]time.Duration, 3)
+	ready := make(chan struct{}) // all three ask at once
 	for i, m := range members {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			<-ready
 			if _, err := m.Sign(phase.Precommit, []byte("vote")); err != nil {
 				t.Error(err)
 			}
 			waits[i], injected[i] = m.TakeQueued(), m.TakeInjected()
 		}()
 	}
+	close(ready)
 	wg.Wait()
 	sorted := slices.Clone(waits)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
@@ -362,5 +365,23 @@ func TestBackgroundIsSeeded(t *testing.T) {
 	}
 	if a[0] == a[1] {
 		t.Errorf("two chains share an offset: %v", a)
+	}
+}
+
+// BenchmarkDeviceSign is the queue's own cost on an idle device (a local
+// key behind it): what joining a device adds to every signature.
+func BenchmarkDeviceSign(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		ks   KeySigner
+	}{{"direct", simKey()}, {"on-device", NewDevice("bench").Join(simKey())}} {
+		b.Run(tc.name, func(b *testing.B) {
+			msg := []byte("a vote's sign bytes, more or less")
+			for b.Loop() {
+				if _, err := tc.ks.Sign(phase.Prevote, msg); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
