@@ -119,25 +119,24 @@ func (d *Device) release() {
 	close(next) // busy stays true: the device passes straight on
 }
 
-// serve runs one signature on the device: it returns the time spent
-// queued and the service time.
-func (d *Device) serve(sign func() error, background bool) (queued, service time.Duration, err error) {
+// serve runs one signature on the device and returns the time it spent
+// queued; the time sign takes is the device's busy time.
+func (d *Device) serve(sign func() error, background bool) (queued time.Duration, err error) {
 	t0 := time.Now()
 	if err := d.acquire(); err != nil {
-		return time.Since(t0), 0, err
+		return time.Since(t0), err
 	}
 	start := time.Now()
 	queued = start.Sub(t0)
 	err = sign()
-	service = time.Since(start)
-	d.busyNS.Add(int64(service))
+	d.busyNS.Add(int64(time.Since(start)))
 	if background {
 		d.background.Add(1)
 	} else {
 		d.signatures.Add(1)
 	}
 	d.release()
-	return queued, service, err
+	return queued, err
 }
 
 // Stats is the device's account so far.
@@ -215,7 +214,7 @@ func (o *onDevice) PubKey() crypto.PubKey { return o.inner.PubKey() }
 
 func (o *onDevice) Sign(kind string, msg []byte) ([]byte, error) {
 	var sig []byte
-	queued, _, err := o.dev.serve(func() (err error) {
+	queued, err := o.dev.serve(func() (err error) {
 		sig, err = o.inner.Sign(kind, msg)
 		return err
 	}, false)

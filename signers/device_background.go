@@ -163,7 +163,7 @@ func (bg *background) run(ctx context.Context, d *Device, i int, t0 time.Time) {
 				return
 			}
 			msg := bgSignBytes(chainID, k+1, req.Phase)
-			_, _, err := d.serve(func() error {
+			_, err := d.serve(func() error {
 				_, err := bg.signer.Sign(req.Phase, msg)
 				return err
 			}, true)
