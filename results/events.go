@@ -62,6 +62,10 @@ const (
 	// (TxAccepted, TxRejected, TxFailed) and Error why it was not accepted;
 	// LatencyMS is the call's round trip.
 	KindTx Kind = "tx"
+	// KindDevice: the account so far of a shared signing device (Device),
+	// recorded every few seconds and once at the end; counters are
+	// cumulative, so the last one per device is its whole run.
+	KindDevice Kind = "device"
 	// KindRunEnd closes a stream: StopReason and Error.
 	KindRunEnd Kind = "run_end"
 )
@@ -120,7 +124,11 @@ type Event struct {
 	Side       string  `json:"side,omitempty"`
 	LatencyMS  float64 `json:"latency_ms,omitempty"`
 	InjectedMS float64 `json:"injected_ms,omitempty"`
-	Error      string  `json:"error,omitempty"`
+	// QueueMS is the part of LatencyMS spent waiting for a shared device
+	// before it started on the signature; present (0 included) only for a
+	// signer on a device, on the side that saw the queue.
+	QueueMS *float64 `json:"queue_ms,omitempty"`
+	Error   string   `json:"error,omitempty"`
 
 	// new_round, block
 	Proposer string `json:"proposer,omitempty"`
@@ -172,6 +180,9 @@ type Event struct {
 	// host
 	Host *HostSample `json:"host,omitempty"`
 
+	// device
+	Device *DeviceSample `json:"device,omitempty"`
+
 	// run_end
 	StopReason string `json:"stop_reason,omitempty"`
 }
@@ -206,7 +217,8 @@ type ValidatorInfo struct {
 	Name    string `json:"name"`
 	Address string `json:"address"` // hex, as CometBFT prints it
 	Power   int64  `json:"power"`
-	Signer  string `json:"signer"` // e.g. "local", "local+latency(fixed 200ms)"
+	Signer  string `json:"signer"`           // e.g. "local", "local+latency(fixed 200ms)"
+	Device  string `json:"device,omitempty"` // the shared signing device it signs on, if any
 }
 
 // Expectation is an `expect:` entry as recorded in run_start, so that the

@@ -71,6 +71,9 @@ var metrics = map[string]metric{
 	"tx_commit_latency_p50_ms": loadMetric(func(l *LoadSummary) (float64, int) { return l.CommitLatencyMS.P50, l.CommitLatencyMS.Count }),
 	"tx_commit_latency_p95_ms": loadMetric(func(l *LoadSummary) (float64, int) { return l.CommitLatencyMS.P95, l.CommitLatencyMS.Count }),
 	"tx_commit_latency_max_ms": loadMetric(func(l *LoadSummary) (float64, int) { return l.CommitLatencyMS.Max, l.CommitLatencyMS.Count }),
+	"sign_queue_p50_ms":        {perValidator: true, validator: func(v *ValidatorSummary, _ string) (float64, int) { return v.signQueue().P50, v.signQueue().Count }},
+	"sign_queue_p99_ms":        {perValidator: true, validator: func(v *ValidatorSummary, _ string) (float64, int) { return v.signQueue().P99, v.signQueue().Count }},
+	"sign_queue_max_ms":        {perValidator: true, validator: func(v *ValidatorSummary, _ string) (float64, int) { return v.signQueue().Max, v.signQueue().Count }},
 
 	"sign_latency_p50_ms": {perValidator: true, phased: true, validator: func(v *ValidatorSummary, p string) (float64, int) {
 		st := v.SignLatencyMS.phase(p)

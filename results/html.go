@@ -48,6 +48,7 @@ type htmlData struct {
 	LatencyLog  bool
 	Remote      bool
 	Validators  []htmlValidator
+	Devices     *deviceTables // nil without shared devices
 	Expect      []htmlExpectation
 	Faults      []htmlFault
 	Models      []htmlKV // validators whose signer is a model: name -> label
@@ -92,6 +93,7 @@ func newHTMLData(s *Summary, events []Event) *htmlData {
 		d.Overloaded = OverloadedNotice
 	}
 	d.Chain = chainRows(s)
+	d.Devices = newDeviceTables(s)
 
 	cd := newChartData(events)
 	d.Rounds = guardChart(func() chart { return roundsChart(s, cd) })

@@ -138,6 +138,33 @@ code { font-family: ui-monospace, monospace; }
 </table>
 </div>
 </section>
+{{- with .Devices}}
+
+<section id="devices">
+<h2>Shared signing devices</h2>
+<p class="note">{{.Note}}.</p>
+<div class="scroll">
+<table>
+<thead><tr>{{range .DeviceHead}}<th>{{.}}</th>{{end}}</tr></thead>
+<tbody>
+{{- range .DeviceRows}}
+<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{- end}}
+</tbody>
+</table>
+{{- if .HasQueueRows}}
+<table>
+<thead><tr>{{range .QueueHead}}<th>{{.}}</th>{{end}}</tr></thead>
+<tbody>
+{{- range .QueueRows}}
+<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{- end}}
+</tbody>
+</table>
+{{- end}}
+</div>
+</section>
+{{- end}}
 
 <section id="causes">
 <h2>Why votes were missed</h2>

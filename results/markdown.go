@@ -67,6 +67,23 @@ func WriteMarkdown(w io.Writer, s *Summary) error {
 		}
 	}
 
+	if dt := newDeviceTables(s); dt != nil {
+		p("\n### Shared signing devices\n\n%s\n", dt.Note)
+		for _, tab := range [][][]string{append([][]string{dt.DeviceHead}, dt.DeviceRows...), append([][]string{dt.QueueHead}, dt.QueueRows...)} {
+			p("\n")
+			for i, row := range tab {
+				cells := make([]string, len(row))
+				for j, c := range row {
+					cells[j] = mdCell(c)
+				}
+				p("| %s |\n", strings.Join(cells, " | "))
+				if i == 0 {
+					p("|%s\n", strings.Repeat(" --- |", len(row)))
+				}
+			}
+		}
+	}
+
 	if len(s.RoundChanges) > 0 {
 		p("\n### Round changes\n\n| height | round | cause | detail |\n| ---: | ---: | --- | --- |\n")
 		for _, rc := range s.RoundChanges {

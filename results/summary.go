@@ -52,6 +52,10 @@ type Summary struct {
 	// stream without host events.
 	Host *HostSummary `json:"host,omitempty"`
 
+	// Devices are the shared signing devices of the run, by name, from
+	// run_start and device events; nil without devices.
+	Devices map[string]*DeviceSummary `json:"devices,omitempty"`
+
 	// NodeErrors lists node_error events: the stream may be missing events
 	// after them, so every number above may undercount.
 	NodeErrors []NodeError `json:"node_errors,omitempty"`
@@ -125,6 +129,11 @@ type ValidatorSummary struct {
 	// minus signer side, matched signature by signature).
 	SignerLatencyMS     *PhaseLatency `json:"signer_latency_ms,omitempty"`
 	TransportOverheadMS *LatencyStats `json:"transport_overhead_ms,omitempty"`
+
+	// On a shared signing device: its name, and the wait in its queue of
+	// each successful signature (part of sign_latency_ms).
+	Device      string        `json:"device,omitempty"`
+	SignQueueMS *LatencyStats `json:"sign_queue_ms,omitempty"`
 }
 
 // ProposalStats: the validator's proposer turns and what it did with them.
@@ -237,6 +246,10 @@ func (s *Summary) Failed() []ExpectationResult {
 //     above: ok when min <= value <= max. A per-validator metric without a
 //     validator yields one result per validator. An entry that cannot be
 //     evaluated (unknown metric, validator or phase) fails with an error.
+//   - devices: one entry per device named in run_start's validators or by
+//     a device event; its counters are the last device event's (see
+//     devices.go); sign_queue_ms(v): queue_ms of v's successful sign events
+//     (present for a validator on a device).
 //   - node_errors: node_error events, listed as a warning that the stream
 //     may be incomplete; they do not change ok by themselves.
 //   - ok: every expectation holds and the run neither errored nor was
@@ -264,6 +277,7 @@ func Summarize(events []Event) *Summary {
 	}
 	summarizeRun(s, events, start, end)
 	s.Host = host.result()
+	s.Devices = summarizeDevices(events, start)
 
 	c := newChain(events)
 	summarizeChain(s, c)
@@ -403,7 +417,7 @@ type sigKey struct {
 type valAcc struct {
 	missed, nils, signErrors int
 	latency                  map[string][]float64 // phase -> latency_ms
-	all, injected            []float64
+	all, injected, queue     []float64
 	signerLatency            map[string][]float64 // remote signer's side, phase -> ms
 	signerAll, overhead      []float64
 	turns, made              map[turn]struct{} // (height, round): proposer turns, signed proposals
@@ -445,6 +459,9 @@ func summarizeValidators(s *Summary, events []Event, start *Event, c *chain) {
 				continue
 			}
 			a := acc(ev.Validator)
+			if ev.QueueMS != nil && ev.Error == "" {
+				a.queue = append(a.queue, *ev.QueueMS) // only the side that saw the queue has it
+			}
 			if ev.Side == SideSigner {
 				if ev.Error == "" && slices.Contains(phases, ev.Phase) {
 					a.signerLatency[ev.Phase] = append(a.signerLatency[ev.Phase], ev.LatencyMS)
@@ -523,7 +540,7 @@ func summarizeValidators(s *Summary, events []Event, start *Event, c *chain) {
 		for _, v := range start.Validators {
 			if !listed[v.Name] {
 				listed[v.Name] = true
-				rows = append(rows, ValidatorSummary{Name: v.Name, Address: v.Address, Signer: v.Signer, Power: v.Power})
+				rows = append(rows, ValidatorSummary{Name: v.Name, Address: v.Address, Signer: v.Signer, Power: v.Power, Device: v.Device})
 			}
 		}
 	}
@@ -563,6 +580,10 @@ func summarizeValidators(s *Summary, events []Event, start *Event, c *chain) {
 		if len(a.overhead) > 0 {
 			st := latencyStats(a.overhead)
 			v.TransportOverheadMS = &st
+		}
+		if v.Device != "" || len(a.queue) > 0 {
+			st := latencyStats(a.queue)
+			v.SignQueueMS = &st
 		}
 	}
 	s.Validators = rows

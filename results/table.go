@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -86,6 +87,17 @@ func WriteTable(w io.Writer, s *Summary) error {
 			fmt.Fprintf(tw, "  %s	%s	%s	%d\n", v.Name, p50p99(v.SignerLatencyMS.All), overhead, n)
 		}
 		tw.Flush()
+	}
+
+	if dt := newDeviceTables(s); dt != nil {
+		p("\nShared signing devices (%s)\n", dt.Note)
+		for _, tab := range [][][]string{append([][]string{dt.DeviceHead}, dt.DeviceRows...), append([][]string{dt.QueueHead}, dt.QueueRows...)} {
+			tw = tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
+			for _, row := range tab {
+				fmt.Fprintf(tw, "  %s\n", strings.Join(row, "\t"))
+			}
+			tw.Flush()
+		}
 	}
 
 	if len(s.Faults) > 0 {

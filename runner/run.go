@@ -180,7 +180,8 @@ type run struct {
 	load *loadGen // the transaction load; nil without one
 
 	backend  nodes.Backend
-	stopHost func() // ends the host monitor; nil before it starts
+	stopHost func()      // ends the host monitor; nil before it starts
+	devices  *runDevices // shared signing devices; nil before openSigners
 	// remoteSigning: nodes run in their own processes (or containers), so
 	// every signer runs here and reaches its node over the remote-signer
 	// protocol (the node listens on priv_validator_laddr); nil in-process.
@@ -240,6 +241,7 @@ func (r *run) execute(ctx context.Context) error {
 			return err
 		}
 	}
+	r.startDevices(ctx) // with the network: background load and utilisation count from here
 	if err := r.startNodes(ctx, gen, names); err != nil {
 		return err
 	}
@@ -284,6 +286,9 @@ func (r *run) openSigners() ([]results.ValidatorInfo, []crypto.PubKey, error) {
 			sockDir, r.sockDir = dir, dir
 		}
 	}
+	if err := r.openDevices(); err != nil {
+		return nil, nil, err
+	}
 	infos := make([]results.ValidatorInfo, 0, len(r.members))
 	pubs := make([]crypto.PubKey, 0, len(r.members))
 	for _, m := range r.members {
@@ -299,7 +304,7 @@ func (r *run) openSigners() ([]results.ValidatorInfo, []crypto.PubKey, error) {
 		case r.remoteSigning != nil:
 			label += " via unix (node in its own process)"
 		}
-		infos = append(infos, results.ValidatorInfo{Name: m.plan.Name, Power: m.plan.Power, Signer: label})
+		infos = append(infos, results.ValidatorInfo{Name: m.plan.Name, Power: m.plan.Power, Signer: label, Device: m.plan.Signer.Device})
 		pubs = append(pubs, vs.built.PubKey)
 	}
 	return infos, pubs, nil
@@ -408,7 +413,8 @@ func (r *run) shutdown() []error {
 		r.stopHost()
 		r.stopHost = nil
 	}
-	r.load.stop() // its last tx events go in before the seal
+	r.load.stop()   // its last tx events go in before the seal
+	r.stopDevices() // records their last account, then frees queued signatures
 	r.rec.seal()
 	for _, s := range r.signers {
 		s.release()
@@ -430,6 +436,7 @@ func (r *run) closeSigners() {
 	for _, s := range r.signers {
 		s.close()
 	}
+	r.stopDevices()
 	r.signers = nil
 	if r.sockDir != "" {
 		_ = os.RemoveAll(r.sockDir)
@@ -468,6 +475,7 @@ func (r *run) stopNodes() []error {
 // finish closes the event stream and derives the summary files from it.
 // It runs whatever happened before, so a failed run keeps its results.
 func (r *run) finish(runErr error) (*Outcome, error) {
+	r.recordDevices() // with --keep the devices still run: their account so far
 	r.rec.seal()
 	end := results.Event{Time: time.Now(), Kind: results.KindRunEnd, StopReason: r.reason}
 	if runErr != nil {

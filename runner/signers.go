@@ -42,6 +42,10 @@ func (r *run) openSigner(m *member, sockDir string) (*validatorSigner, error) {
 			e := results.Event{Time: s.Start.Add(s.Latency), Kind: results.KindSign, Node: name, Side: side,
 				Validator: name, Height: s.Height, Round: s.Round, Phase: s.Phase, BlockID: s.BlockID,
 				LatencyMS: ms(s.Latency), InjectedMS: ms(s.Injected)}
+			if s.OnDevice {
+				q := ms(s.Queued)
+				e.QueueMS = &q
+			}
 			if s.Err != nil {
 				e.Error = s.Err.Error()
 			}
@@ -66,6 +70,7 @@ func (r *run) openSigner(m *member, sockDir string) (*validatorSigner, error) {
 		CPUScale:  sp.CPUScale,
 		Seed:      r.seed,
 		Stream:    name,
+		Device:    r.device(sp.Device),
 	}
 	if remote && r.remoteSigning == nil {
 		spec.Obs = obs(results.SideSigner)
@@ -107,7 +112,7 @@ func (r *run) openSigner(m *member, sockDir string) (*validatorSigner, error) {
 		if lp.DeviceSign > 0 {
 			t.DeviceSign = lp.DeviceSign
 		}
-		spec.Ledger = &signers.LedgerSpec{Device: lp.Device, Serial: lp.Serial, ChunkSize: lp.ChunkSize,
+		spec.Ledger = &signers.LedgerSpec{Connection: lp.Connection, Serial: lp.Serial, ChunkSize: lp.ChunkSize,
 			ConfirmDelay: lp.ConfirmDelay, Timing: t}
 	}
 	if sp.Type == scenarios.SignerSimulated {

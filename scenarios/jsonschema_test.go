@@ -194,7 +194,7 @@ func TestJSONSchemaEnums(t *testing.T) {
 		{"signer.key_type", strs(prop("validators[].signer", "key_type")["enum"]), keyTypes},
 		{"signer.via", strs(prop("validators[].signer", "via")["enum"]), vias},
 		{"signer.decrypt", strs(prop("validators[].signer", "decrypt")["enum"]), decryptModes},
-		{"signer.device", strs(prop("validators[].signer", "device")["enum"]), ledgerDevices},
+		{"signer.connection", strs(prop("validators[].signer", "connection")["enum"]), ledgerDevices},
 		{"signer.provision", strs(prop("validators[].signer", "provision")["enum"]), provisions},
 		{"network.topology (words)", strs(ref(root, prop("network", "topology")["anyOf"].([]any)[0].(map[string]any))["enum"]), topologyWords},
 		{"signer.profile (built-in)", strs(ref(root, prop("validators[].signer", "profile")["anyOf"].([]any)[0].(map[string]any))["enum"]), builtinProfiles},

@@ -29,14 +29,14 @@ var ledgerDeviceKeys = map[string][]string{
 // resolveLedger checks a ledger signer's keys and applies the defaults: an
 // emulator gets the ledger-nano-s-plus timing unless told otherwise.
 func (d *decoder) resolveLedger(key string, rs *rawSigner, keyType string) *LedgerPlan {
-	lp := &LedgerPlan{Device: LedgerEmulator, ChunkSize: defaultLedgerChunk}
+	lp := &LedgerPlan{Connection: LedgerEmulator, ChunkSize: defaultLedgerChunk}
 	if k := key + ".key_type"; d.written(k) && keyType != KeyEd25519 && !d.failed(k) {
 		d.fail(d.valuePos(k), k, "type ledger signs with Ed25519 only (the Tendermint validator app); remove key_type")
 	}
-	deviceOK := !d.failed(key + ".device")
-	if rs.Device != nil {
-		lp.Device = *rs.Device
-		deviceOK = d.checkChoice(key+".device", "Ledger device", lp.Device, ledgerDevices, nil)
+	deviceOK := !d.failed(key + ".connection")
+	if rs.Connection != nil {
+		lp.Connection = *rs.Connection
+		deviceOK = d.checkChoice(key+".connection", "Ledger connection", lp.Connection, ledgerDevices, nil)
 	}
 	if rs.ChunkSize != nil {
 		k := key + ".chunk_size"
@@ -50,16 +50,16 @@ func (d *decoder) resolveLedger(key string, rs *rawSigner, keyType string) *Ledg
 		return lp
 	}
 	for _, dev := range ledgerDevices {
-		if dev == lp.Device {
+		if dev == lp.Connection {
 			continue
 		}
 		for _, k := range ledgerDeviceKeys[dev] {
 			if k := key + "." + k; d.written(k) {
-				d.fail(d.keyPos(k), k, fmt.Sprintf("only with device: %s; this Ledger is device: %s", dev, lp.Device))
+				d.fail(d.keyPos(k), k, fmt.Sprintf("only with connection: %s; this Ledger is connection: %s", dev, lp.Connection))
 			}
 		}
 	}
-	if lp.Device == LedgerHID {
+	if lp.Connection == LedgerHID {
 		if rs.Serial != nil {
 			lp.Serial = *rs.Serial
 		}
@@ -98,10 +98,10 @@ func (d *decoder) resolveLedger(key string, rs *rawSigner, keyType string) *Ledg
 // set. Emulators are one per validator, each with its own key.
 func (d *decoder) checkLedgerShared(k string, entry int, count int64, signer SignerPlan, devices map[string]int) {
 	lp := signer.Ledger
-	if lp == nil || lp.Device != LedgerHID || d.failed(k+".signer") {
+	if lp == nil || lp.Connection != LedgerHID || d.failed(k+".signer") {
 		return
 	}
-	key := k + ".signer.device"
+	key := k + ".signer.connection"
 	if d.written(k + ".signer.serial") {
 		key = k + ".signer.serial"
 	}

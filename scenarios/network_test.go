@@ -142,8 +142,8 @@ func checkNetworkFaults(t *testing.T, p *Plan) {
 }
 
 func checkLedgerPlans(t *testing.T, p *Plan) {
-	model := &LedgerPlan{Device: LedgerEmulator, ChunkSize: 250, HostStall: 51 * time.Millisecond, Wire: 3 * time.Millisecond, DeviceSign: 525 * time.Millisecond}
-	slow := &LedgerPlan{Device: LedgerEmulator, ChunkSize: 48, ConfirmDelay: 2 * time.Second, HostStall: 60 * time.Millisecond, Wire: 4 * time.Millisecond, DeviceSign: 600 * time.Millisecond}
+	model := &LedgerPlan{Connection: LedgerEmulator, ChunkSize: 250, HostStall: 51 * time.Millisecond, Wire: 3 * time.Millisecond, DeviceSign: 525 * time.Millisecond}
+	slow := &LedgerPlan{Connection: LedgerEmulator, ChunkSize: 48, ConfirmDelay: 2 * time.Second, HostStall: 60 * time.Millisecond, Wire: 4 * time.Millisecond, DeviceSign: 600 * time.Millisecond}
 	base := SignerPlan{Type: SignerLedger, KeyType: KeyEd25519, Via: ViaDirect, CPUScale: 1}
 	with := func(l *LedgerPlan, via string) SignerPlan {
 		s := base
@@ -154,8 +154,8 @@ func checkLedgerPlans(t *testing.T, p *Plan) {
 		"model":        with(model, ViaDirect),
 		"slow-model-1": with(slow, ViaTCP),
 		"slow-model-2": with(slow, ViaTCP),
-		"nano":         with(&LedgerPlan{Device: LedgerHID, Serial: "0001", ChunkSize: 255}, ViaDirect),
-		"first":        with(&LedgerPlan{Device: LedgerHID, ChunkSize: 1}, ViaDirect),
+		"nano":         with(&LedgerPlan{Connection: LedgerHID, Serial: "0001", ChunkSize: 255}, ViaDirect),
+		"first":        with(&LedgerPlan{Connection: LedgerHID, ChunkSize: 1}, ViaDirect),
 	}
 	for _, v := range p.Validators {
 		if w := want[v.Name]; !reflect.DeepEqual(v.Signer, w) {

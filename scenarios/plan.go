@@ -28,6 +28,26 @@ type Plan struct {
 	Faults   []FaultPlan // in declaration order
 	Network  NetworkPlan
 	Load     *LoadPlan // nil: no transactions are sent (load.go)
+	// Devices are the shared signing devices (top-level `devices:`), by
+	// name; SignerPlan.Device names one.
+	Devices map[string]DevicePlan
+}
+
+// DevicePlan is one shared signing device: one queue, one signature at a
+// time, for every signer naming it and the background load.
+type DevicePlan struct {
+	Name       string
+	Profile    string          // a built-in or scenario profile; "" = none (real signers only, no background)
+	Background *BackgroundPlan // nil: no other chains
+}
+
+// BackgroundPlan is the MODEL load of other chains on a device.
+type BackgroundPlan struct {
+	Chains        int
+	BlockTime     time.Duration
+	ProposerShare float64
+	Spacing       time.Duration
+	Jitter        time.Duration
 }
 
 // NetworkPlan is the `network:` key: links between validators, in user
@@ -139,6 +159,9 @@ type SignerPlan struct {
 	Profile  string       // simulated: a built-in or scenario profile name
 	PKCS11   *PKCS11Plan  // set for type pkcs11 only
 	Ledger   *LedgerPlan  // set for type ledger only
+	// Device names the shared device this signer signs on ("" = none). A
+	// simulated signer's Profile is then the device's.
+	Device string
 }
 
 // PKCS11Plan is a key in a PKCS#11 token (an HSM, or SoftHSM2).
@@ -155,7 +178,7 @@ type PKCS11Plan struct {
 
 // LedgerPlan is a Ledger device running the Tendermint validator app.
 type LedgerPlan struct {
-	Device       string        // hid | emulator (default emulator)
+	Connection   string        // hid | emulator (default emulator)
 	Serial       string        // hid: pick the device by serial; "" = the first one
 	ChunkSize    int           // APDU payload bytes per packet; default 250
 	ConfirmDelay time.Duration // emulator: wait before the first signature is confirmed; default 0

@@ -67,15 +67,24 @@ func (d *decoder) resolveProfiles(raws map[string]rawProfile) profileSet {
 
 // checkProfileName checks a name defined under profiles.
 func (d *decoder) checkProfileName(key, name string) {
+	if d.checkKeyName(key, name, "profile") && contains(builtinProfiles, name) {
+		d.fail(d.keyPos(key), key, fmt.Sprintf("%q is a built-in profile; give yours another name (a signer can use the built-in one as it is)", name))
+	}
+}
+
+// checkKeyName checks a name the user chose as a mapping key (a profile,
+// a device): the alphabet and length of every valnet name.
+func (d *decoder) checkKeyName(key, name, what string) bool {
 	p := d.keyPos(key)
 	switch {
 	case !namePattern.MatchString(name):
-		d.fail(p, key, fmt.Sprintf("%q is not a valid profile name: %s", name, namePatternAdvice))
+		d.fail(p, key, fmt.Sprintf("%q is not a valid %s name: %s", name, what, namePatternAdvice))
 	case len(name) > maxNameLen:
-		d.fail(p, key, fmt.Sprintf("profile name is %d characters long; the maximum is %d", len(name), maxNameLen))
-	case contains(builtinProfiles, name):
-		d.fail(p, key, fmt.Sprintf("%q is a built-in profile; give yours another name (a signer can use the built-in one as it is)", name))
+		d.fail(p, key, fmt.Sprintf("%s name is %d characters long; the maximum is %d", what, len(name), maxNameLen))
+	default:
+		return true
 	}
+	return false
 }
 
 func (d *decoder) resolveProfile(key, name string, rp rawProfile) ProfilePlan {

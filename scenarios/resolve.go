@@ -71,7 +71,10 @@ func (d *decoder) resolve(raw *rawScenario) *Plan {
 	p.Run.Binary = d.resolveNodeBinary("node", raw.Node, p.Run)
 	profiles := d.resolveProfiles(raw.Profiles)
 	p.Profiles = profiles.plans
-	vals := d.resolveValidators(raw.Validators, profiles, p.Run)
+	devices := d.resolveDevices(raw.Devices, profiles)
+	p.Devices = devices.plans
+	vals := d.resolveValidators(raw.Validators, profiles, devices, p.Run)
+	d.checkDevicesUsed(devices)
 	p.Validators = vals.plans
 	p.Network = d.resolveNetwork(raw.Network, vals)
 	p.Faults = d.resolveFaults(raw.Faults, vals, p.Run)

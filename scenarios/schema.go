@@ -23,6 +23,7 @@ type rawScenario struct {
 	Network     *rawNetwork           `yaml:"network"`     // default: plain links, full mesh
 	Load        *rawLoad              `yaml:"load"`        // default: no transactions are sent
 	Profiles    map[string]rawProfile `yaml:"profiles"`    // default: none; device profiles for simulated signers, by name
+	Devices     map[string]rawDevice  `yaml:"devices"`     // default: none; signing devices shared by several signers (and other chains), by name
 	Validators  []rawValidator        `yaml:"validators"`  // required; 1..200 validators after count expansion
 	Faults      []rawFault            `yaml:"faults"`      // default: no faults
 	Expect      []rawExpect           `yaml:"expect"`      // default: no expectations
@@ -122,6 +123,7 @@ type rawSigner struct {
 	Via      *string     `yaml:"via"`       // default "direct"; direct|tcp|unix (tcp, unix: behind CometBFT's remote-signer protocol)
 	Latency  *rawLatency `yaml:"latency"`   // default: no injected latency
 	CPUScale *float64    `yaml:"cpu_scale"` // default 1; > 0; multiplies the cost of software signing
+	Device   *string     `yaml:"device"`    // default: none; a name from the top-level devices: sign on that shared device (simulated, pkcs11, ledger only)
 
 	// keyfile only
 	Path           *string `yaml:"path"`            // default "" (the validator's home); relative to the scenario file's directory
@@ -131,7 +133,7 @@ type rawSigner struct {
 	PassphraseFile *string `yaml:"passphrase_file"` // relative to the scenario file's directory
 
 	// simulated only
-	Profile *string `yaml:"profile"` // required; a built-in profile or a key of the top-level profiles
+	Profile *string `yaml:"profile"` // required unless on a device (then refused: the device's profile applies); a built-in profile or a key of the top-level profiles
 
 	// pkcs11 only. With provision: softhsm the run makes its own token and
 	// only module, token and key may be given; without it module, key, one
@@ -145,7 +147,7 @@ type rawSigner struct {
 	Provision *string `yaml:"provision"` // "softhsm": a throwaway SoftHSM2 token and key in the run directory
 
 	// ledger only (ledger.go). Ed25519 only.
-	Device       *string        `yaml:"device"`        // default "emulator"; hid|emulator
+	Connection   *string        `yaml:"connection"`    // default "emulator"; hid|emulator
 	Serial       *string        `yaml:"serial"`        // hid only; default "" (the first Ledger found)
 	ChunkSize    *int64         `yaml:"chunk_size"`    // default 250; 1..255 bytes of APDU payload per packet
 	ConfirmDelay *time.Duration `yaml:"confirm_delay"` // emulator only; default 0; the wait before the first signature is confirmed
@@ -179,6 +181,24 @@ type rawProfile struct {
 	Source      string             `yaml:"source"`      // default ""; where the numbers come from, free text
 	Latency     *rawLatency        `yaml:"latency"`     // exactly one of latency and by_payload; no phases
 	ByPayload   *[]rawPayloadPoint `yaml:"by_payload"`  // >= 2 rows, bytes strictly increasing
+}
+
+// rawDevice is one entry of the top-level devices mapping: one signing
+// device that serves every signer naming it, one signature at a time.
+type rawDevice struct {
+	Profile    *string        `yaml:"profile"`    // default: none; required with background or a simulated signer on the device; a built-in profile or a key of profiles
+	Background *rawBackground `yaml:"background"` // default: none; MODEL load of other chains on the same device
+}
+
+// rawBackground is a MODEL of the signing load of other chains a device
+// serves: each asks for a proposal (on its turns), a prevote and a
+// precommit per block.
+type rawBackground struct {
+	Chains        *int64         `yaml:"chains"`         // required; 0..1000 other chains
+	BlockTime     *time.Duration `yaml:"block_time"`     // default 6s; > 0; each other chain's block time
+	ProposerShare *float64       `yaml:"proposer_share"` // default 0.25; 0..1; share of a chain's blocks whose proposal the device signs
+	Spacing       *time.Duration `yaml:"spacing"`        // default 100ms; >= 0; proposal -> prevote -> precommit within a block; 2 × spacing + jitter < block_time
+	Jitter        *time.Duration `yaml:"jitter"`         // default 50ms; >= 0; each block starts late by a uniform draw in [0, jitter)
 }
 
 // rawPayloadPoint is one row of a profile's by_payload table.

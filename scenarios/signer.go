@@ -39,7 +39,7 @@ var signerTypeKeys = map[string][]string{
 	SignerKeyfile:   {"path", "decrypt", "bcrypt_cost", "passphrase_env", "passphrase_file"},
 	SignerSimulated: {"profile"},
 	SignerPKCS11:    {"module", "token", "slot", "key", "pin_env", "pin_file", "provision"},
-	SignerLedger:    {"device", "serial", "chunk_size", "confirm_delay", "host_stall", "wire", "device_sign"},
+	SignerLedger:    {"connection", "serial", "chunk_size", "confirm_delay", "host_stall", "wire", "device_sign"},
 }
 
 // envNamePattern is what a POSIX shell accepts as a variable name.
@@ -51,7 +51,7 @@ const maxTokenLabel = 32
 
 var provisionLabelPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
-func (d *decoder) resolveSigner(key string, rs *rawSigner, profiles profileSet) SignerPlan {
+func (d *decoder) resolveSigner(key string, rs *rawSigner, profiles profileSet, devices deviceSet) SignerPlan {
 	sp := SignerPlan{Type: SignerLocal, KeyType: KeyEd25519, Via: ViaDirect, CPUScale: 1}
 	if rs == nil {
 		return sp
@@ -94,12 +94,15 @@ func (d *decoder) resolveSigner(key string, rs *rawSigner, profiles profileSet) 
 	case SignerKeyfile:
 		sp.Keyfile = d.resolveKeyfile(key, rs)
 	case SignerSimulated:
-		sp.Profile = d.resolveSignerProfile(key, rs.Profile, profiles)
+		if rs.Device == nil {
+			sp.Profile = d.resolveSignerProfile(key, rs.Profile, profiles)
+		}
 	case SignerPKCS11:
 		sp.PKCS11 = d.resolvePKCS11(key, rs, sp.KeyType)
 	case SignerLedger:
 		sp.Ledger = d.resolveLedger(key, rs, sp.KeyType)
 	}
+	d.resolveSignerDevice(key, &sp, rs.Device, devices)
 	return sp
 }
 

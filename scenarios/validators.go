@@ -34,7 +34,7 @@ func (vs validatorSet) names() []string {
 	return out
 }
 
-func (d *decoder) resolveValidators(raws []rawValidator, profiles profileSet, run RunPlan) validatorSet {
+func (d *decoder) resolveValidators(raws []rawValidator, profiles profileSet, devices deviceSet, run RunPlan) validatorSet {
 	const key = "validators"
 	vs := validatorSet{index: make(map[string]int), groups: make(map[string]string)}
 	if !d.written(key) {
@@ -74,7 +74,7 @@ func (d *decoder) resolveValidators(raws []rawValidator, profiles profileSet, ru
 				power = p
 			}
 		}
-		signer := d.resolveSigner(k+".signer", rv.Signer, profiles)
+		signer := d.resolveSigner(k+".signer", rv.Signer, profiles, devices)
 		d.checkKeyfileShared(k, i, counts[i], signer, keyfiles)
 		d.checkLedgerShared(k, i, counts[i], signer, ledgers)
 		binary := d.resolveNodeBinary(k+".node", rv.Node, run)

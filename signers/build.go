@@ -27,7 +27,7 @@ const (
 // LedgerSpec is a Ledger running the validator app: a real device over
 // USB HID, or the built-in device model (emulator).
 type LedgerSpec struct {
-	Device       string // hid | emulator
+	Connection   string // hid | emulator
 	Serial       string // hid: "" = the first device
 	ChunkSize    int    // APDU payload bytes per packet
 	ConfirmDelay time.Duration
@@ -53,6 +53,9 @@ type Spec struct {
 	Seed      int64             // run seed, for latency and device draws
 	Stream    string            // usually the validator name, to separate draws
 	Obs       Observer          // receives every signature; nil: none
+	// Device is the shared signing device this signer queues on (nil:
+	// none); the backend signs on it, under the guard.
+	Device *Device
 }
 
 // KeyfileSpec is an encrypted key file.
@@ -65,7 +68,7 @@ type KeyfileSpec struct {
 
 // Built is a ready signer chain:
 //
-//	Instrumented → Delayed → Faults → (restartable) Guarded → backend
+//	Instrumented → Delayed → Faults → (restartable) Guarded → [Device queue →] backend
 //
 // The guard is innermost-but-one so that every path, whatever the backend,
 // keeps the persisted high-water mark; faults and delays sit outside it so
@@ -105,7 +108,9 @@ func Build(spec Spec) (*Built, error) {
 		label += "+latency(" + model.String() + ")"
 	}
 	if spec.Obs != nil {
-		s = Instrument(s, spec.Obs)
+		inst := Instrument(s, spec.Obs)
+		inst.onDevice = spec.Device != nil
+		s = inst
 	}
 	b.Signer, b.Label = s, label
 	return b, nil
@@ -132,6 +137,10 @@ func (b *Built) open() (*Guarded, string, error) {
 			return nil, "", err
 		}
 		label += fmt.Sprintf("+cpu_scale(%g)", s)
+	}
+	if dev := b.spec.Device; dev != nil {
+		ks = dev.Join(ks)
+		label += "+device(" + dev.Name() + ")"
 	}
 	g, err := OpenGuard(ks, b.spec.StateFile)
 	if err != nil {
@@ -199,7 +208,7 @@ func (b *Built) openLedger() (KeySigner, string, error) {
 		return nil, "", errors.New("ledger signer without a device spec")
 	}
 	var dev ledger.Device
-	switch ls.Device {
+	switch ls.Connection {
 	case "hid":
 		d, err := ledger.OpenHID(ls.Serial)
 		if err != nil {
@@ -217,7 +226,7 @@ func (b *Built) openLedger() (KeySigner, string, error) {
 		}
 		dev = b.emu.Conn()
 	default:
-		return nil, "", fmt.Errorf("ledger device %q (allowed: hid, emulator)", ls.Device)
+		return nil, "", fmt.Errorf("ledger connection %q (allowed: hid, emulator)", ls.Connection)
 	}
 	s, err := ledger.Open(dev, ls.ChunkSize)
 	if err != nil {

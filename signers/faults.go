@@ -31,6 +31,7 @@ var (
 	_ Signer           = (*Faults)(nil)
 	_ Closer           = (*Faults)(nil)
 	_ InjectedReporter = (*Faults)(nil)
+	_ QueueReporter    = (*Faults)(nil)
 )
 
 type delayRule struct {
@@ -201,6 +202,9 @@ func (f *Faults) TakeInjected() time.Duration {
 	}
 	return d
 }
+
+// TakeQueued passes on the inner chain's wait for a shared device.
+func (f *Faults) TakeQueued() time.Duration { return takeQueued(f.inner) }
 
 // Close releases any delay in progress and closes the inner signer.
 func (f *Faults) Close() error {

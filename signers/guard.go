@@ -42,6 +42,7 @@ var (
 	_ Signer           = (*Guarded)(nil)
 	_ Closer           = (*Guarded)(nil)
 	_ InjectedReporter = (*Guarded)(nil)
+	_ QueueReporter    = (*Guarded)(nil)
 )
 
 // OpenGuard opens (or creates) the state file and locks it.
@@ -146,6 +147,9 @@ func (g *Guarded) TakeInjected() time.Duration {
 	}
 	return 0
 }
+
+// TakeQueued passes on the backend's wait for a shared device.
+func (g *Guarded) TakeQueued() time.Duration { return takeQueued(g.key.ks) }
 
 // recoverSave turns FilePV's panic on a failed state write into an error:
 // the signature is then not returned, which is the safe outcome.

@@ -19,6 +19,11 @@ type SignRecord struct {
 	Start    time.Time
 	Latency  time.Duration // whole call, injected delay included
 	Injected time.Duration // part of Latency added by a latency model
+	// Queued is the part of Latency spent waiting for a shared signing
+	// device (Device) before it started on this signature; OnDevice says
+	// whether the signer is on one at all (a zero wait is then a sample).
+	Queued   time.Duration
+	OnDevice bool
 	Err      error
 }
 
@@ -36,9 +41,10 @@ func (f ObserverFunc) SignDone(r SignRecord) { f(r) }
 // Instrumented times every proposal and vote signature of inner and
 // reports it to an Observer.
 type Instrumented struct {
-	inner Signer
-	obs   Observer
-	now   func() time.Time
+	inner    Signer
+	obs      Observer
+	now      func() time.Time
+	onDevice bool // inner signs on a shared Device: report its queue waits
 }
 
 var (
@@ -76,6 +82,9 @@ func (s *Instrumented) report(phase string, h int64, r int32, blockID string, st
 	rec := SignRecord{Phase: phase, Height: h, Round: r, BlockID: blockID, Start: start, Latency: s.now().Sub(start), Err: err}
 	if ir, ok := s.inner.(InjectedReporter); ok {
 		rec.Injected = ir.TakeInjected()
+	}
+	if qr, ok := s.inner.(QueueReporter); ok && s.onDevice {
+		rec.Queued, rec.OnDevice = qr.TakeQueued(), true
 	}
 	s.obs.SignDone(rec)
 }

@@ -32,6 +32,7 @@ var (
 	_ Signer           = (*Delayed)(nil)
 	_ Closer           = (*Delayed)(nil)
 	_ InjectedReporter = (*Delayed)(nil)
+	_ QueueReporter    = (*Delayed)(nil)
 )
 
 // InjectedReporter is an optional ability of a decorator chain: it tells
@@ -111,6 +112,9 @@ func (d *Delayed) TakeInjected() time.Duration {
 	}
 	return total
 }
+
+// TakeQueued passes on the inner chain's wait for a shared device.
+func (d *Delayed) TakeQueued() time.Duration { return takeQueued(d.inner) }
 
 // Close ends any delay in progress at once (that signature is refused)
 // and closes the inner signer.

@@ -30,6 +30,7 @@ var (
 	_ Signer           = (*swappable)(nil)
 	_ Closer           = (*swappable)(nil)
 	_ InjectedReporter = (*swappable)(nil)
+	_ QueueReporter    = (*swappable)(nil)
 )
 
 func (s *swappable) current() (Signer, error) {
@@ -85,6 +86,13 @@ func (s *swappable) TakeInjected() time.Duration {
 		if r, ok := in.(InjectedReporter); ok {
 			return r.TakeInjected()
 		}
+	}
+	return 0
+}
+
+func (s *swappable) TakeQueued() time.Duration {
+	if in, err := s.current(); err == nil {
+		return takeQueued(in)
 	}
 	return 0
 }

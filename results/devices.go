@@ -1,0 +1,150 @@
+package results
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// DeviceSample is a shared signing device's account since the network
+// started, as the runner read it (cumulative).
+type DeviceSample struct {
+	Name    string `json:"name"`
+	Profile string `json:"profile,omitempty"` // "" = none (real signers only)
+	// Signatures of this chain's signers, and of the background chains (a
+	// MODEL load; BackgroundChains of them), served by the device.
+	Signatures           int64   `json:"signatures"`
+	BackgroundSignatures int64   `json:"background_signatures"`
+	BackgroundChains     int     `json:"background_chains,omitempty"`
+	BusyMS               float64 `json:"busy_ms"` // time the device spent signing
+	WallMS               float64 `json:"wall_ms"` // time since the network started
+}
+
+// DeviceSummary is one entry of summary.json's devices. Utilisation is
+// busy / wall; the counters are nil when the run recorded no device event
+// (it ended before the first): valnet cannot tell them.
+type DeviceSummary struct {
+	Profile              string   `json:"profile"`
+	Validators           []string `json:"validators"` // this chain's validators on it, in run_start order
+	BackgroundChains     int      `json:"background_chains"`
+	Utilisation          *float64 `json:"utilisation"`
+	Signatures           *int64   `json:"signatures"`
+	BackgroundSignatures *int64   `json:"background_signatures"`
+	BusyMS               *float64 `json:"busy_ms"`
+	WallMS               *float64 `json:"wall_ms"`
+}
+
+// summarizeDevices lists the devices of run_start's validators and of
+// device events, each with its last device event's counters.
+func summarizeDevices(events []Event, start *Event) map[string]*DeviceSummary {
+	out := map[string]*DeviceSummary{}
+	get := func(name string) *DeviceSummary {
+		d, ok := out[name]
+		if !ok {
+			d = &DeviceSummary{Validators: []string{}}
+			out[name] = d
+		}
+		return d
+	}
+	if start != nil {
+		for _, v := range start.Validators {
+			if v.Device != "" {
+				d := get(v.Device)
+				d.Validators = append(d.Validators, v.Name)
+			}
+		}
+	}
+	for i := range events {
+		ev := &events[i]
+		if ev.Kind != KindDevice || ev.Device == nil || ev.Device.Name == "" {
+			continue
+		}
+		d, smp := get(ev.Device.Name), *ev.Device
+		d.Profile, d.BackgroundChains = smp.Profile, smp.BackgroundChains
+		d.Signatures, d.BackgroundSignatures = &smp.Signatures, &smp.BackgroundSignatures
+		busy, wall := roundMS(smp.BusyMS), roundMS(smp.WallMS)
+		d.BusyMS, d.WallMS = &busy, &wall
+		d.Utilisation = nil
+		if smp.WallMS > 0 {
+			u := math.Round(smp.BusyMS/smp.WallMS*1e4) / 1e4
+			d.Utilisation = &u
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// signQueue is the validator's queue waits; zero stats when it is on no
+// device (an expectation then notes "no samples").
+func (v *ValidatorSummary) signQueue() LatencyStats {
+	if v.SignQueueMS == nil {
+		return LatencyStats{}
+	}
+	return *v.SignQueueMS
+}
+
+// deviceTables are the shared-device sections of the text table,
+// summary.md and report.html, built once: the devices, then the queue
+// waits of the validators on them. Empty without devices.
+type deviceTables struct {
+	Note         string
+	DeviceHead   []string
+	DeviceRows   [][]string
+	QueueHead    []string
+	QueueRows    [][]string
+	HasQueueRows bool
+}
+
+// deviceNote explains the columns, and what is a MODEL.
+const deviceNote = "one queue per device, one signature at a time, first come first served; utilisation = time signing / time since the network started; " +
+	"background = other chains' signatures (a MODEL load); queue = wait before the device started on a signature (part of sign latency), ms"
+
+func newDeviceTables(s *Summary) *deviceTables {
+	if len(s.Devices) == 0 {
+		return nil
+	}
+	t := &deviceTables{Note: deviceNote,
+		DeviceHead: []string{"device", "profile", "utilisation", "signatures", "background signatures", "background chains", "validators"},
+		QueueHead:  []string{"validator", "device", "queue p50", "queue p95", "queue p99", "queue max", "sign p50/p99", "missed"}}
+	names := make([]string, 0, len(s.Devices))
+	for name := range s.Devices {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	unknown := "? (no device event)"
+	for _, name := range names {
+		d := s.Devices[name]
+		util, sigs, bg := unknown, unknown, unknown
+		if d.Utilisation != nil {
+			util = strconv.FormatFloat(*d.Utilisation*100, 'f', 1, 64) + " %"
+		}
+		if d.Signatures != nil {
+			sigs = strconv.FormatInt(*d.Signatures, 10)
+		}
+		if d.BackgroundSignatures != nil {
+			bg = strconv.FormatInt(*d.BackgroundSignatures, 10)
+		}
+		t.DeviceRows = append(t.DeviceRows, []string{name, orDash(d.Profile), util, sigs, bg,
+			strconv.Itoa(d.BackgroundChains), orDash(strings.Join(d.Validators, ", "))})
+	}
+	for _, v := range s.Validators {
+		if v.SignQueueMS == nil {
+			continue
+		}
+		q := *v.SignQueueMS
+		ms := func(x float64) string {
+			if q.Count == 0 {
+				return "-"
+			}
+			return formatLatency(x)
+		}
+		t.QueueRows = append(t.QueueRows, []string{v.Name, orDash(v.Device), ms(q.P50), ms(q.P95), ms(q.P99), ms(q.Max),
+			p50p99(v.SignLatencyMS.All), fmt.Sprintf("%d/%d", v.MissedPrecommits, v.PrecommitsCounted)})
+	}
+	t.HasQueueRows = len(t.QueueRows) > 0
+	return t
+}

@@ -1,0 +1,138 @@
+package results
+
+import (
+	"bytes"
+	"path/filepath"
+	"testing"
+
+	"github.com/valnet/valnet/internal/phase"
+)
+
+func queued(ev Event, ms float64) Event { ev.QueueMS = &ms; return ev }
+
+func deviceEv(ms float64, smp DeviceSample) Event {
+	return Event{Time: at(ms), Kind: KindDevice, Device: &smp}
+}
+
+func devicesEvents() []Event {
+	start := runStart("hsm", "v1")
+	start.Validators[0].Device = "hsm"
+	start.Expect = []Expectation{{Metric: "sign_queue_p50_ms", Validator: "hsm", Min: ptrF(100)},
+		{Metric: "sign_queue_max_ms", Validator: "v1", Max: ptrF(0)}}
+	return []Event{start,
+		queued(withLatency(signEv("hsm", phase.Prevote, 1, 0, "aa"), 150, 130), 0),
+		queued(withLatency(signEv("hsm", phase.Precommit, 1, 0, "aa"), 400, 130), 250),
+		queued(withLatency(signEv("hsm", phase.Prevote, 2, 0, "bb"), 300, 130), 150),
+		queued(withError(signEv("hsm", phase.Precommit, 2, 0, "bb"), "signing device is closed"), 900), // failed: no sample
+		withLatency(signEv("v1", phase.Prevote, 1, 0, "aa"), 1, 0),
+		deviceEv(5000, DeviceSample{Name: "hsm", Profile: "yubihsm2", Signatures: 2, BackgroundSignatures: 20, BackgroundChains: 5, BusyMS: 2500, WallMS: 5000}),
+		deviceEv(9000, DeviceSample{Name: "hsm", Profile: "yubihsm2", Signatures: 4, BackgroundSignatures: 40, BackgroundChains: 5, BusyMS: 8100, WallMS: 9000}),
+		runEnd(9000, StopHeights)}
+}
+
+func ptrF(v float64) *float64 { return &v }
+
+func TestDevicesSummary(t *testing.T) {
+	s := Summarize(devicesEvents())
+	d := s.Devices["hsm"]
+	if d == nil || len(s.Devices) != 1 {
+		t.Fatalf("devices %+v, want hsm only", s.Devices)
+	}
+	if d.Profile != "yubihsm2" || d.BackgroundChains != 5 || *d.Signatures != 4 || *d.BackgroundSignatures != 40 || *d.Utilisation != 0.9 {
+		t.Errorf("hsm %+v, want the last device event's account (utilisation 0.9)", d)
+	}
+	if len(d.Validators) != 1 || d.Validators[0] != "hsm" {
+		t.Errorf("validators on hsm %v", d.Validators)
+	}
+	hsm, v1 := vByName(t, s, "hsm"), vByName(t, s, "v1")
+	if hsm.Device != "hsm" || hsm.SignQueueMS == nil || hsm.SignQueueMS.Count != 3 || hsm.SignQueueMS.P50 != 150 || hsm.SignQueueMS.Max != 250 {
+		t.Errorf("hsm sign_queue_ms %+v (device %q), want 3 samples, p50 150, max 250", hsm.SignQueueMS, hsm.Device)
+	}
+	if v1.Device != "" || v1.SignQueueMS != nil {
+		t.Errorf("v1 is on no device, got device %q queue %+v", v1.Device, v1.SignQueueMS)
+	}
+	for _, e := range s.Expectations {
+		if !e.OK && e.Validator == "hsm" {
+			t.Errorf("expectation %+v failed", e)
+		}
+	}
+}
+
+// A device named by run_start but never reported: its counters are
+// unknown (null), not zero.
+func TestDeviceWithoutEventsIsUnknown(t *testing.T) {
+	start := runStart("hsm")
+	start.Validators[0].Device = "hsm"
+	s := Summarize([]Event{start, runEnd(100, StopError)})
+	d := s.Devices["hsm"]
+	if d == nil || d.Utilisation != nil || d.Signatures != nil {
+		t.Fatalf("device %+v, want listed with unknown counters", d)
+	}
+	if s := Summarize([]Event{runStart("v1"), runEnd(100, StopHeights)}); s.Devices != nil {
+		t.Errorf("a run without devices has devices %+v", s.Devices)
+	}
+}
+
+// summary.json rebuilt from events.jsonl (what `valnet report` does) is the
+// summary of the events as emitted.
+func TestDevicesSummarySurvivesEventsFile(t *testing.T) {
+	events := devicesEvents()
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	w, err := NewWriter(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events {
+		w.Emit(e)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b bytes.Buffer
+	if err := WriteSummaryJSON(&a, Summarize(events)); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteSummaryJSON(&b, Summarize(back)); err != nil {
+		t.Fatal(err)
+	}
+	if a.String() != b.String() {
+		t.Errorf("summary from events.jsonl differs:\n%s\nwant\n%s", b.String(), a.String())
+	}
+	if !bytes.Contains(a.Bytes(), []byte(`"sign_queue_ms"`)) || !bytes.Contains(a.Bytes(), []byte(`"background_signatures": 40`)) {
+		t.Errorf("summary.json lacks the device keys:\n%s", a.String())
+	}
+}
+
+// The table, summary.md and report.html show the devices section only for
+// a run with a device, with the queue and the utilisation.
+func TestDevicesInReports(t *testing.T) {
+	with, without := devicesEvents(), []Event{runStart("v1"), runEnd(100, StopHeights)}
+	for _, tc := range []struct {
+		name  string
+		write func(*bytes.Buffer, *Summary, []Event) error
+	}{
+		{"table", func(b *bytes.Buffer, s *Summary, _ []Event) error { return WriteTable(b, s) }},
+		{"markdown", func(b *bytes.Buffer, s *Summary, _ []Event) error { return WriteMarkdown(b, s) }},
+		{"html", func(b *bytes.Buffer, s *Summary, ev []Event) error { return WriteHTMLReport(b, s, ev) }},
+	} {
+		var a, b bytes.Buffer
+		if err := tc.write(&a, Summarize(with), with); err != nil {
+			t.Fatal(err)
+		}
+		if err := tc.write(&b, Summarize(without), without); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"Shared signing devices", "90.0 %", "yubihsm2", "MODEL", "queue p50"} {
+			if !bytes.Contains(a.Bytes(), []byte(want)) {
+				t.Errorf("%s with a device lacks %q", tc.name, want)
+			}
+		}
+		if bytes.Contains(b.Bytes(), []byte("Shared signing devices")) {
+			t.Errorf("%s without a device shows a devices section", tc.name)
+		}
+	}
+}

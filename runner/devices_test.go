@@ -1,0 +1,127 @@
+package runner
+
+import (
+	"context"
+	"math"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/valnet/valnet/results"
+)
+
+// devicesYAML: two simulated validators on one 40 ms device with two
+// background chains, beside two local validators.
+const devicesYAML = `
+name: e2e-device
+chain:
+  timeouts: {propose: 1s, propose_delta: 100ms, prevote: 300ms, prevote_delta: 50ms,
+             precommit: 300ms, precommit_delta: 50ms, commit: 200ms}
+run:
+  heights: 6
+  max_duration: 3m
+profiles:
+  test-hsm:
+    latency: 40ms
+devices:
+  hsm:
+    profile: test-hsm
+    background: {chains: 2, block_time: 500ms, spacing: 20ms, jitter: 10ms}
+validators:
+  - name: a
+    signer: {type: simulated, device: hsm}
+  - name: b
+    signer: {type: simulated, device: hsm}
+  - name: v
+    count: 2
+expect:
+  - {metric: heights_committed, min: 6}
+`
+
+func TestRunSharedDevice(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	showLogsOnFailure(t, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	out, err := Run(ctx, parse(t, devicesYAML), Options{OutDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := out.Summary
+	if s.StopReason != results.StopHeights {
+		t.Fatalf("stop %q: %+v", s.StopReason, s.Expectations)
+	}
+	d := s.Devices["hsm"]
+	if d == nil || d.Utilisation == nil || *d.Utilisation <= 0 || *d.Utilisation > 1 {
+		t.Fatalf("device hsm %+v, want a utilisation in (0, 1]", d)
+	}
+	if *d.BackgroundSignatures == 0 || d.BackgroundChains != 2 || d.Profile != "test-hsm" {
+		t.Errorf("device hsm %+v: want background signatures from 2 chains", d)
+	}
+	if !reflect.DeepEqual(d.Validators, []string{"a", "b"}) {
+		t.Errorf("validators on hsm %v, want [a b]", d.Validators)
+	}
+
+	events, err := results.ReadFile(filepath.Join(dir, EventsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each signature's time on the device: from the end of its queue wait
+	// for its modelled service time. Two of them must never overlap.
+	type span struct {
+		from, to time.Time
+		who      string
+	}
+	var spans []span
+	signed := 0
+	for _, e := range events {
+		if e.Kind != results.KindSign || (e.Validator != "a" && e.Validator != "b") {
+			continue
+		}
+		if e.QueueMS == nil {
+			t.Fatalf("sign event of %s on a device without queue_ms: %+v", e.Validator, e)
+		}
+		if e.Error != "" {
+			continue
+		}
+		signed++
+		start := e.Time.Add(-time.Duration(e.LatencyMS * float64(time.Millisecond)))
+		from := start.Add(time.Duration(*e.QueueMS * float64(time.Millisecond)))
+		spans = append(spans, span{from, from.Add(time.Duration(e.InjectedMS * float64(time.Millisecond))), e.Validator})
+	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i].from.Before(spans[j].from) })
+	const slack = 2 * time.Millisecond // event times are rounded to microseconds
+	for i := 1; i < len(spans); i++ {
+		if prev, cur := spans[i-1], spans[i]; cur.from.Add(slack).Before(prev.to) {
+			t.Errorf("%s signed on the device from %v while %s held it until %v", cur.who, cur.from, prev.who, prev.to)
+		}
+	}
+	if diff := math.Abs(float64(*d.Signatures - int64(signed))); diff > 2 {
+		t.Errorf("device counted %d signatures, sign events show %d", *d.Signatures, signed)
+	}
+	var waited float64
+	for _, name := range []string{"a", "b"} {
+		for _, v := range s.Validators {
+			if v.Name == name {
+				if v.Device != "hsm" || v.SignQueueMS == nil || v.SignQueueMS.Count == 0 {
+					t.Errorf("%s: device %q queue %+v", name, v.Device, v.SignQueueMS)
+				} else {
+					waited = max(waited, v.SignQueueMS.Max)
+				}
+			}
+		}
+	}
+	if waited == 0 {
+		t.Error("no signature of a or b ever waited for the device it shares with the other and two background chains")
+	}
+
+	rebuilt, err := Report(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(rebuilt, s) {
+		t.Error("summary rebuilt from events.jsonl differs from the run's")
+	}
+}
