@@ -87,9 +87,6 @@ func Prepare(cfg Config) (*Sweep, error) {
 			errs = append(errs, fmt.Errorf("--set %s: value %s is listed twice", a.Path, dup))
 		}
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
 	s := &Sweep{Config: cfg, Labels: axisLabels(cfg.Axes)}
 	names := map[string]bool{}
 	hash := sha256.New()
