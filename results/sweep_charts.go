@@ -43,8 +43,6 @@ func SweepLineChart(title, xLabel, yLabel string, xLabels []string, series []Swe
 		p.X.Label.Text, p.Y.Label.Text = xLabel, yLabel
 		p.Add(newGrid())
 		l := newLegend()
-		// Room for a browser's sans-serif, wider than the face measured.
-		l.ThumbnailWidth = 28
 		any := false
 		yMin, yMax := math.Inf(1), math.Inf(-1)
 		for i, s := range series {

@@ -172,6 +172,7 @@ td.key{text-align:left;font-family:monospace}
 .note{color:#666;font-style:italic}
 svg.chart{max-width:100%;height:auto;display:block;margin:0.5em 0 1.5em}
 .warn{color:#a40}
+.wide{overflow-x:auto}
 </style></head><body>
 <h1>{{.Title}}</h1>
 <p>Backend {{.Backend}}; {{.Points}} points × {{.Repeat}} repeats; {{.Seeds}}.
@@ -179,9 +180,9 @@ svg.chart{max-width:100%;height:auto;display:block;margin:0.5em 0 1.5em}
 <p>Keys: {{range $i, $k := .Keys}}{{if $i}}, {{end}}<b>{{$k.Label}}</b> = <code>{{$k.Path}}</code>{{end}}.
 Values are the mean over a point's finished runs, with [min–max] when they differ; – means no value.
 The scenario's expectations are in sweep.md and do not set the exit code.</p>
-<table><tr>{{range .Labels}}<th>{{.}}</th>{{end}}<th>runs</th>{{range .Metrics}}<th>{{.}}</th>{{end}}</tr>
+<div class="wide"><table><tr>{{range .Labels}}<th>{{.}}</th>{{end}}<th>runs</th>{{range .Metrics}}<th>{{.}}</th>{{end}}</tr>
 {{range .Rows}}<tr>{{range .Values}}<td class="key">{{.}}</td>{{end}}<td>{{.Runs}}</td>{{range .Cells}}<td>{{.}}</td>{{end}}</tr>
-{{end}}</table>
+{{end}}</table></div>
 {{range .Charts}}<h2>{{.Name}}</h2>
 {{if .Line.SVG}}{{.Line.SVG}}{{else}}<p class="note">{{.Line.Note}}</p>{{end}}
 {{with .Heatmap}}{{if .SVG}}{{.SVG}}{{else}}<p class="note">{{.Note}}</p>{{end}}{{end}}
