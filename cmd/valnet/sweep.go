@@ -117,7 +117,7 @@ func sweepResult(cmd *cobra.Command, sw *sweep.Sweep, o *sweep.Outcome) error {
 		sw.OutDir, sweep.HTMLFile, sweep.MarkdownFile, sweep.CSVFile, sweep.JSONFile)
 	switch {
 	case o.Interrupted:
-		return &exitError{exitBadInput, fmt.Errorf("interrupted; %d runs finished are kept: run the same command again to go on", o.Ran+o.Resumed)}
+		return &exitError{exitBadInput, fmt.Errorf("interrupted; the %d finished runs are kept: run the same command again to go on", o.Ran+o.Resumed)}
 	case len(o.Failed) > 0:
 		return &exitError{exitBadInput, fmt.Errorf("%d runs could not be done (run the same command again to retry them):\n  %w", len(o.Failed), errors.Join(o.Failed...))}
 	}
