@@ -75,6 +75,8 @@ func (d *decoder) resolveBackground(key string, rb *rawBackground) *BackgroundPl
 		return bp
 	}
 	switch k := key + ".chains"; {
+	case d.failed(k):
+		// already reported (a wrong type, or a bad --set value)
 	case rb.Chains == nil:
 		d.fail(d.valuePos(key), k, "required: how many other chains this device serves, e.g. chains: 9")
 	case *rb.Chains < 0 || *rb.Chains > maxBackgroundChains:

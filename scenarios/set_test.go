@@ -219,3 +219,16 @@ func TestParseSetFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestSetBadValueIsOneError checks that a bad value set on a required key
+// is reported once, as the bad value, and not again as a missing key.
+func TestSetBadValueIsOneError(t *testing.T) {
+	_, err := ResolveWith("capacity-shared-hsm", Overrides{Set: []Setting{{Path: "devices[hsm].background.chains", Value: "abc"}}})
+	es, ok := AsErrors(err)
+	if !ok || len(es) != 1 {
+		t.Fatalf("want 1 error, got %v", err)
+	}
+	if want := "--set devices[hsm].background.chains=abc: expected an integer"; !strings.HasPrefix(es[0].Error(), want) {
+		t.Errorf("got %s, want %s...", es[0], want)
+	}
+}
