@@ -35,6 +35,15 @@ type metric struct {
 
 func count[T int | int32 | int64](v T) (float64, int) { return float64(v), -1 }
 
+// rate is n per counted height; its samples are the heights counted, so
+// a rate over none has no value ("no samples").
+func rate(n, counted int) (float64, int) {
+	if counted == 0 {
+		return 0, 0
+	}
+	return float64(n) / float64(counted), counted
+}
+
 // metrics implements every name in scenarios.Metrics (a test checks it).
 // Metrics are read off the Summary, so summary.json shows exactly the values
 // that expectations judged.
@@ -56,6 +65,12 @@ var metrics = map[string]metric{
 	"nil_precommits":    {perValidator: true, validator: func(v *ValidatorSummary, _ string) (float64, int) { return count(v.NilPrecommits) }},
 	"proposals_made":    {perValidator: true, validator: func(v *ValidatorSummary, _ string) (float64, int) { return count(v.Proposals.Made) }},
 	"proposals_missed":  {perValidator: true, validator: func(v *ValidatorSummary, _ string) (float64, int) { return count(v.Proposals.Missed) }},
+
+	"missed_precommits_rate": {perValidator: true, validator: func(v *ValidatorSummary, _ string) (float64, int) {
+		return rate(v.MissedPrecommits, v.PrecommitsCounted)
+	}},
+	"nil_precommits_rate": {perValidator: true, validator: func(v *ValidatorSummary, _ string) (float64, int) { return rate(v.NilPrecommits, v.PrecommitsCounted) }},
+	"missed_blocks_rate":  {perValidator: true, validator: func(v *ValidatorSummary, _ string) (float64, int) { return rate(v.MissedBlocks, v.PrecommitsCounted) }},
 
 	"missed_blocks":          {perValidator: true, validator: func(v *ValidatorSummary, _ string) (float64, int) { return count(v.MissedBlocks) }},
 	"consecutive_missed_max": {perValidator: true, validator: func(v *ValidatorSummary, _ string) (float64, int) { return count(v.ConsecutiveMissedMax) }},

@@ -25,6 +25,9 @@ type decoder struct {
 	// latencyText lets a latency also be written as latency.Parse's text,
 	// as the signer serve command's --latency is (its config file only).
 	latencyText bool
+	// sets are the command-line settings written into the tree
+	// (Overrides.Set); their nodes carry negative lines (setLine).
+	sets []Setting
 	// maxDuration is run.max_duration once resolved (0 before, and for a
 	// signer serve config): a latency longer than the run is an error.
 	maxDuration time.Duration
@@ -40,6 +43,9 @@ func newDecoder(file string) *decoder {
 
 // at is the position of n in the file.
 func (d *decoder) at(n *yaml.Node) Pos {
+	if k, ok := settingOf(n.Line); ok && k < len(d.sets) {
+		return setPos(d.sets[k])
+	}
 	return Pos{File: d.file, Line: n.Line, Col: n.Column}
 }
 

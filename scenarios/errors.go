@@ -20,6 +20,12 @@ type Error struct {
 // unknown (YAML syntax errors: yaml.v3 only reports a line).
 func (e Error) Error() string {
 	var b strings.Builder
+	if e.Pos.fromSet() {
+		// The setting names its path; the key would say it again.
+		b.WriteString(e.Pos.File + ": " + e.Msg)
+		writeAllowed(&b, e.Allowed)
+		return b.String()
+	}
 	b.WriteString(e.Pos.File)
 	if e.Pos.Line > 0 {
 		fmt.Fprintf(&b, ":%d", e.Pos.Line)
@@ -33,12 +39,17 @@ func (e Error) Error() string {
 		b.WriteString(": ")
 	}
 	b.WriteString(e.Msg)
-	if len(e.Allowed) > 0 {
+	writeAllowed(&b, e.Allowed)
+	return b.String()
+}
+
+// writeAllowed appends " (allowed: a, b)" when there is a closed set.
+func writeAllowed(b *strings.Builder, allowed []string) {
+	if len(allowed) > 0 {
 		b.WriteString(" (allowed: ")
-		b.WriteString(strings.Join(e.Allowed, ", "))
+		b.WriteString(strings.Join(allowed, ", "))
 		b.WriteString(")")
 	}
-	return b.String()
 }
 
 // Errors is every problem found in one scenario, in file order.

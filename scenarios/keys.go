@@ -38,30 +38,52 @@ func yamlFields(t reflect.Type) []yamlField {
 // This is what the JSON Schema and the docs are checked against.
 func keyLevels() map[string][]string {
 	levels := make(map[string][]string)
+	walkKeys(func(level, key string, _ reflect.Type) {
+		levels[level] = append(levels[level], key)
+	})
+	return levels
+}
+
+// walkKeys calls fn for every accepted key of every mapping level (named as
+// in keyLevels), in declaration order, with the Go type of the key's value
+// (pointers removed). It is the one walk over the raw schema; keyLevels and
+// the --set paths (set.go) both read it.
+func walkKeys(fn func(level, key string, t reflect.Type)) {
 	var walk func(path string, t reflect.Type)
 	walk = func(path string, t reflect.Type) {
 		for _, f := range yamlFields(t) {
-			levels[path] = append(levels[path], f.Key)
 			ft := t.Field(f.Index).Type
-			child := joinKey(path, f.Key)
 			if ft.Kind() == reflect.Pointer {
 				ft = ft.Elem()
 			}
-			if ft.Kind() == reflect.Map {
-				ft = ft.Elem()
-				child += ".*"
-			}
-			if ft.Kind() == reflect.Slice {
-				ft = ft.Elem()
-				child += "[]"
-			}
-			if ft.Kind() == reflect.Struct {
-				walk(child, ft)
+			fn(path, f.Key, ft)
+			child, elem := childLevel(joinKey(path, f.Key), ft)
+			if elem.Kind() == reflect.Struct {
+				walk(child, elem)
 			}
 		}
 	}
 	walk("", reflect.TypeFor[rawScenario]())
-	return levels
+}
+
+// childLevel is the level name below key, whose value has type t, and the
+// type of that level: "profiles.*" for a map, "validators[]" for a list.
+func childLevel(key string, t reflect.Type) (string, reflect.Type) {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() == reflect.Map {
+		t = t.Elem()
+		key += ".*"
+	}
+	if t.Kind() == reflect.Slice {
+		t = t.Elem()
+		key += "[]"
+	}
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return key, t
 }
 
 // joinKey extends a dotted key path.

@@ -25,6 +25,9 @@ import (
 // scenario is checked, so the result is checked as if the file said so.
 type Overrides struct {
 	Backend string // run.backend (valnet run --backend); "" keeps the file's
+	// Set writes keys into the scenario, in order, before it is decoded
+	// (valnet sweep --set; set.go has the path grammar).
+	Set []Setting
 }
 
 // Load reads and parses the scenario file at path.
@@ -96,6 +99,8 @@ func parse(file, source, dir string, data []byte, o Overrides) (*Plan, error) {
 	}
 	d := newDecoder(file)
 	d.dir = dir
+	d.sets = o.Set
+	d.errs = append(d.errs, applySettings(root, o.Set)...)
 	d.pos[""] = nodePos{Key: d.at(root), Value: d.at(root)}
 	var raw rawScenario
 	d.decode(root, "", reflect.ValueOf(&raw).Elem())
@@ -106,6 +111,9 @@ func parse(file, source, dir string, data []byte, o Overrides) (*Plan, error) {
 	}
 	plan.Source = source
 	plan.Text = data
+	if len(o.Set) > 0 {
+		plan.Text = settingsText(root, o.Set, data)
+	}
 	return plan, nil
 }
 

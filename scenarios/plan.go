@@ -1,8 +1,10 @@
 package scenarios
 
 import (
-	"github.com/valnet/valnet/internal/action"
+	"strings"
 	"time"
+
+	"github.com/valnet/valnet/internal/action"
 
 	"github.com/valnet/valnet/latency"
 )
@@ -289,3 +291,13 @@ type Pos struct {
 	Line int
 	Col  int
 }
+
+// setPrefix starts the File of a position in a command-line setting
+// (Overrides.Set) rather than in the file: "--set PATH=VALUE", no line.
+const setPrefix = "--set "
+
+// setPos is the position of a value given by setting s.
+func setPos(s Setting) Pos { return Pos{File: setPrefix + s.String()} }
+
+// fromSet reports whether p lies in a command-line setting.
+func (p Pos) fromSet() bool { return p.Line == 0 && strings.HasPrefix(p.File, setPrefix) }

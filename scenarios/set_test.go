@@ -1,0 +1,219 @@
+package scenarios
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/valnet/valnet/latency"
+)
+
+// setBase is the scenario the --set tests write into.
+const setBase = `name: set-base
+chain:
+  timeouts:
+    propose: 2s
+run:
+  heights: 5
+validators:
+  - name: hsm
+    signer: {type: simulated, profile: yubihsm2}
+  - name: v
+    count: 3
+profiles:
+  fast:
+    latency: 1ms
+`
+
+func parseWithSets(t *testing.T, sets ...Setting) (*Plan, error) {
+	t.Helper()
+	return parse("base.yaml", "base.yaml", "", []byte(setBase), Overrides{Set: sets})
+}
+
+func TestSetGood(t *testing.T) {
+	ms := time.Millisecond
+	tests := []struct {
+		set   []Setting
+		check func(p *Plan) any // returns the value to compare with want
+		want  any
+	}{
+		{[]Setting{{"run.heights", "3"}}, func(p *Plan) any { return p.Run.Heights }, int64(3)},
+		{[]Setting{{"run.seed", "42"}}, func(p *Plan) any { return p.Run.Seed }, int64(42)},
+		{[]Setting{{"chain.timeouts.propose", "500ms"}}, func(p *Plan) any { return p.Timeouts.Propose }, 500 * ms},
+		{[]Setting{{"chain.timeouts.commit", "2s"}}, func(p *Plan) any { return p.Timeouts.Commit }, 2 * time.Second},
+		{[]Setting{{"network.latency", "20ms"}}, func(p *Plan) any { return p.Network.Default.Latency.Spec }, latency.Spec{Dist: latency.Fixed, Value: 20 * ms}},
+		{[]Setting{{"network.bandwidth", "10mbit"}}, func(p *Plan) any { return p.Network.Default.Bandwidth }, 10e6 / 8},
+		{[]Setting{{"validators[v].count", "5"}}, func(p *Plan) any { return len(p.Validators) }, 6},
+		{[]Setting{{"validators[hsm].signer.latency", "200ms"}}, func(p *Plan) any { return p.Validators[0].Signer.Latency.Spec.Value }, 200 * ms},
+		{[]Setting{{"validators[hsm].signer.latency", "{dist: uniform, min: 1ms, max: 5ms}"}},
+			func(p *Plan) any { return p.Validators[0].Signer.Latency.Spec }, latency.Spec{Dist: latency.Uniform, Min: ms, Max: 5 * ms}},
+		{[]Setting{{"validators[hsm].signer.profile", "fast"}}, func(p *Plan) any { return p.Validators[0].Signer.Profile }, "fast"},
+		// a missing mapping on the way is created
+		{[]Setting{{"validators[v].signer.latency", "7ms"}}, func(p *Plan) any { return p.Validators[3].Signer.Latency.Spec.Value }, 7 * ms},
+		{[]Setting{{"profiles[slow].latency", "9ms"}}, func(p *Plan) any { return p.Profiles["slow"].Latency.Value }, 9 * ms},
+		// a later setting of the same key wins
+		{[]Setting{{"run.heights", "3"}, {"run.heights", "4"}}, func(p *Plan) any { return p.Run.Heights }, int64(4)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.set[0].String(), func(t *testing.T) {
+			p, err := parseWithSets(t, tt.set...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := tt.check(p); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+			if !strings.Contains(string(p.Text), "#   --set "+tt.set[0].String()) {
+				t.Errorf("the kept scenario text does not name the setting:\n%s", p.Text)
+			}
+		})
+	}
+}
+
+// TestSetTextReparses checks that the scenario kept beside a run (with
+// the settings applied) parses to the same plan.
+func TestSetTextReparses(t *testing.T) {
+	p, err := parseWithSets(t, Setting{"validators[hsm].signer.latency", "{dist: uniform, min: 1ms, max: 5ms}"}, Setting{"run.heights", "3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := Parse("again.yaml", p.Text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Run.Heights != 3 || !reflect.DeepEqual(q.Validators[0].Signer.Latency, p.Validators[0].Signer.Latency) {
+		t.Errorf("reparsed plan differs: heights %d, latency %+v", q.Run.Heights, q.Validators[0].Signer.Latency)
+	}
+}
+
+func TestSetBad(t *testing.T) {
+	tests := []struct {
+		set  Setting
+		want string
+	}{
+		{Setting{"validators[hsm].signer.latncy", "1s"},
+			`--set validators[hsm].signer.latncy=1s: unknown key "latncy" under validators[hsm].signer; did you mean "latency"? (allowed: type, key_type, via, latency, cpu_scale,`},
+		{Setting{"validators[nope].count", "2"},
+			`--set validators[nope].count=2: no entry of validators is named "nope" (allowed: hsm, v)`},
+		{Setting{"validators[hsm].count", "0"}, `--set validators[hsm].count=0: `},
+		{Setting{"validators[hsm].signer.latency", "fast"}, `--set validators[hsm].signer.latency=fast: `},
+		{Setting{"run.heights", "many"}, `--set run.heights=many: expected an integer, got "many"`},
+		{Setting{"run.heights", ""}, `--set run.heights=: no value; write an integer or remove the key`},
+		{Setting{"chain.timeouts.commit", "1"}, `--set chain.timeouts.commit=1: 1 has no unit; write e.g. 200ms`},
+		{Setting{"run.hieghts", "3"}, `--set run.hieghts=3: unknown key "hieghts" under run; did you mean "heights"?`},
+		{Setting{"validators.count", "3"}, `--set validators.count=3: validators is a list; pick an entry with validators[NAME]`},
+		{Setting{"run[x].heights", "3"}, `--set run[x].heights=3: run is not a list or a map; [x] selects nothing there`},
+		{Setting{"run.heights.max", "3"}, `--set run.heights.max=3: run.heights is a value (integer), not a mapping; end the path there`},
+		{Setting{"expect[x].max", "3"}, `--set expect[x].max=3: entries of expect have no name to select them by`},
+		{Setting{"run..heights", "3"}, `--set run..heights=3: path "run..heights" has an empty key`},
+		{Setting{"validators[hsm.count", "3"}, `--set validators[hsm.count=3: path "validators[hsm.count": validators[ has no closing ]`},
+		{Setting{"chain.timeouts.propose", "{a: [}"}, `--set chain.timeouts.propose={a: [}: the value is not YAML`},
+		{Setting{"network.latency", "{dist: fixed, value: 1ms, min: 2ms}"}, `--set network.latency={dist: fixed, value: 1ms, min: 2ms}: `},
+	}
+	for _, tt := range tests {
+		t.Run(tt.set.String(), func(t *testing.T) {
+			_, err := parseWithSets(t, tt.set)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !strings.HasPrefix(err.Error(), tt.want) {
+				t.Errorf("got  %s\nwant %s...", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "base.yaml:") {
+				t.Errorf("the error names a file position for a value given by --set: %s", err)
+			}
+		})
+	}
+}
+
+// TestSetErrorsTogether checks that every bad setting is reported at once,
+// beside the file's own problems.
+func TestSetErrorsTogether(t *testing.T) {
+	_, err := parseWithSets(t, Setting{"run.hieghts", "3"}, Setting{"chain.timeouts.commit", "x"})
+	es, ok := AsErrors(err)
+	if !ok || len(es) != 2 {
+		t.Fatalf("want 2 errors, got %v", err)
+	}
+}
+
+func TestSplitValues(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []string
+		err  string
+	}{
+		{"50ms,200ms, 1s", []string{"50ms", "200ms", "1s"}, ""},
+		{"3", []string{"3"}, ""},
+		{"{dist: uniform, min: 1ms, max: 5ms},200ms", []string{"{dist: uniform, min: 1ms, max: 5ms}", "200ms"}, ""},
+		{"[a, b],[c]", []string{"[a, b]", "[c]"}, ""},
+		{`"a,b",'c,d'`, []string{`"a,b"`, `'c,d'`}, ""},
+		{`"a\",b"`, []string{`"a\",b"`}, ""},
+		{"{a: [1, 2]}", []string{"{a: [1, 2]}"}, ""},
+		{"", nil, "empty value at character 1"},
+		{"1s,,2s", nil, "empty value at character 4"},
+		{"1s,", nil, "empty value"},
+		{"{a: 1", nil, `unclosed "{" (expected '}')`},
+		{"{a: 1]", nil, `unbalanced ']' at character 6`},
+		{`"abc`, nil, "unclosed quote \""},
+	}
+	for _, tt := range tests {
+		got, err := SplitValues(tt.in)
+		switch {
+		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+			t.Errorf("SplitValues(%q): error %v, want %q", tt.in, err, tt.err)
+		case tt.err == "" && err != nil:
+			t.Errorf("SplitValues(%q): %v", tt.in, err)
+		case tt.err == "" && !reflect.DeepEqual(got, tt.want):
+			t.Errorf("SplitValues(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestPathKind(t *testing.T) {
+	tests := []struct {
+		path string
+		want ValueKind
+		err  string
+	}{
+		{"validators[hsm].signer.latency", KindLatency, ""},
+		{"validators[hsm].signer.latency.value", KindDuration, ""},
+		{"chain.timeouts.propose", KindDuration, ""},
+		{"network.latency", KindLatency, ""},
+		{"network.bandwidth", KindString, ""},
+		{"run.heights", KindInteger, ""},
+		{"run.seed", KindInteger, ""},
+		{"validators[v].count", KindInteger, ""},
+		{"validators[v].signer.cpu_scale", KindNumber, ""},
+		{"validators[v].signer.profile", KindString, ""},
+		{"validators[v]", KindMapping, ""},
+		{"profiles[fast]", KindMapping, ""},
+		{"network.zones[eu]", KindList, ""},
+		{"chain.timeouts", KindMapping, ""},
+		{"nope", "", `unknown key "nope"`},
+		{"validators[v].signer.latncy", "", `unknown key "latncy" under validators[v].signer; did you mean "latency"?`},
+	}
+	for _, tt := range tests {
+		got, err := PathKind(tt.path)
+		switch {
+		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+			t.Errorf("PathKind(%q): error %v, want %q", tt.path, err, tt.err)
+		case tt.err == "" && err != nil:
+			t.Errorf("PathKind(%q): %v", tt.path, err)
+		case got != tt.want:
+			t.Errorf("PathKind(%q) = %s, want %s", tt.path, got, tt.want)
+		}
+	}
+}
+
+func TestParseSetFlag(t *testing.T) {
+	path, vals, err := ParseSetFlag("validators[hsm].signer.latency=50ms,{dist: fixed, value: 1s}")
+	if err != nil || path != "validators[hsm].signer.latency" || !reflect.DeepEqual(vals, []string{"50ms", "{dist: fixed, value: 1s}"}) {
+		t.Errorf("got %q %q %v", path, vals, err)
+	}
+	for _, bad := range []string{"run.heights", "=3", "run.hieghts=3", "run.heights=3,,4"} {
+		if _, _, err := ParseSetFlag(bad); err == nil {
+			t.Errorf("ParseSetFlag(%q): no error", bad)
+		}
+	}
+}
