@@ -65,16 +65,10 @@ func (t Target) String() string {
 	return t.Metric + " " + t.Op + " " + strconv.FormatFloat(t.Bound, 'g', -1, 64)
 }
 
-// Holds judges one run's metrics against the target. A run without the
-// metric is an error: the target was checked against the plan, so this
-// means the run did not report it.
-func (t Target) Holds(metrics map[string]float64) (value float64, held bool, err error) {
-	v, ok := metrics[t.Metric]
-	if !ok {
-		return 0, false, fmt.Errorf("the run reports no %s", t.Metric)
-	}
+// Holds judges one run's value of the target's metric.
+func (t Target) Holds(v float64) bool {
 	if t.Op == AtLeast {
-		return v, v >= t.Bound, nil
+		return v >= t.Bound
 	}
-	return v, v <= t.Bound, nil
+	return v <= t.Bound
 }

@@ -2,9 +2,9 @@ package sweep
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,9 +19,12 @@ const HoldRule = "all-runs"
 
 // ThresholdRun is one run of a probe, judged against the target.
 type ThresholdRun struct {
-	Run
-	Value float64 `json:"target_value"` // the target's metric in this run
-	Held  bool    `json:"held"`
+	Result
+	// Value is the target's metric in this run; null when the run has no
+	// value for it (no samples: e.g. a rate over no counted heights), and
+	// then the run does not hold: the target could not be shown to hold.
+	Value *float64 `json:"target_value"`
+	Held  bool     `json:"held"`
 	// Reused: the run was found finished in the out dir, not run again.
 	Reused bool `json:"reused,omitempty"`
 }
@@ -49,21 +52,26 @@ type Threshold struct {
 	// RunPoint runs the scenario once with Key set to value.
 	RunPoint RunPointFunc
 	// Finished reads a run directory left by an earlier search, if that run
-	// finished (ok false: run it again).
-	Finished func(dir string) (Run, bool)
+	// finished (ok false: run it again); LoadFinished.
+	Finished func(dir string) (res Result, ok bool, err error)
 	// Out gets every probe as it finishes and the result line.
 	Out io.Writer
+	// Status, if set, gets a line as each run starts.
+	Status io.Writer
 	// Stamp identifies what the runs depend on (scenario text, key,
 	// backend, seeds): a directory made by another search is refused.
 	Stamp Stamp
 }
 
-// RunPointFunc runs the scenario once with key=value and seed into dir.
-type RunPointFunc func(ctx context.Context, key, value string, seed int64, dir string) (Run, error)
+// RunPointFunc runs the scenario once with key=value and seed into dir
+// (a new directory): RunPoint with a Runner.
+type RunPointFunc func(ctx context.Context, key, value string, seed int64, dir string) (Result, error)
 
-// ProbeDir is where the repeat-th run (from 1) of value goes under out.
-func ProbeDir(out, key, value string, repeat int) string {
-	return filepath.Join(out, PointDirName(map[string]string{key: value}), "r"+strconv.Itoa(repeat))
+// ProbeDir is where the repeat-th run (from 1) of value goes under out:
+// out/VALUE/rN, e.g. runs/t/550ms/r1 (one key per search directory; grid
+// values are plain text: 550ms, 12, 0.25).
+func ProbeDir(out, value string, repeat int) string {
+	return filepath.Join(out, value, "r"+strconv.Itoa(repeat))
 }
 
 // Search runs the search, writing threshold.json under OutDir after every
@@ -97,26 +105,25 @@ func (t *Threshold) Search(ctx context.Context) (*ThresholdReport, error) {
 func (t *Threshold) probe(ctx context.Context, value string) (ThresholdProbe, error) {
 	p := ThresholdProbe{Value: value}
 	for i, seed := range t.Seeds {
-		dir := ProbeDir(t.OutDir, t.Key, value, i+1)
-		run, reused := t.Finished(dir)
+		dir := ProbeDir(t.OutDir, value, i+1)
+		run, reused, err := t.Finished(dir)
+		if err != nil {
+			return p, err
+		}
 		if reused && run.Seed != seed {
 			reused = false // made with another seed: run it again
 		}
 		if !reused {
-			if err := ctx.Err(); err != nil {
+			if run, err = t.runOnce(ctx, value, i, seed, dir); err != nil {
 				return p, err
 			}
-			var err error
-			if run, err = t.RunPoint(ctx, t.Key, value, seed, dir); err != nil {
-				return p, fmt.Errorf("%s=%s, run %d of %d (seed %d, %s): %w", t.Key, value, i+1, len(t.Seeds), seed, dir, err)
-			}
 		}
-		v, held, err := t.Target.Holds(run.Metrics)
-		if err != nil {
-			return p, fmt.Errorf("%s=%s, run %d (%s): %w", t.Key, value, i+1, dir, err)
+		r := ThresholdRun{Result: run, Reused: reused}
+		if v, ok := run.Metrics[t.Target.Metric]; ok {
+			r.Value, r.Held = &v, t.Target.Holds(v)
 		}
-		p.Runs = append(p.Runs, ThresholdRun{Run: run, Value: v, Held: held, Reused: reused})
-		if held {
+		p.Runs = append(p.Runs, r)
+		if r.Held {
 			p.HeldRuns++
 		}
 	}
@@ -125,11 +132,39 @@ func (t *Threshold) probe(ctx context.Context, value string) (ThresholdProbe, er
 	return p, nil
 }
 
+// runOnce runs repeat i into dir, removing what an unfinished run left
+// there (the directory is this search's: claimed by its stamp).
+func (t *Threshold) runOnce(ctx context.Context, value string, i int, seed int64, dir string) (Result, error) {
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return Result{}, err
+	}
+	if t.Status != nil {
+		fmt.Fprintf(t.Status, "valnet: %s=%s run %d/%d (seed %d) into %s\n", t.Key, value, i+1, len(t.Seeds), seed, dir)
+	}
+	run, err := t.RunPoint(ctx, t.Key, value, seed, dir)
+	if err == nil && !run.Finished() {
+		err = fmt.Errorf("the run stopped early (%s)", run.StopReason)
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+	}
+	if err != nil {
+		return run, fmt.Errorf("%s=%s, run %d of %d (seed %d, %s): %w", t.Key, value, i+1, len(t.Seeds), seed, dir, err)
+	}
+	return run, nil
+}
+
 func (t *Threshold) printProbe(n int, p ThresholdProbe) {
 	vals := make([]string, len(p.Runs))
 	reused := 0
 	for i, r := range p.Runs {
-		vals[i] = strconv.FormatFloat(r.Value, 'g', 4, 64)
+		vals[i] = "n/a"
+		if r.Value != nil {
+			vals[i] = strconv.FormatFloat(*r.Value, 'g', 4, 64)
+		}
 		if r.Reused {
 			reused++
 		}
@@ -147,6 +182,3 @@ func (t *Threshold) printProbe(n int, p ThresholdProbe) {
 	}
 	fmt.Fprintf(t.Out, "probe %d  %s=%s  %s: %s  %s%s\n", n, t.Key, p.Value, t.Target.Metric, strings.Join(vals, " "), verdict, note)
 }
-
-// ErrInterrupted is what Search returns when ctx ended before it was done.
-var ErrInterrupted = errors.New("interrupted")

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -115,11 +116,12 @@ func (r *ThresholdReport) write(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	data, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	return atomicfile.Write(filepath.Join(dir, ThresholdFile), append(data, '\n'), 0o644)
+	return atomicfile.WriteWith(filepath.Join(dir, ThresholdFile), 0o644, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false) // the target reads "<= 0.05", not "\u003c= 0.05"
+		return enc.Encode(r)
+	})
 }
 
 // ReadThreshold reads dir's threshold.json.

@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/valnet/valnet/results"
 )
 
 // fakeRuns is a hand-written point runner: the target metric is a
@@ -23,35 +26,41 @@ type fakeRuns struct {
 	cancelAt int
 }
 
-func (f *fakeRuns) run(ctx context.Context, key, value string, seed int64, dir string) (Run, error) {
+func (f *fakeRuns) run(ctx context.Context, key, value string, seed int64, dir string) (Result, error) {
 	f.calls = append(f.calls, fmt.Sprintf("%s=%s/%d", key, value, seed))
 	n := len(f.calls)
 	if n == f.cancelAt {
 		f.cancel()
-		return Run{}, ctx.Err()
+		return Result{}, ctx.Err()
 	}
 	if n == f.failAt {
-		return Run{}, errors.New("the network did not start")
+		return Result{}, errors.New("the network did not start")
 	}
 	d, err := time.ParseDuration(value)
 	if err != nil {
-		return Run{}, err
+		return Result{}, err
 	}
-	r := Run{Seed: seed, Dir: dir, Metrics: map[string]float64{"missed_precommits_rate(hsm)": f.metric(d, seed), "heights_committed": 10}}
+	r := Result{Seed: seed, Dir: dir, StopReason: results.StopHeights, Metrics: map[string]float64{"heights_committed": 10}}
+	if m := f.metric(d, seed); !math.IsNaN(m) { // NaN: no samples
+		r.Metrics["missed_precommits_rate(hsm)"] = m
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return Run{}, err
+		return Result{}, err
 	}
 	data, _ := json.Marshal(r)
 	return r, os.WriteFile(filepath.Join(dir, "fake-run.json"), data, 0o644)
 }
 
-func finishedFake(dir string) (Run, bool) {
+func finishedFake(dir string) (Result, bool, error) {
 	data, err := os.ReadFile(filepath.Join(dir, "fake-run.json"))
-	if err != nil {
-		return Run{}, false
+	if errors.Is(err, os.ErrNotExist) {
+		return Result{}, false, nil
 	}
-	var r Run
-	return r, json.Unmarshal(data, &r) == nil
+	var r Result
+	if err == nil {
+		err = json.Unmarshal(data, &r)
+	}
+	return r, err == nil && r.Finished(), err
 }
 
 // rate rises with the latency: 0 up to 500ms, then 0.1 per 100ms.
@@ -109,7 +118,7 @@ func TestThresholdSearch(t *testing.T) {
 		t.Errorf("smallest-direction keys set for largest")
 	}
 	p := got.Probes[0]
-	if p.Value != "0s" || len(p.Runs) != 3 || p.Runs[1].Seed != 2 || p.Runs[1].Dir != ProbeDir(out, th.Key, "0s", 2) || p.Runs[1].Metrics["heights_committed"] != 10 {
+	if p.Value != "0s" || len(p.Runs) != 3 || p.Runs[1].Seed != 2 || p.Runs[1].Dir != ProbeDir(out, "0s", 2) || p.Runs[1].Metrics["heights_committed"] != 10 {
 		t.Errorf("first probe: %+v", p)
 	}
 }
@@ -265,11 +274,65 @@ func TestParseTarget(t *testing.T) {
 			}
 		})
 	}
-	tg := Target{"m", AtLeast, 2}
-	if v, held, err := tg.Holds(map[string]float64{"m": 2}); err != nil || !held || v != 2 {
-		t.Errorf("2 >= 2: %v %v", held, err)
+	if tg := (Target{"m", AtLeast, 2}); !tg.Holds(2) || tg.Holds(1.9) {
+		t.Errorf("m >= 2 judged wrong")
 	}
-	if _, _, err := tg.Holds(map[string]float64{}); err == nil || !strings.Contains(err.Error(), "reports no m") {
-		t.Errorf("missing metric: %v", err)
+	if tg := (Target{"m", AtMost, 2}); !tg.Holds(2) || tg.Holds(2.1) {
+		t.Errorf("m <= 2 judged wrong")
+	}
+}
+
+// A run without a value for the target's metric (no samples) does not
+// hold: the target could not be shown to hold there.
+func TestThresholdRunWithoutValue(t *testing.T) {
+	f := &fakeRuns{metric: func(v time.Duration, s int64) float64 {
+		if v > 2*time.Second {
+			return math.NaN() // e.g. no heights counted
+		}
+		return rate(v, s)
+	}}
+	th := newSearch(t, t.TempDir(), f, 1)
+	rep, err := th.Search(context.Background())
+	if err != nil || rep.Verdict != Found || *rep.HoldsUpTo != "550ms" {
+		t.Fatalf("%v %+v", err, rep)
+	}
+	if !strings.Contains(output(th), "validators[hsm].signer.latency=3s  missed_precommits_rate(hsm): n/a  failed") {
+		t.Errorf("output:\n%s", output(th))
+	}
+	if r := rep.Probes[1].Runs[0]; r.Value != nil || r.Held {
+		t.Errorf("run without a value: %+v", r)
+	}
+}
+
+// A run that stopped before its end (its stop reason, without an error)
+// cannot judge the target: the search stops.
+func TestThresholdRunStoppedEarly(t *testing.T) {
+	th := newSearch(t, t.TempDir(), &fakeRuns{metric: rate}, 1)
+	th.RunPoint = func(ctx context.Context, key, value string, seed int64, dir string) (Result, error) {
+		return Result{Seed: seed, Dir: dir, StopReason: results.StopError}, nil
+	}
+	_, err := th.Search(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "the run stopped early (error)") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+// What an unfinished run left in its directory goes before it runs again
+// (runner.Run refuses a directory that holds a run).
+func TestThresholdRemovesUnfinishedRun(t *testing.T) {
+	out := t.TempDir()
+	if _, err := newSearch(t, out, &fakeRuns{metric: rate, failAt: 1}, 1).Search(context.Background()); err == nil {
+		t.Fatal("the failing run did not stop the search")
+	}
+	left := filepath.Join(ProbeDir(out, "0s", 1), "events.jsonl")
+	if err := os.MkdirAll(filepath.Dir(left), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(left, []byte("{}\n"), 0o644)
+	if _, err := newSearch(t, out, &fakeRuns{metric: rate}, 1).Search(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(left); !os.IsNotExist(err) {
+		t.Errorf("the unfinished run's events.jsonl is still there (%v)", err)
 	}
 }
