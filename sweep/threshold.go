@@ -41,8 +41,6 @@ type ThresholdProbe struct {
 // Threshold is one `valnet threshold` search: the largest (or smallest)
 // value of Key in Grid for which Target holds, Repeat runs per probe.
 type Threshold struct {
-	Scenario  string // as given: a file or builtin name
-	Backend   string // "" = the scenario's
 	Key       string // the --vary path
 	Grid      Grid
 	Target    Target
@@ -58,8 +56,9 @@ type Threshold struct {
 	Out io.Writer
 	// Status, if set, gets a line as each run starts.
 	Status io.Writer
-	// Stamp identifies what the runs depend on (scenario text, key,
-	// backend, seeds): a directory made by another search is refused.
+	// Stamp identifies what the runs depend on (scenario and its text,
+	// backend, key, base seed): a directory made by another search is
+	// refused.
 	Stamp Stamp
 }
 

@@ -36,7 +36,7 @@ type ThresholdSpec struct {
 func (sp ThresholdSpec) Prepare(ctx context.Context, runs Runner, out io.Writer) (*Threshold, error) {
 	var errs []error
 	bad := func(err error) { errs = append(errs, err) }
-	th := &Threshold{Scenario: sp.Scenario, Key: sp.Key, OutDir: sp.OutDir, Out: out, Finished: LoadFinished}
+	th := &Threshold{Key: sp.Key, OutDir: sp.OutDir, Out: out, Finished: LoadFinished}
 	th.RunPoint = func(ctx context.Context, key, value string, seed int64, dir string) (Result, error) {
 		return RunPoint(ctx, runs, sp.Scenario, []scenarios.Setting{{Path: key, Value: value}}, sp.Backend, seed, dir)
 	}
@@ -109,13 +109,12 @@ func (sp ThresholdSpec) Prepare(ctx context.Context, runs Runner, out io.Writer)
 		seed = *sp.Seed
 	}
 	th.Seeds = RepeatSeeds(seed, sp.Repeat)
-	th.Backend = base.Run.Backend
 	if th.OutDir == "" {
 		th.OutDir = DefaultThresholdDir(base.Name, sp.Key)
 	}
 	sum := sha256.Sum256(base.Text)
 	th.Stamp = Stamp{Scenario: sp.Scenario, ScenarioSHA256: hex.EncodeToString(sum[:]),
-		Backend: th.Backend, Key: sp.Key, Seed: seed}
+		Backend: base.Run.Backend, Key: sp.Key, Seed: seed}
 	return th, nil
 }
 

@@ -76,7 +76,7 @@ func newSearch(t *testing.T, out string, f *fakeRuns, seeds ...int64) *Threshold
 	}
 	var buf strings.Builder
 	return &Threshold{
-		Scenario: "hsm.yaml", Key: "validators[hsm].signer.latency",
+		Key:  "validators[hsm].signer.latency",
 		Grid: mustGrid(t, Durations, "0..3s", "50ms"), Target: target, Direction: Largest,
 		Seeds: seeds, OutDir: out, RunPoint: f.run, Finished: finishedFake, Out: &buf,
 		Stamp: Stamp{Scenario: "hsm.yaml", ScenarioSHA256: "abc", Backend: "inprocess", Key: "validators[hsm].signer.latency", Seed: seeds[0]},

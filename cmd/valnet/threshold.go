@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -72,11 +73,15 @@ not be done, or Ctrl-C (threshold.json keeps the probes done).`,
 					th.Key, th.Grid.Format(th.Grid.Lo), th.Grid.Format(th.Grid.Hi), th.Grid.Format(th.Grid.Resolution),
 					th.Direction, th.Target, len(th.Seeds), th.OutDir)
 			}
-			if _, err := th.Search(ctx); err != nil {
+			rep, err := th.Search(ctx)
+			switch {
+			case err != nil && rep == nil: // the out dir is not this search's
+				return &exitError{exitBadInput, err}
+			case err != nil:
 				if errors.Is(err, context.Canceled) {
 					err = errors.New("interrupted")
 				}
-				return &exitError{exitBadInput, fmt.Errorf("%w (the probes done are in %s/%s; the same command resumes)", err, th.OutDir, sweep.ThresholdFile)}
+				return &exitError{exitBadInput, fmt.Errorf("%w (the probes done are in %s; the same command resumes)", err, filepath.Join(th.OutDir, sweep.ThresholdFile))}
 			}
 			return nil
 		},

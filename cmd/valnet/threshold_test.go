@@ -91,4 +91,10 @@ func TestThresholdRuns(t *testing.T) {
 	if code != exitOK || strings.Count(stdout, "[1 of 1 runs reused") != 3 || !strings.Contains(stdout, want) {
 		t.Errorf("rerun: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
+
+	// Another seed is another search: refused, nothing overwritten.
+	code, _, stderr = runCLI(t, append(args, "--seed", "9")...)
+	if code != exitBadInput || !strings.Contains(stderr, "holds another threshold search (seed 1, now 9)") || strings.Contains(stderr, "resumes") {
+		t.Errorf("another seed: exit %d\nstderr:\n%s", code, stderr)
+	}
 }
