@@ -390,7 +390,11 @@ func applySetting(root *yaml.Node, s Setting, k int) *Error {
 			}
 			item, names := namedItem(child, st.Select)
 			if item == nil {
-				return &Error{Msg: fmt.Sprintf("no entry of %s is named %q", here, st.Select) + didYouMean(st.Select, names), Allowed: names}
+				what := fmt.Sprintf("no entry of %s is named %q", here, st.Select)
+				if here == "validators" {
+					what = fmt.Sprintf("no validator named %q (the name as written in the file, before count expansion)", st.Select)
+				}
+				return &Error{Msg: what + didYouMean(st.Select, names), Allowed: names}
 			}
 			if last {
 				copyNode(item, value)

@@ -95,7 +95,7 @@ func TestSetBad(t *testing.T) {
 		{Setting{"validators[hsm].signer.latncy", "1s"},
 			`--set validators[hsm].signer.latncy=1s: unknown key "latncy" under validators[hsm].signer; did you mean "latency"? (allowed: type, key_type, via, latency, cpu_scale,`},
 		{Setting{"validators[nope].count", "2"},
-			`--set validators[nope].count=2: no entry of validators is named "nope" (allowed: hsm, v)`},
+			`--set validators[nope].count=2: no validator named "nope" (the name as written in the file, before count expansion) (allowed: hsm, v)`},
 		{Setting{"validators[hsm].count", "0"}, `--set validators[hsm].count=0: `},
 		{Setting{"validators[hsm].signer.latency", "fast"}, `--set validators[hsm].signer.latency=fast: `},
 		{Setting{"run.heights", "many"}, `--set run.heights=many: expected an integer, got "many"`},
