@@ -73,14 +73,12 @@ type Search struct {
 // NotMonotone. Bisection only probes between the nearest held and failed
 // values, so within one search only the two ends can contradict each
 // other; a function that wiggles between probes goes unseen (a sweep
-// shows the whole curve). The search takes about log2(steps)+2 probes.
+// shows the whole curve). The search takes at most ⌈log2(steps)⌉+2
+// probes.
 func Bisect(ctx context.Context, g Grid, dir Direction, probe Probe) (Search, error) {
 	s := Search{Held: -1, Failed: -1}
-	index := map[int]int{} // grid index -> probe index
+	index := map[int]int{} // grid index -> probe index (each is probed once)
 	at := func(i int) (bool, error) {
-		if p, ok := index[i]; ok {
-			return s.Probes[p].Held, nil
-		}
 		held, err := probe(ctx, g.Value(i))
 		if err != nil {
 			return false, err

@@ -2,12 +2,16 @@ package sweep
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/runner"
 )
 
 // HoldRule is how the runs of one probe make its verdict (threshold.json's
@@ -27,6 +31,9 @@ type ThresholdRun struct {
 	Held  bool     `json:"held"`
 	// Reused: the run was found finished in the out dir, not run again.
 	Reused bool `json:"reused,omitempty"`
+	// HostOverloaded: the run's summary says the host was overloaded, so
+	// its values reflect the machine (results.OverloadedNotice).
+	HostOverloaded bool `json:"host_overloaded"`
 }
 
 // ThresholdProbe is one probed value and its runs.
@@ -52,6 +59,9 @@ type Threshold struct {
 	// Finished reads a run directory left by an earlier search, if that run
 	// finished (ok false: run it again); LoadFinished.
 	Finished func(dir string) (res Result, ok bool, err error)
+	// Overloaded reads whether a run's host was overloaded (nil: not
+	// checked); hostOverloaded.
+	Overloaded func(dir string) (bool, error)
 	// Out gets every probe as it finishes and the result line.
 	Out io.Writer
 	// Status, if set, gets a line as each run starts.
@@ -118,6 +128,11 @@ func (t *Threshold) probe(ctx context.Context, value string) (ThresholdProbe, er
 			}
 		}
 		r := ThresholdRun{Result: run, Reused: reused}
+		if t.Overloaded != nil {
+			if r.HostOverloaded, err = t.Overloaded(dir); err != nil {
+				return p, err
+			}
+		}
 		if v, ok := run.Metrics[t.Target.Metric]; ok {
 			r.Value, r.Held = &v, t.Target.Holds(v)
 		}
@@ -158,8 +173,11 @@ func (t *Threshold) runOnce(ctx context.Context, value string, i int, seed int64
 
 func (t *Threshold) printProbe(n int, p ThresholdProbe) {
 	vals := make([]string, len(p.Runs))
-	reused := 0
+	reused, overloaded := 0, 0
 	for i, r := range p.Runs {
+		if r.HostOverloaded {
+			overloaded++
+		}
 		vals[i] = "n/a"
 		if r.Value != nil {
 			vals[i] = strconv.FormatFloat(*r.Value, 'g', 4, 64)
@@ -179,5 +197,22 @@ func (t *Threshold) printProbe(n int, p ThresholdProbe) {
 	if reused > 0 {
 		note = fmt.Sprintf("  [%d of %d runs reused from %s]", reused, len(p.Runs), t.OutDir)
 	}
+	if overloaded > 0 {
+		note += fmt.Sprintf("  [host overloaded in %d of %d runs: their values reflect this machine]", overloaded, len(p.Runs))
+	}
 	fmt.Fprintf(t.Out, "probe %d  %s=%s  %s: %s  %s%s\n", n, t.Key, p.Value, t.Target.Metric, strings.Join(vals, " "), verdict, note)
+}
+
+// hostOverloaded reads summary.json's host.overloaded in a run directory.
+// An adapter: sweep.Result does not carry it.
+func hostOverloaded(dir string) (bool, error) {
+	data, err := os.ReadFile(filepath.Join(dir, runner.SummaryFile))
+	if err != nil {
+		return false, err
+	}
+	var s results.Summary
+	if err := json.Unmarshal(data, &s); err != nil {
+		return false, fmt.Errorf("%s: %w", filepath.Join(dir, runner.SummaryFile), err)
+	}
+	return s.Host != nil && s.Host.Overloaded, nil
 }

@@ -52,6 +52,9 @@ type ThresholdReport struct {
 	Summary string `json:"summary"`
 	// MixedProbes counts probes whose runs disagreed.
 	MixedProbes int `json:"mixed_probes"`
+	// OverloadedRuns counts runs on an overloaded host: their values
+	// reflect the machine, and so may the threshold.
+	OverloadedRuns int `json:"overloaded_runs"`
 	// Error says why an incomplete search stopped.
 	Error string `json:"error,omitempty"`
 }
@@ -78,10 +81,15 @@ func (r *ThresholdReport) conclude(t *Threshold, s Search, err error) {
 		r.Verdict = Incomplete
 		r.Error = err.Error()
 	}
-	r.MixedProbes = 0
+	r.MixedProbes, r.OverloadedRuns = 0, 0
 	for _, p := range r.Probes {
 		if p.Mixed {
 			r.MixedProbes++
+		}
+		for _, run := range p.Runs {
+			if run.HostOverloaded {
+				r.OverloadedRuns++
+			}
 		}
 	}
 	if r.Verdict != Found {
@@ -105,6 +113,9 @@ func (r *ThresholdReport) Line(key string) string {
 	line := fmt.Sprintf("%s: %s (resolution %s, %s, %d probes)", key, r.Summary, r.Resolution, runs, len(r.Probes))
 	if r.MixedProbes > 0 {
 		line += fmt.Sprintf("; %d probe(s) mixed: their runs disagreed, so each counts as failed and the threshold lies within the run-to-run noise there", r.MixedProbes)
+	}
+	if r.OverloadedRuns > 0 {
+		line += fmt.Sprintf("; %d run(s) on an overloaded host: their values, and so the threshold, reflect this machine", r.OverloadedRuns)
 	}
 	if r.Error != "" {
 		line += "; stopped: " + r.Error

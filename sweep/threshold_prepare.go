@@ -36,7 +36,7 @@ type ThresholdSpec struct {
 func (sp ThresholdSpec) Prepare(ctx context.Context, runs Runner, out io.Writer) (*Threshold, error) {
 	var errs []error
 	bad := func(err error) { errs = append(errs, err) }
-	th := &Threshold{Key: sp.Key, OutDir: sp.OutDir, Out: out, Finished: LoadFinished}
+	th := &Threshold{Key: sp.Key, OutDir: sp.OutDir, Out: out, Finished: LoadFinished, Overloaded: hostOverloaded}
 	th.RunPoint = func(ctx context.Context, key, value string, seed int64, dir string) (Result, error) {
 		return RunPoint(ctx, runs, sp.Scenario, []scenarios.Setting{{Path: key, Value: value}}, sp.Backend, seed, dir)
 	}

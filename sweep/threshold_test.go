@@ -336,3 +336,22 @@ func TestThresholdRemovesUnfinishedRun(t *testing.T) {
 		t.Errorf("the unfinished run's events.jsonl is still there (%v)", err)
 	}
 }
+
+// Runs on an overloaded host are named per probe and counted: their values
+// reflect the machine.
+func TestThresholdOverloadedHost(t *testing.T) {
+	th := newSearch(t, t.TempDir(), &fakeRuns{metric: rate}, 1, 2)
+	th.Overloaded = func(dir string) (bool, error) { return strings.HasSuffix(dir, filepath.Join("3s", "r2")), nil }
+	rep, err := th.Search(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.OverloadedRuns != 1 || !rep.Probes[1].Runs[1].HostOverloaded {
+		t.Errorf("overloaded runs %d", rep.OverloadedRuns)
+	}
+	for _, want := range []string{"3s  missed_precommits_rate(hsm): 2.5 2.5  failed  [host overloaded in 1 of 2 runs", "; 1 run(s) on an overloaded host"} {
+		if !strings.Contains(output(th), want) {
+			t.Errorf("output lacks %q:\n%s", want, output(th))
+		}
+	}
+}
