@@ -74,20 +74,22 @@ func (sp ThresholdSpec) Prepare(ctx context.Context, runs Runner, out io.Writer)
 
 	// The plans at both ends: the values are accepted by the very decoder
 	// a run uses, and the target's validator exists at both.
-	loErr := ""
+	said := map[string]bool{} // a problem of both ends is said once
+	once := func(value string, err error) {
+		if msg := strings.ReplaceAll(err.Error(), "="+value, "=VALUE"); !said[msg] {
+			said[msg] = true
+			bad(err)
+		}
+	}
 	for _, v := range []float64{grid.Lo, grid.Hi} {
 		value := grid.Format(v)
 		plan, err := Resolve(sp.Scenario, []scenarios.Setting{{Path: sp.Key, Value: value}}, sp.Backend)
 		if err != nil {
-			// A problem of the path, not the value, is said once.
-			if msg := strings.ReplaceAll(err.Error(), "="+value+":", "="+grid.Format(grid.Lo)+":"); msg != loErr {
-				bad(err)
-			}
-			loErr = err.Error()
+			once(value, err)
 			continue
 		}
 		if ps := runner.Preflight(ctx, plan); len(ps) > 0 {
-			bad(fmt.Errorf("%s=%s: %w", sp.Key, value, ps))
+			once(value, fmt.Errorf("%s=%s: %w", sp.Key, value, ps))
 		}
 		if terr == nil {
 			ref, err := plan.MetricRef(target.Metric)
