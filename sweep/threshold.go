@@ -1,0 +1,218 @@
+package sweep
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/runner"
+)
+
+// HoldRule is how the runs of one probe make its verdict (threshold.json's
+// "rule"): a capacity limit should hold on every run, not on average, so
+// one failed run fails the probe. A probe whose runs disagree is "mixed":
+// it counts as failed and is reported, since it says the threshold is
+// within the run-to-run noise there.
+const HoldRule = "all-runs"
+
+// ThresholdRun is one run of a probe, judged against the target.
+type ThresholdRun struct {
+	Result
+	// Value is the target's metric in this run; null when the run has no
+	// value for it (no samples: e.g. a rate over no counted heights), and
+	// then the run does not hold: the target could not be shown to hold.
+	Value *float64 `json:"target_value"`
+	Held  bool     `json:"held"`
+	// Reused: the run was found finished in the out dir, not run again.
+	Reused bool `json:"reused,omitempty"`
+	// HostOverloaded: the run's summary says the host was overloaded, so
+	// its values reflect the machine (results.OverloadedNotice).
+	HostOverloaded bool `json:"host_overloaded"`
+}
+
+// ThresholdProbe is one probed value and its runs.
+type ThresholdProbe struct {
+	Value    string         `json:"value"` // as the scenario would say it
+	Runs     []ThresholdRun `json:"runs"`
+	Held     bool           `json:"held"`
+	HeldRuns int            `json:"held_runs"`
+	Mixed    bool           `json:"mixed"` // some runs held, some did not
+}
+
+// Threshold is one `valnet threshold` search: the largest (or smallest)
+// value of Key in Grid for which Target holds, Repeat runs per probe.
+type Threshold struct {
+	Key       string // the --vary path
+	Grid      Grid
+	Target    Target
+	Direction Direction
+	Seeds     []int64 // one per repeat; the same seeds at every value
+	OutDir    string
+	// RunPoint runs the scenario once with Key set to value.
+	RunPoint RunPointFunc
+	// Finished reads a run directory left by an earlier search, if that run
+	// finished (ok false: run it again); LoadFinished.
+	Finished func(dir string) (res Result, ok bool, err error)
+	// Overloaded reads whether a run's host was overloaded (nil: not
+	// checked); hostOverloaded.
+	Overloaded func(dir string) (bool, error)
+	// Out gets every probe as it finishes and the result line.
+	Out io.Writer
+	// Status, if set, gets a line as each run starts.
+	Status io.Writer
+	// Stamp identifies what the runs depend on (scenario and its text,
+	// backend, key, base seed): a directory made by another search is
+	// refused.
+	Stamp Stamp
+}
+
+// RunPointFunc runs the scenario once with key=value and seed into dir
+// (a new directory): RunPoint with a Runner.
+type RunPointFunc func(ctx context.Context, key, value string, seed int64, dir string) (Result, error)
+
+// ProbeDir is where the repeat-th run (from 1) of value goes under out:
+// out/VALUE/rN, e.g. runs/t/550ms/r1 (one key per search directory; grid
+// values are plain text: 550ms, 12, 0.25).
+func ProbeDir(out, value string, repeat int) string {
+	return filepath.Join(out, value, "r"+strconv.Itoa(repeat))
+}
+
+// Search runs the search, writing threshold.json under OutDir after every
+// probe (so an interrupted search keeps what it did). The error is the
+// reason a search could not complete (a run could not be done, ctx ended);
+// the report is returned with it, verdict Incomplete.
+func (t *Threshold) Search(ctx context.Context) (*ThresholdReport, error) {
+	if err := t.Stamp.claim(t.OutDir); err != nil {
+		return nil, err
+	}
+	rep := t.newReport()
+	probe := func(ctx context.Context, v float64) (bool, error) {
+		p, err := t.probe(ctx, t.Grid.Format(v))
+		if err != nil {
+			return false, err
+		}
+		rep.Probes = append(rep.Probes, p)
+		t.printProbe(len(rep.Probes), p)
+		return p.Held, rep.write(t.OutDir)
+	}
+	s, err := Bisect(ctx, t.Grid, t.Direction, probe)
+	rep.conclude(t, s, err)
+	fmt.Fprintln(t.Out, rep.Line(t.Key))
+	if werr := rep.write(t.OutDir); werr != nil && err == nil {
+		err = werr
+	}
+	return rep, err
+}
+
+// probe runs (or reuses) every repeat at one value.
+func (t *Threshold) probe(ctx context.Context, value string) (ThresholdProbe, error) {
+	p := ThresholdProbe{Value: value}
+	for i, seed := range t.Seeds {
+		dir := ProbeDir(t.OutDir, value, i+1)
+		run, reused, err := t.Finished(dir)
+		if err != nil {
+			return p, err
+		}
+		if reused && run.Seed != seed {
+			reused = false // made with another seed: run it again
+		}
+		if !reused {
+			if run, err = t.runOnce(ctx, value, i, seed, dir); err != nil {
+				return p, err
+			}
+		}
+		r := ThresholdRun{Result: run, Reused: reused}
+		if t.Overloaded != nil {
+			if r.HostOverloaded, err = t.Overloaded(dir); err != nil {
+				return p, err
+			}
+		}
+		if v, ok := run.Metrics[t.Target.Metric]; ok {
+			r.Value, r.Held = &v, t.Target.Holds(v)
+		}
+		p.Runs = append(p.Runs, r)
+		if r.Held {
+			p.HeldRuns++
+		}
+	}
+	p.Held = p.HeldRuns == len(p.Runs)
+	p.Mixed = p.HeldRuns > 0 && !p.Held
+	return p, nil
+}
+
+// runOnce runs repeat i into dir, removing what an unfinished run left
+// there (the directory is this search's: claimed by its stamp).
+func (t *Threshold) runOnce(ctx context.Context, value string, i int, seed int64, dir string) (Result, error) {
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return Result{}, err
+	}
+	if t.Status != nil {
+		fmt.Fprintf(t.Status, "valnet: %s=%s run %d/%d (seed %d) into %s\n", t.Key, value, i+1, len(t.Seeds), seed, dir)
+	}
+	run, err := t.RunPoint(ctx, t.Key, value, seed, dir)
+	if err == nil && !run.Finished() {
+		err = fmt.Errorf("the run stopped early (%s)", run.StopReason)
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+	}
+	if err != nil {
+		return run, fmt.Errorf("%s=%s, run %d of %d (seed %d, %s): %w", t.Key, value, i+1, len(t.Seeds), seed, dir, err)
+	}
+	return run, nil
+}
+
+func (t *Threshold) printProbe(n int, p ThresholdProbe) {
+	vals := make([]string, len(p.Runs))
+	reused, overloaded := 0, 0
+	for i, r := range p.Runs {
+		if r.HostOverloaded {
+			overloaded++
+		}
+		vals[i] = "n/a"
+		if r.Value != nil {
+			vals[i] = strconv.FormatFloat(*r.Value, 'g', 4, 64)
+		}
+		if r.Reused {
+			reused++
+		}
+	}
+	verdict := "held"
+	switch {
+	case p.Mixed:
+		verdict = fmt.Sprintf("failed (mixed: %d of %d runs held)", p.HeldRuns, len(p.Runs))
+	case !p.Held:
+		verdict = "failed"
+	}
+	note := ""
+	if reused > 0 {
+		note = fmt.Sprintf("  [%d of %d runs reused from %s]", reused, len(p.Runs), t.OutDir)
+	}
+	if overloaded > 0 {
+		note += fmt.Sprintf("  [host overloaded in %d of %d runs: their values reflect this machine]", overloaded, len(p.Runs))
+	}
+	fmt.Fprintf(t.Out, "probe %d  %s=%s  %s: %s  %s%s\n", n, t.Key, p.Value, t.Target.Metric, strings.Join(vals, " "), verdict, note)
+}
+
+// hostOverloaded reads summary.json's host.overloaded in a run directory.
+// An adapter: sweep.Result does not carry it.
+func hostOverloaded(dir string) (bool, error) {
+	data, err := os.ReadFile(filepath.Join(dir, runner.SummaryFile))
+	if err != nil {
+		return false, err
+	}
+	var s results.Summary
+	if err := json.Unmarshal(data, &s); err != nil {
+		return false, fmt.Errorf("%s: %w", filepath.Join(dir, runner.SummaryFile), err)
+	}
+	return s.Host != nil && s.Host.Overloaded, nil
+}

@@ -1,0 +1,163 @@
+package sweep
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/valnet/valnet/runner"
+	"github.com/valnet/valnet/scenarios"
+)
+
+// ThresholdSpec is a `valnet threshold` command line.
+type ThresholdSpec struct {
+	Scenario   string // a file, a builtin name or "-"
+	Key        string // --vary
+	Range      string // --range LO..HI
+	Resolution string // --resolution; "" = the range / 32
+	Target     string // --target
+	Direction  string // --direction; "" = largest
+	Repeat     int    // --repeat; runs per probe
+	Seed       *int64 // --seed; nil = the scenario's run.seed
+	Backend    string // --backend; "" = the scenario's run.backend
+	OutDir     string // --out; "" = DefaultThresholdDir
+}
+
+// Prepare checks the whole command line before any run: the key is a
+// path of the scenario, the range fits its kind, the plans at both ends
+// resolve (so the values are accepted) and pass the preflight checks, and
+// the target names a metric those plans have. Every problem found is
+// returned together. runs runs the probes (RealRunner; a fake in tests).
+func (sp ThresholdSpec) Prepare(ctx context.Context, runs Runner, out io.Writer) (*Threshold, error) {
+	var errs []error
+	bad := func(err error) { errs = append(errs, err) }
+	th := &Threshold{Key: sp.Key, OutDir: sp.OutDir, Out: out, Finished: LoadFinished, Overloaded: hostOverloaded}
+	th.RunPoint = func(ctx context.Context, key, value string, seed int64, dir string) (Result, error) {
+		return RunPoint(ctx, runs, sp.Scenario, []scenarios.Setting{{Path: key, Value: value}}, sp.Backend, seed, dir)
+	}
+
+	dir := Largest
+	if sp.Direction != "" {
+		d, err := ParseDirection(sp.Direction)
+		if err != nil {
+			bad(err)
+		}
+		dir = d
+	}
+	th.Direction = dir
+	if sp.Repeat < 1 {
+		bad(fmt.Errorf("--repeat %d: want at least 1 run per probe", sp.Repeat))
+	}
+	target, terr := ParseTarget(sp.Target)
+	if terr != nil {
+		bad(terr)
+	}
+
+	base, err := scenarios.ResolveWith(sp.Scenario, scenarios.Overrides{Backend: sp.Backend})
+	if err != nil {
+		return nil, errors.Join(append(errs, err)...) // nothing else can be checked
+	}
+	unit, err := rangeUnit(sp.Key)
+	if err != nil {
+		return nil, errors.Join(append(errs, fmt.Errorf("--vary %s: %w", sp.Key, err))...)
+	}
+	grid, err := ParseGrid(unit, sp.Range, sp.Resolution)
+	if err != nil {
+		return nil, errors.Join(append(errs, fmt.Errorf("%w (%s takes %ss)", err, sp.Key, unit))...)
+	}
+	th.Grid = grid
+
+	// The plans at both ends: the values are accepted by the very decoder
+	// a run uses, and the target's validator exists at both.
+	said := map[string]bool{} // a problem of both ends is said once
+	once := func(value string, err error) {
+		if msg := strings.ReplaceAll(err.Error(), "="+value, "=VALUE"); !said[msg] {
+			said[msg] = true
+			bad(err)
+		}
+	}
+	for _, v := range []float64{grid.Lo, grid.Hi} {
+		value := grid.Format(v)
+		plan, err := Resolve(sp.Scenario, []scenarios.Setting{{Path: sp.Key, Value: value}}, sp.Backend)
+		if err != nil {
+			once(value, err)
+			continue
+		}
+		if ps := runner.Preflight(ctx, plan); len(ps) > 0 {
+			once(value, fmt.Errorf("%s=%s: %w", sp.Key, value, ps))
+		}
+		if terr == nil {
+			ref, err := plan.MetricRef(target.Metric)
+			if err != nil {
+				bad(fmt.Errorf("--target %q at %s=%s: %w", sp.Target, sp.Key, value, err))
+				terr = err // once is enough
+			} else {
+				target.Metric = ref.String()
+			}
+		}
+	}
+	th.Target = target
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+
+	seed := base.Run.Seed
+	if sp.Seed != nil {
+		seed = *sp.Seed
+	}
+	th.Seeds = RepeatSeeds(seed, sp.Repeat)
+	if th.OutDir == "" {
+		th.OutDir = DefaultThresholdDir(base.Name, sp.Key)
+	}
+	sum := sha256.Sum256(base.Text)
+	th.Stamp = Stamp{Scenario: sp.Scenario, ScenarioSHA256: hex.EncodeToString(sum[:]),
+		Backend: base.Run.Backend, Key: sp.Key, Seed: seed}
+	return th, nil
+}
+
+// DefaultThresholdDir is where a search goes without --out: the same
+// directory for the same scenario and key, so that the same command again
+// resumes it: runs/threshold-SCENARIO-KEY, e.g.
+// runs/threshold-slow-signer-validators_slow_.signer.latency.
+func DefaultThresholdDir(scenario, key string) string {
+	name := strings.Map(func(r rune) rune {
+		if strings.ContainsRune("[]/\\ ", r) {
+			return '_'
+		}
+		return r
+	}, key)
+	return filepath.Join("runs", "threshold-"+scenario+"-"+name)
+}
+
+// rangeUnit is how a range of the key's values is read: the key must be
+// a duration, a latency (a fixed delay), an integer or a number.
+func rangeUnit(key string) (Unit, error) {
+	kind, err := scenarios.PathKind(key)
+	if err != nil {
+		return 0, err
+	}
+	switch kind {
+	case scenarios.KindDuration, scenarios.KindLatency:
+		return Durations, nil
+	case scenarios.KindInteger:
+		return Integers, nil
+	case scenarios.KindNumber:
+		return Numbers, nil
+	}
+	return 0, fmt.Errorf("its value is a %s; a threshold needs a key whose value is a duration or a number", kind)
+}
+
+// RepeatSeeds are the seeds of n repeats from a base seed: base, base+1,
+// ... (recorded in every run's summary.json and in threshold.json).
+func RepeatSeeds(base int64, n int) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = base + int64(i)
+	}
+	return out
+}
