@@ -93,6 +93,18 @@ func SweepLineChart(title, xLabel, yLabel string, xLabels []string, series []Swe
 			}
 			p.X.Tick.Marker = ticks
 			p.X.Min, p.X.Max = -0.3, float64(len(xLabels))-0.7
+		} else {
+			// Room right of the last point, so its tick label is not cut
+			// at the canvas edge.
+			xMin, xMax := math.Inf(1), math.Inf(-1)
+			for _, s := range series {
+				for _, x := range s.X {
+					xMin, xMax = math.Min(xMin, x), math.Max(xMax, x)
+				}
+			}
+			if xMax > xMin {
+				p.X.Min, p.X.Max = xMin, xMax+(xMax-xMin)*0.05
+			}
 		}
 		pad := math.Max((yMax-yMin)*0.08, 0.5)
 		p.Y.Min, p.Y.Max = math.Min(0, yMin), yMax+pad
