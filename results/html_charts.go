@@ -223,7 +223,9 @@ func (l *legend) split(dc draw.Canvas) draw.Canvas {
 	if l == nil || l.n == 0 {
 		return dc
 	}
-	w := l.Rectangle(dc).Size().X + 14
+	// The text is measured in Liberation Sans; a browser's sans-serif
+	// (often DejaVu Sans) is up to ~10% wider, which would clip the labels.
+	w := l.Rectangle(dc).Size().X*1.12 + 14
 	w = min(w, (dc.Max.X-dc.Min.X)/4)
 	strip := draw.Crop(dc, dc.Max.X-dc.Min.X-w+10, 0, 0, -22)
 	l.Draw(strip)

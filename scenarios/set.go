@@ -397,7 +397,7 @@ func applySetting(root *yaml.Node, s Setting, k int) *Error {
 				return &Error{Msg: what + didYouMean(st.Select, names), Allowed: names}
 			}
 			if last {
-				copyNode(item, value)
+				*item = *value // the whole entry, replaced in place
 				return nil
 			}
 			node = item
@@ -488,9 +488,6 @@ func namedItem(n *yaml.Node, name string) (*yaml.Node, []string) {
 	}
 	return nil, names
 }
-
-// copyNode makes dst hold src (a whole list entry replaced in place).
-func copyNode(dst, src *yaml.Node) { *dst = *src }
 
 // settingsText is the scenario text with the settings applied, kept beside
 // a run's results so its run directory says exactly what ran.

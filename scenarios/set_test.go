@@ -52,6 +52,8 @@ func TestSetGood(t *testing.T) {
 		// a missing mapping on the way is created
 		{[]Setting{{"validators[v].signer.latency", "7ms"}}, func(p *Plan) any { return p.Validators[3].Signer.Latency.Spec.Value }, 7 * ms},
 		{[]Setting{{"profiles[slow].latency", "9ms"}}, func(p *Plan) any { return p.Profiles["slow"].Latency.Value }, 9 * ms},
+		// a whole entry, replaced
+		{[]Setting{{"validators[hsm]", "{name: hsm, power: 20}"}}, func(p *Plan) any { return [2]any{p.Validators[0].Power, p.Validators[0].Signer.Type} }, [2]any{int64(20), "local"}},
 		// a later setting of the same key wins
 		{[]Setting{{"run.heights", "3"}, {"run.heights", "4"}}, func(p *Plan) any { return p.Run.Heights }, int64(4)},
 	}

@@ -1,0 +1,257 @@
+package sweep
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/valnet/valnet/scenarios"
+)
+
+// RunRecord is one run of a point in sweep.json: its Result, or why the
+// run could not be done.
+type RunRecord struct {
+	Repeat int `json:"repeat"`
+	Result
+	Error string `json:"error,omitempty"`
+	// Resumed: finished by an earlier invocation and read back.
+	Resumed bool `json:"resumed,omitempty"`
+}
+
+// PointResult is one point and its runs so far.
+type PointResult struct {
+	Point
+	Runs []RunRecord
+}
+
+// Outcome is what a sweep invocation did.
+type Outcome struct {
+	Points      []PointResult
+	Ran         int     // runs done by this invocation
+	Resumed     int     // runs read back from an earlier one
+	Failed      []error // runs that could not be done
+	Interrupted bool    // ctx ended before every run was done
+}
+
+// Complete reports whether every run of every point finished.
+func (o *Outcome) Complete() bool {
+	for _, p := range o.Points {
+		if finished(p.Runs) < len(p.Runs) {
+			return false
+		}
+	}
+	return !o.Interrupted && len(o.Failed) == 0
+}
+
+func finished(runs []RunRecord) int {
+	n := 0
+	for _, r := range runs {
+		if r.Finished() {
+			n++
+		}
+	}
+	return n
+}
+
+// Files of a sweep directory.
+const (
+	JSONFile     = "sweep.json"
+	CSVFile      = "sweep.csv"
+	MarkdownFile = "sweep.md"
+	HTMLFile     = "sweep.html"
+)
+
+// unfinishedSuffix is where an unfinished run directory is moved before
+// its run is done again (prepareOutDir refuses a directory with a run).
+const unfinishedSuffix = ".unfinished"
+
+// Run does every run not finished yet, in point order, and writes the
+// sweep's files after each run (sweep.json) and at the end (all of them,
+// also when ctx ends: what finished is kept). progress gets one line per
+// run; now is the clock (time.Now).
+func (s *Sweep) Run(ctx context.Context, r Runner, progress io.Writer, now func() time.Time) (*Outcome, error) {
+	if err := s.claimDir(); err != nil {
+		return nil, err
+	}
+	out := &Outcome{}
+	for _, p := range s.Points {
+		out.Points = append(out.Points, PointResult{Point: p, Runs: make([]RunRecord, s.Repeat)})
+	}
+	// What earlier invocations finished is read first, so the estimate
+	// of time left counts only what is still to do.
+	todo := 0
+	for i := range out.Points {
+		pr := &out.Points[i]
+		for rep := 1; rep <= s.Repeat; rep++ {
+			dir := RunDir(pr.Point, rep)
+			res, ok, err := LoadFinished(filepath.Join(s.OutDir, dir))
+			rec := RunRecord{Repeat: rep, Result: Result{Seed: s.Seed(pr.Point, rep), Dir: dir}}
+			switch {
+			case err != nil:
+				return nil, fmt.Errorf("reading the earlier run in %s: %w", dir, err)
+			case ok && res.Seed != rec.Seed:
+				return nil, fmt.Errorf("%s ran with seed %d, this sweep gives it seed %d; choose another --out", dir, res.Seed, rec.Seed)
+			case ok:
+				res.Dir = dir
+				rec.Result, rec.Resumed = res, true
+				out.Resumed++
+			default:
+				todo++
+			}
+			pr.Runs[rep-1] = rec
+		}
+	}
+	if err := s.writeJSON(out); err != nil {
+		return nil, err
+	}
+	start := now()
+	var (
+		spent    time.Duration
+		attempts int
+	)
+	for i := range out.Points {
+		pr := &out.Points[i]
+		for rep := 1; rep <= s.Repeat; rep++ {
+			rec := &pr.Runs[rep-1]
+			if rec.Finished() {
+				continue
+			}
+			if ctx.Err() != nil {
+				out.Interrupted = true
+				break
+			}
+			fmt.Fprintf(progress, "valnet sweep: point %d/%d (%s) repeat %d/%d, elapsed %s%s\n",
+				i+1, len(out.Points), describeSet(pr.Set), rep, s.Repeat, round(now().Sub(start)), eta(spent, attempts, todo-attempts))
+			t0 := now()
+			s.runOne(ctx, r, pr.Point, rec)
+			spent += now().Sub(t0)
+			attempts++
+			if rec.Error != "" {
+				out.Failed = append(out.Failed, fmt.Errorf("%s: %s", rec.Dir, rec.Error))
+			} else if !rec.Finished() {
+				out.Interrupted = true // stopped by ctx
+			}
+			if rec.Finished() {
+				out.Ran++
+			}
+			if err := s.writeJSON(out); err != nil {
+				return out, err
+			}
+			if out.Interrupted {
+				break
+			}
+		}
+		if out.Interrupted {
+			break
+		}
+	}
+	return out, s.WriteFiles(out)
+}
+
+// runOne runs one repeat into rec; a directory left by an unfinished run
+// is moved aside first.
+func (s *Sweep) runOne(ctx context.Context, r Runner, p Point, rec *RunRecord) {
+	dir := filepath.Join(s.OutDir, rec.Dir)
+	if _, err := os.Stat(dir); err == nil {
+		aside := dir + unfinishedSuffix
+		if err := os.RemoveAll(aside); err == nil {
+			err = os.Rename(dir, aside)
+		}
+		if err != nil {
+			rec.Error = fmt.Sprintf("moving the unfinished run aside: %v", err)
+			return
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		rec.Error = err.Error()
+		return
+	}
+	res, err := r.Run(ctx, p.Plan, rec.Seed, dir)
+	res.Seed, res.Dir = rec.Seed, rec.Dir
+	rec.Result, rec.Resumed = res, false
+	if err != nil && ctx.Err() == nil {
+		rec.Error = err.Error()
+	}
+}
+
+// claimDir makes the sweep directory, or checks that the one there holds
+// this very sweep (then it is resumed).
+func (s *Sweep) claimDir() error {
+	data, err := os.ReadFile(filepath.Join(s.OutDir, JSONFile))
+	if errors.Is(err, os.ErrNotExist) {
+		entries, rerr := os.ReadDir(s.OutDir)
+		if rerr == nil && len(entries) > 0 {
+			return fmt.Errorf("%s is not empty and holds no %s; a sweep goes into a new directory or resumes its own (choose another --out)", s.OutDir, JSONFile)
+		}
+		return os.MkdirAll(s.OutDir, 0o755)
+	}
+	if err != nil {
+		return err
+	}
+	var old struct {
+		Identity
+	}
+	if err := json.Unmarshal(data, &old); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Join(s.OutDir, JSONFile), err)
+	}
+	if diff := s.Identity.diff(old.Identity); diff != "" {
+		return fmt.Errorf("%s holds a different sweep (%s); resume it with the same command, or choose another --out", s.OutDir, diff)
+	}
+	return nil
+}
+
+// diff names what differs between two sweeps, "" when they are the same.
+func (id Identity) diff(old Identity) string {
+	seed := func(p *int64) string {
+		if p == nil {
+			return "the scenario's run.seed"
+		}
+		return fmt.Sprint(*p)
+	}
+	switch {
+	case id.Scenario != old.Scenario:
+		return fmt.Sprintf("scenario %s, not %s", old.Scenario, id.Scenario)
+	case id.Backend != old.Backend:
+		return fmt.Sprintf("backend %s, not %s", old.Backend, id.Backend)
+	case !slices.Equal(id.Keys, old.Keys):
+		return fmt.Sprintf("keys %s, not %s", strings.Join(old.Keys, " "), strings.Join(id.Keys, " "))
+	case seed(id.BaseSeed) != seed(old.BaseSeed):
+		return fmt.Sprintf("base seed %s, not %s", seed(old.BaseSeed), seed(id.BaseSeed))
+	}
+	for _, k := range id.Keys {
+		if !slices.Equal(id.Values[k], old.Values[k]) {
+			return fmt.Sprintf("%s=%s, not %s", k, strings.Join(old.Values[k], ","), strings.Join(id.Values[k], ","))
+		}
+	}
+	if id.ScenarioSHA256 != old.ScenarioSHA256 {
+		return "the scenario's text changed since"
+	}
+	return ""
+}
+
+// describeSet is a point's settings for the progress line.
+func describeSet(set []scenarios.Setting) string {
+	parts := make([]string, len(set))
+	for i, s := range set {
+		parts[i] = s.String()
+	}
+	return "set " + strings.Join(parts, " ")
+}
+
+// eta is ", ~2m10s left" from the mean duration of the runs done so far
+// by this invocation, or "" before any.
+func eta(spent time.Duration, done, left int) string {
+	if done == 0 || left <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(", ~%s left", round(spent/time.Duration(done)*time.Duration(left)))
+}
+
+func round(d time.Duration) time.Duration { return d.Round(time.Second) }

@@ -1,0 +1,365 @@
+package sweep
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/valnet/valnet/internal/metricref"
+	"github.com/valnet/valnet/runner"
+	"github.com/valnet/valnet/scenarios"
+)
+
+// Axis is one --set: a scenario key and the values it takes in turn.
+type Axis struct {
+	Path   string
+	Values []string
+}
+
+// Config is one valnet sweep command.
+type Config struct {
+	Source  string // scenario file or builtin name
+	Backend string // "" keeps the scenario's run.backend
+	Axes    []Axis // the cross product of their values is the sweep's points
+	Repeat  int    // runs per point, >= 1
+	// Seed is the base seed; nil takes each point's run.seed. Repeat r
+	// (1-based) of every point runs with base + r - 1: the same seeds at
+	// every point, so points differ by their settings only.
+	Seed    *int64
+	OutDir  string
+	Metrics []string // metric references to plot; nil: DefaultMetrics
+}
+
+// Point is one combination of axis values.
+type Point struct {
+	Set  []scenarios.Setting // one per axis, in axis order
+	Name string              // its directory: label=value,label=value
+	Plan *scenarios.Plan     // resolved with Set
+}
+
+// Sweep is a checked sweep: every point resolved, ready to run.
+type Sweep struct {
+	Config
+	Points  []Point
+	Labels  []string        // a short name per axis (the path's last keys)
+	Metrics []metricref.Ref // what sweep.md and sweep.html show
+	// Identity says which sweep a directory holds (resume).
+	Identity Identity
+}
+
+// Identity is what must match for a rerun to resume into a sweep
+// directory: the scenario (its text at every point), the backend, the
+// keys, their values and the base seed.
+type Identity struct {
+	Scenario string              `json:"scenario"`
+	Backend  string              `json:"backend"`
+	Keys     []string            `json:"keys"`
+	Values   map[string][]string `json:"values"`
+	BaseSeed *int64              `json:"base_seed,omitempty"`
+	// ScenarioSHA256 hashes every point's resolved scenario text, so a
+	// scenario edited between two invocations is noticed.
+	ScenarioSHA256 string `json:"scenario_sha256"`
+}
+
+// Prepare checks a sweep before anything runs: every path, every value at
+// every point (each point's scenario is resolved with its settings), the
+// metrics to show. Every problem is reported, joined.
+func Prepare(cfg Config) (*Sweep, error) {
+	var errs []error
+	if cfg.Repeat < 1 {
+		errs = append(errs, fmt.Errorf("--repeat %d: give at least 1", cfg.Repeat))
+	}
+	if len(cfg.Axes) == 0 {
+		errs = append(errs, errors.New("give at least one --set PATH=v1,v2,... to sweep over"))
+	}
+	seen := map[string]bool{}
+	for _, a := range cfg.Axes {
+		if seen[a.Path] {
+			errs = append(errs, fmt.Errorf("--set %s is given twice; list all its values in one --set", a.Path))
+		}
+		seen[a.Path] = true
+		if dup := firstDuplicate(a.Values); dup != "" {
+			errs = append(errs, fmt.Errorf("--set %s: value %s is listed twice", a.Path, dup))
+		}
+	}
+	s := &Sweep{Config: cfg, Labels: axisLabels(cfg.Axes)}
+	names := map[string]bool{}
+	hash := sha256.New()
+	reported := map[string]bool{} // a bad value fails at every point it is in; say it once
+	for _, set := range crossProduct(cfg.Axes) {
+		plan, err := Resolve(cfg.Source, set, cfg.Backend)
+		if err != nil {
+			for _, e := range splitErrors(err) {
+				if !reported[e.Error()] {
+					reported[e.Error()] = true
+					errs = append(errs, e)
+				}
+			}
+			continue
+		}
+		p := Point{Set: set, Name: pointName(s.Labels, set, names), Plan: plan}
+		names[p.Name] = true
+		hash.Write(plan.Text)
+		s.Points = append(s.Points, p)
+	}
+	if len(s.Points) > 0 { // the metrics are checked against a point's plan
+		refs, err := s.chooseMetrics()
+		if err != nil {
+			errs = append(errs, err)
+		}
+		s.Metrics = refs
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	s.Identity = Identity{
+		Scenario: cfg.Source, Backend: s.Points[0].Plan.Run.Backend, Keys: s.Keys(),
+		Values: map[string][]string{}, BaseSeed: cfg.Seed, ScenarioSHA256: hex.EncodeToString(hash.Sum(nil)),
+	}
+	for _, a := range cfg.Axes {
+		s.Identity.Values[a.Path] = a.Values
+	}
+	return s, nil
+}
+
+// Keys are the swept paths, in axis order.
+func (s *Sweep) Keys() []string {
+	keys := make([]string, len(s.Axes))
+	for i, a := range s.Axes {
+		keys[i] = a.Path
+	}
+	return keys
+}
+
+// Seed is the seed of repeat r (1-based) at point p.
+func (s *Sweep) Seed(p Point, r int) int64 {
+	base := p.Plan.Run.Seed
+	if s.Config.Seed != nil {
+		base = *s.Config.Seed
+	}
+	return base + int64(r-1)
+}
+
+// RunDir is the run directory of repeat r at point p, relative to the
+// sweep directory.
+func RunDir(p Point, r int) string { return p.Name + "/r" + fmt.Sprint(r) }
+
+// Preflight runs runner.Preflight once per distinct shape of plan (what it
+// checks: backend, binaries, signer secrets and modules), before any run.
+func (s *Sweep) Preflight(ctx context.Context) error {
+	done := map[string]bool{}
+	var ps runner.Problems
+	for _, p := range s.Points {
+		key := preflightShape(p.Plan)
+		if done[key] {
+			continue
+		}
+		done[key] = true
+		for _, pr := range runner.Preflight(ctx, p.Plan) {
+			if !slices.Contains(ps, pr) {
+				ps = append(ps, pr)
+			}
+		}
+	}
+	if len(ps) > 0 {
+		return ps
+	}
+	return nil
+}
+
+// preflightShape is what runner.Preflight reads of a plan: the backend,
+// the node binaries and each validator's signer backend (keyfile secret,
+// PKCS#11 module and PIN, ...). Points that agree on it pass or fail
+// preflight alike.
+func preflightShape(p *scenarios.Plan) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s|%s", p.Run.Backend, p.Run.Binary)
+	for _, v := range p.Validators {
+		fmt.Fprintf(&b, "|%s|%s|%s", v.Name, v.Binary, v.Signer.Type)
+		if k := v.Signer.Keyfile; k != nil {
+			fmt.Fprintf(&b, "|%+v", *k)
+		}
+		if k := v.Signer.PKCS11; k != nil {
+			fmt.Fprintf(&b, "|%+v", *k)
+		}
+	}
+	return b.String()
+}
+
+// crossProduct lists every combination of axis values, the first axis
+// varying slowest.
+func crossProduct(axes []Axis) [][]scenarios.Setting {
+	out := [][]scenarios.Setting{nil}
+	for _, a := range axes {
+		var next [][]scenarios.Setting
+		for _, prefix := range out {
+			for _, v := range a.Values {
+				next = append(next, append(slices.Clone(prefix), scenarios.Setting{Path: a.Path, Value: v}))
+			}
+		}
+		out = next
+	}
+	return out
+}
+
+// splitErrors is each scenario problem in err on its own.
+func splitErrors(err error) []error {
+	es, ok := scenarios.AsErrors(err)
+	if !ok {
+		return []error{err}
+	}
+	out := make([]error, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
+}
+
+func firstDuplicate(vs []string) string {
+	seen := map[string]bool{}
+	for _, v := range vs {
+		if seen[v] {
+			return v
+		}
+		seen[v] = true
+	}
+	return ""
+}
+
+// pathParts splits a path into its dotted steps, a selection kept as its
+// name: validators[hsm].signer.latency -> validators, hsm, signer, latency.
+func pathParts(path string) []string {
+	path = strings.NewReplacer("[", ".", "]", "").Replace(path)
+	return strings.Split(path, ".")
+}
+
+// axisLabels names each axis by the shortest tail of its path that no
+// other axis shares: latency, commit; hsm.signer.latency beside
+// v.signer.latency.
+func axisLabels(axes []Axis) []string {
+	parts := make([][]string, len(axes))
+	for i, a := range axes {
+		parts[i] = pathParts(a.Path)
+	}
+	labels := make([]string, len(axes))
+	for i := range axes {
+		for n := 1; n <= len(parts[i]); n++ {
+			label := strings.Join(parts[i][len(parts[i])-n:], ".")
+			unique := true
+			for j := range axes {
+				if j != i && strings.HasSuffix("."+strings.Join(parts[j], "."), "."+label) {
+					unique = false
+				}
+			}
+			labels[i] = label
+			if unique {
+				break
+			}
+		}
+	}
+	return labels
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._+-]+`)
+
+// maxNamePart bounds one value in a directory name.
+const maxNamePart = 40
+
+// pointName is the point's directory name, filesystem-safe and unique
+// among taken: latency=200ms,commit=1s.
+func pointName(labels []string, set []scenarios.Setting, taken map[string]bool) string {
+	parts := make([]string, len(set))
+	for i, st := range set {
+		v := strings.Trim(unsafeName.ReplaceAllString(st.Value, "_"), "_")
+		if len(v) > maxNamePart {
+			v = v[:maxNamePart]
+		}
+		if v == "" {
+			v = "_"
+		}
+		parts[i] = labels[i] + "=" + v
+	}
+	name := strings.Join(parts, ",")
+	for k := 2; taken[name]; k++ {
+		name = strings.Join(parts, ",") + fmt.Sprintf("~%d", k)
+	}
+	return name
+}
+
+// chooseMetrics reads --metric, or picks the defaults: every metric the
+// scenario's expect names, missed_precommits of each validator a setting
+// touches, block_interval_p50_ms and heights_with_round_change.
+func (s *Sweep) chooseMetrics() ([]metricref.Ref, error) {
+	plan := s.Points[0].Plan
+	var refs []metricref.Ref
+	add := func(r metricref.Ref) {
+		if !slices.Contains(refs, r) {
+			refs = append(refs, r)
+		}
+	}
+	if len(s.Config.Metrics) > 0 {
+		var errs []error
+		for _, m := range s.Config.Metrics {
+			r, err := plan.MetricRef(m)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("--metric %w", err))
+				continue
+			}
+			add(r)
+		}
+		return refs, errors.Join(errs...)
+	}
+	for _, e := range plan.Expect {
+		if e.Validator != "" || !isPerValidator(e.Metric) {
+			add(metricref.Ref{Metric: e.Metric, Validator: e.Validator, Phase: e.Phase})
+			continue
+		}
+		for _, v := range plan.Validators {
+			add(metricref.Ref{Metric: e.Metric, Validator: v.Name, Phase: e.Phase})
+		}
+	}
+	for _, v := range s.variedValidators() {
+		add(metricref.Ref{Metric: "missed_precommits", Validator: v})
+	}
+	add(metricref.Ref{Metric: "block_interval_p50_ms"})
+	add(metricref.Ref{Metric: "heights_with_round_change"})
+	return refs, nil
+}
+
+func isPerValidator(metric string) bool {
+	m, _ := scenarios.LookupMetric(metric)
+	return m.PerValidator
+}
+
+// variedValidators are the expanded validators a validators[NAME] axis
+// touches (NAME, or NAME-1..NAME-N with count), as the first point has them.
+func (s *Sweep) variedValidators() []string {
+	var out []string
+	for _, a := range s.Axes {
+		name, ok := selectedValidator(a.Path)
+		if !ok {
+			continue
+		}
+		for _, v := range s.Points[0].Plan.Validators {
+			if (v.Name == name || strings.HasPrefix(v.Name, name+"-")) && !slices.Contains(out, v.Name) {
+				out = append(out, v.Name)
+			}
+		}
+	}
+	return out
+}
+
+var validatorPath = regexp.MustCompile(`^validators\[([^\]]+)\]`)
+
+func selectedValidator(path string) (string, bool) {
+	m := validatorPath.FindStringSubmatch(path)
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
+}
