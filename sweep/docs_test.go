@@ -3,6 +3,7 @@ package sweep
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -101,6 +102,9 @@ func TestDocExamples(t *testing.T) {
 // running.
 func prepareArgs(args []string) error {
 	cfg := Config{Source: args[0], Repeat: 1}
+	if _, err := os.Stat(filepath.Join("..", cfg.Source)); err == nil {
+		cfg.Source = filepath.Join("..", cfg.Source) // a path from the repository's root
+	}
 	var errs []error
 	for i := 1; i+1 < len(args); i += 2 {
 		switch args[i] {
