@@ -150,7 +150,7 @@ func (t *Threshold) probe(ctx context.Context, value string) (ThresholdProbe, er
 // there (the directory is this search's: claimed by its stamp).
 func (t *Threshold) runOnce(ctx context.Context, value string, i int, seed int64, dir string) (Result, error) {
 	if err := ctx.Err(); err != nil {
-		return Result{}, err
+		return Result{}, fmt.Errorf("interrupted before %s=%s, run %d: %w", t.Key, value, i+1, err)
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		return Result{}, err
@@ -162,7 +162,7 @@ func (t *Threshold) runOnce(ctx context.Context, value string, i int, seed int64
 	if err == nil && !run.Finished() {
 		err = fmt.Errorf("the run stopped early (%s)", run.StopReason)
 		if ctx.Err() != nil {
-			err = ctx.Err()
+			err = fmt.Errorf("interrupted: %w", ctx.Err())
 		}
 	}
 	if err != nil {
