@@ -29,7 +29,15 @@ type Result struct {
 	// ExpectationsOK says whether every expect: of the scenario held.
 	ExpectationsOK bool   `json:"expectations_ok"`
 	StopReason     string `json:"stop_reason"`
+	// HostOverloaded: the run's summary says the host was overloaded, so
+	// its values reflect the machine (results.OverloadedNotice).
+	HostOverloaded bool `json:"host_overloaded"`
 }
+
+// RepeatSeed is the seed of repeat r (1-based) from a base seed: base + r
+// - 1, the same at every point, so that points differ by their settings
+// alone. Sweep and threshold both number their repeats by it.
+func RepeatSeed(base int64, r int) int64 { return base + int64(r-1) }
 
 // Finished reports whether the run ran to its end (its heights or
 // max_duration); an interrupted or failed run is to be run again.
@@ -67,7 +75,8 @@ func (rr RealRunner) Run(ctx context.Context, plan *scenarios.Plan, seed int64, 
 
 // fromSummary is the Result a run's summary gives.
 func fromSummary(s *results.Summary, seed int64, dir string) Result {
-	return Result{Seed: seed, Dir: dir, Metrics: results.MetricValues(s), ExpectationsOK: s.OK, StopReason: s.StopReason}
+	return Result{Seed: seed, Dir: dir, Metrics: results.MetricValues(s), ExpectationsOK: s.OK, StopReason: s.StopReason,
+		HostOverloaded: s.Host != nil && s.Host.Overloaded}
 }
 
 // Resolve reads the scenario (a file or a builtin name) with one point's

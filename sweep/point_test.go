@@ -40,6 +40,15 @@ func TestLoadFinishedReadsWhatTheRunSaw(t *testing.T) {
 		t.Errorf("seed %d ok %v, want %d %v", got.Seed, got.ExpectationsOK, s.Seed, s.OK)
 	}
 
+	if got.HostOverloaded {
+		t.Error("host overloaded read back, the summary says not")
+	}
+	s.Host = &results.HostSummary{Overloaded: true}
+	write(s)
+	if got, _, _ := LoadFinished(dir); !got.HostOverloaded {
+		t.Error("an overloaded host is not read back")
+	}
+
 	s.StopReason = results.StopInterrupted
 	write(s)
 	if _, ok, err := LoadFinished(dir); ok || err != nil {

@@ -142,7 +142,7 @@ func (s *Sweep) Seed(p Point, r int) int64 {
 	if s.Config.Seed != nil {
 		base = *s.Config.Seed
 	}
-	return base + int64(r-1)
+	return RepeatSeed(base, r)
 }
 
 // RunDir is the run directory of repeat r at point p, relative to the

@@ -2,16 +2,12 @@ package sweep
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-
-	"github.com/valnet/valnet/results"
-	"github.com/valnet/valnet/runner"
 )
 
 // HoldRule is how the runs of one probe make its verdict (threshold.json's
@@ -31,9 +27,6 @@ type ThresholdRun struct {
 	Held  bool     `json:"held"`
 	// Reused: the run was found finished in the out dir, not run again.
 	Reused bool `json:"reused,omitempty"`
-	// HostOverloaded: the run's summary says the host was overloaded, so
-	// its values reflect the machine (results.OverloadedNotice).
-	HostOverloaded bool `json:"host_overloaded"`
 }
 
 // ThresholdProbe is one probed value and its runs.
@@ -59,9 +52,6 @@ type Threshold struct {
 	// Finished reads a run directory left by an earlier search, if that run
 	// finished (ok false: run it again); LoadFinished.
 	Finished func(dir string) (res Result, ok bool, err error)
-	// Overloaded reads whether a run's host was overloaded (nil: not
-	// checked); hostOverloaded.
-	Overloaded func(dir string) (bool, error)
 	// Out gets every probe as it finishes and the result line.
 	Out io.Writer
 	// Status, if set, gets a line as each run starts.
@@ -128,11 +118,6 @@ func (t *Threshold) probe(ctx context.Context, value string) (ThresholdProbe, er
 			}
 		}
 		r := ThresholdRun{Result: run, Reused: reused}
-		if t.Overloaded != nil {
-			if r.HostOverloaded, err = t.Overloaded(dir); err != nil {
-				return p, err
-			}
-		}
 		if v, ok := run.Metrics[t.Target.Metric]; ok {
 			r.Value, r.Held = &v, t.Target.Holds(v)
 		}
@@ -201,18 +186,4 @@ func (t *Threshold) printProbe(n int, p ThresholdProbe) {
 		note += fmt.Sprintf("  [host overloaded in %d of %d runs: their values reflect this machine]", overloaded, len(p.Runs))
 	}
 	fmt.Fprintf(t.Out, "probe %d  %s=%s  %s: %s  %s%s\n", n, t.Key, p.Value, t.Target.Metric, strings.Join(vals, " "), verdict, note)
-}
-
-// hostOverloaded reads summary.json's host.overloaded in a run directory.
-// An adapter: sweep.Result does not carry it.
-func hostOverloaded(dir string) (bool, error) {
-	data, err := os.ReadFile(filepath.Join(dir, runner.SummaryFile))
-	if err != nil {
-		return false, err
-	}
-	var s results.Summary
-	if err := json.Unmarshal(data, &s); err != nil {
-		return false, fmt.Errorf("%s: %w", filepath.Join(dir, runner.SummaryFile), err)
-	}
-	return s.Host != nil && s.Host.Overloaded, nil
 }

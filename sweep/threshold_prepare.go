@@ -36,7 +36,7 @@ type ThresholdSpec struct {
 func (sp ThresholdSpec) Prepare(ctx context.Context, runs Runner, out io.Writer) (*Threshold, error) {
 	var errs []error
 	bad := func(err error) { errs = append(errs, err) }
-	th := &Threshold{Key: sp.Key, OutDir: sp.OutDir, Out: out, Finished: LoadFinished, Overloaded: hostOverloaded}
+	th := &Threshold{Key: sp.Key, OutDir: sp.OutDir, Out: out, Finished: LoadFinished}
 	th.RunPoint = func(ctx context.Context, key, value string, seed int64, dir string) (Result, error) {
 		return RunPoint(ctx, runs, sp.Scenario, []scenarios.Setting{{Path: key, Value: value}}, sp.Backend, seed, dir)
 	}
@@ -157,7 +157,7 @@ func rangeUnit(key string) (Unit, error) {
 func RepeatSeeds(base int64, n int) []int64 {
 	out := make([]int64, n)
 	for i := range out {
-		out[i] = base + int64(i)
+		out[i] = RepeatSeed(base, i+1)
 	}
 	return out
 }

@@ -24,6 +24,8 @@ type fakeRuns struct {
 	failAt   int      // the failAt-th call (from 1) fails; 0: never
 	cancel   func()   // called at call number cancelAt, which then sees ctx end
 	cancelAt int
+	// overloaded says which runs' host was overloaded; nil: none.
+	overloaded func(dir string) bool
 }
 
 func (f *fakeRuns) run(ctx context.Context, key, value string, seed int64, dir string) (Result, error) {
@@ -41,6 +43,7 @@ func (f *fakeRuns) run(ctx context.Context, key, value string, seed int64, dir s
 		return Result{}, err
 	}
 	r := Result{Seed: seed, Dir: dir, StopReason: results.StopHeights, Metrics: map[string]float64{"heights_committed": 10}}
+	r.HostOverloaded = f.overloaded != nil && f.overloaded(dir)
 	if m := f.metric(d, seed); !math.IsNaN(m) { // NaN: no samples
 		r.Metrics["missed_precommits_rate(hsm)"] = m
 	}
@@ -340,8 +343,8 @@ func TestThresholdRemovesUnfinishedRun(t *testing.T) {
 // Runs on an overloaded host are named per probe and counted: their values
 // reflect the machine.
 func TestThresholdOverloadedHost(t *testing.T) {
-	th := newSearch(t, t.TempDir(), &fakeRuns{metric: rate}, 1, 2)
-	th.Overloaded = func(dir string) (bool, error) { return strings.HasSuffix(dir, filepath.Join("3s", "r2")), nil }
+	overloaded := func(dir string) bool { return strings.HasSuffix(dir, filepath.Join("3s", "r2")) }
+	th := newSearch(t, t.TempDir(), &fakeRuns{metric: rate, overloaded: overloaded}, 1, 2)
 	rep, err := th.Search(context.Background())
 	if err != nil {
 		t.Fatal(err)
