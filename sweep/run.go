@@ -3,7 +3,6 @@ package sweep
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -184,27 +183,14 @@ func (s *Sweep) runOne(ctx context.Context, r Runner, p Point, rec *RunRecord) {
 // claimDir makes the sweep directory, or checks that the one there holds
 // this very sweep (then it is resumed).
 func (s *Sweep) claimDir() error {
-	data, err := os.ReadFile(filepath.Join(s.OutDir, JSONFile))
-	if errors.Is(err, os.ErrNotExist) {
-		entries, rerr := os.ReadDir(s.OutDir)
-		if rerr == nil && len(entries) > 0 {
-			return fmt.Errorf("%s is not empty and holds no %s; a sweep goes into a new directory or resumes its own (choose another --out)", s.OutDir, JSONFile)
+	_, err := claimOutDir(s.OutDir, JSONFile, "sweep", func(data []byte) (string, error) {
+		var old struct{ Identity }
+		if err := json.Unmarshal(data, &old); err != nil {
+			return "", err
 		}
-		return os.MkdirAll(s.OutDir, 0o755)
-	}
-	if err != nil {
-		return err
-	}
-	var old struct {
-		Identity
-	}
-	if err := json.Unmarshal(data, &old); err != nil {
-		return fmt.Errorf("%s: %w", filepath.Join(s.OutDir, JSONFile), err)
-	}
-	if diff := s.Identity.diff(old.Identity); diff != "" {
-		return fmt.Errorf("%s holds a different sweep (%s); resume it with the same command, or choose another --out", s.OutDir, diff)
-	}
-	return nil
+		return s.Identity.diff(old.Identity), nil
+	})
+	return err
 }
 
 // diff names what differs between two sweeps, "" when they are the same.

@@ -225,7 +225,7 @@ func TestSweepRefusesAnotherSweepsDirectory(t *testing.T) {
 	other := testConfig(src, out)
 	other.Axes[1].Values = []string{"500ms", "2s"}
 	_, err := prepare(t, other).Run(context.Background(), &fakeRunner{}, &bytes.Buffer{}, (&fakeClock{}).now)
-	if err == nil || !strings.Contains(err.Error(), "holds a different sweep (chain.timeouts.commit=500ms,1s, not 500ms,2s)") {
+	if err == nil || !strings.Contains(err.Error(), "holds another sweep (chain.timeouts.commit=500ms,1s, not 500ms,2s)") {
 		t.Errorf("resuming into another sweep: %v", err)
 	}
 	seed := int64(1)

@@ -2,7 +2,6 @@ package sweep
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -151,25 +150,21 @@ func ReadThreshold(dir string) (*ThresholdReport, error) {
 // claim makes dir this search's: a new or empty dir, or one holding a
 // threshold.json with the same stamp (its finished runs are reused).
 func (st Stamp) claim(dir string) error {
-	old, err := ReadThreshold(dir)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		entries, rerr := os.ReadDir(dir)
-		if rerr == nil && len(entries) > 0 {
-			return fmt.Errorf("--out %s is not empty and holds no %s: choose another --out", dir, ThresholdFile)
+	var old *ThresholdReport
+	found, err := claimOutDir(dir, ThresholdFile, "threshold search", func(data []byte) (string, error) {
+		old = &ThresholdReport{}
+		if err := json.Unmarshal(data, old); err != nil {
+			return "", err
 		}
-		if rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
-			return rerr
-		}
-	case err != nil:
+		return st.diff(old.Stamp), nil
+	})
+	if err != nil {
 		return err
-	case old.Stamp != st:
-		return fmt.Errorf("--out %s holds another threshold search (%s); its runs would not be comparable: choose another --out or remove it", dir, st.diff(old.Stamp))
 	}
 	// Written at once, so that a search interrupted in its first probe is
 	// still recognised as this one's.
 	r := &ThresholdReport{Stamp: st, Probes: []ThresholdProbe{}, Verdict: Incomplete}
-	if old != nil {
+	if found {
 		r = old
 	}
 	return r.write(dir)
