@@ -17,11 +17,23 @@ type docCommand struct {
 	want string
 }
 
-// docCommands reads every valnet sweep command in docs/sweep.md's code
-// blocks, joining continued lines.
+// docsWithSweeps are the docs whose valnet sweep commands are checked.
+var docsWithSweeps = []string{"../docs/sweep.md", "../docs/capacity.md", "../docs/devices.md", "../docs/load.md"}
+
+// docCommands reads every valnet sweep command in the code blocks of
+// docsWithSweeps, joining continued lines.
 func docCommands(t *testing.T) []docCommand {
 	t.Helper()
-	data, err := os.ReadFile("../docs/sweep.md")
+	var out []docCommand
+	for _, f := range docsWithSweeps {
+		out = append(out, docFileCommands(t, f)...)
+	}
+	return out
+}
+
+func docFileCommands(t *testing.T, file string) []docCommand {
+	t.Helper()
+	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,13 +89,13 @@ func shellWords(t *testing.T, line string) []string {
 	return words
 }
 
-// TestDocExamples checks every sweep command of docs/sweep.md: the
+// TestDocExamples checks every sweep command of docsWithSweeps: the
 // runnable ones prepare without a problem (every point resolved), the
 // ones shown with their message fail with exactly that message.
 func TestDocExamples(t *testing.T) {
 	cmds := docCommands(t)
 	if len(cmds) < 5 {
-		t.Fatalf("found %d commands in docs/sweep.md", len(cmds))
+		t.Fatalf("found %d commands in %v", len(cmds), docsWithSweeps)
 	}
 	for _, c := range cmds {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
