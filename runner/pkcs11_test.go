@@ -135,3 +135,67 @@ validators:
 		t.Fatalf("%s", results.ResultLine(s))
 	}
 }
+
+// pkcs11DeviceYAML: two validators whose keys are in SoftHSM2 tokens, both
+// behind one shared device with one other chain's background load.
+const pkcs11DeviceYAML = `
+name: e2e-pkcs11-device
+chain:
+  timeouts: {propose: 1s, propose_delta: 100ms, prevote: 300ms, prevote_delta: 50ms,
+             precommit: 300ms, precommit_delta: 50ms, commit: 200ms}
+run: {heights: 6, max_duration: 3m}
+profiles:
+  test-hsm: {latency: 30ms}
+devices:
+  hsm:
+    profile: test-hsm
+    background: {chains: 1, block_time: 500ms, spacing: 20ms, jitter: 10ms}
+validators:
+  - name: a
+    signer: {type: pkcs11, provision: softhsm, device: hsm}
+  - name: b
+    signer: {type: pkcs11, provision: softhsm, device: hsm}
+  - name: v
+    count: 2
+expect:
+  - {metric: heights_committed, min: 6}
+  - {metric: double_signs, max: 0}
+`
+
+// TestRunPKCS11SharedDevice runs two real PKCS#11 signers on one device:
+// their signatures (made in the tokens, verified by every node) wait in
+// the device's queue, behind each other and the background load, and the
+// waits reach summary.json.
+func TestRunPKCS11SharedDevice(t *testing.T) {
+	needSoftHSM(t)
+	dir := filepath.Join(t.TempDir(), "run")
+	showLogsOnFailure(t, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	out, err := Run(ctx, parse(t, pkcs11DeviceYAML), Options{OutDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := out.Summary
+	if !s.OK || s.DoubleSigns != 0 {
+		t.Fatalf("ok %v, double signs %d: %+v", s.OK, s.DoubleSigns, s.Expectations)
+	}
+	d := s.Devices["hsm"]
+	if d == nil || d.Signatures == nil || *d.Signatures == 0 || d.BackgroundSignatures == nil || *d.BackgroundSignatures == 0 {
+		t.Fatalf("device hsm %+v: want this chain's and the background's signatures", d)
+	}
+	waited := 0.0
+	for _, v := range s.Validators {
+		if v.Name != "a" && v.Name != "b" {
+			continue
+		}
+		if !strings.HasPrefix(v.Signer, "pkcs11(") || v.Device != "hsm" || v.SignQueueMS == nil || v.SignQueueMS.Count == 0 {
+			t.Errorf("%s: signer %q device %q queue %+v", v.Name, v.Signer, v.Device, v.SignQueueMS)
+			continue
+		}
+		waited = max(waited, v.SignQueueMS.Max)
+	}
+	if waited <= 0 {
+		t.Error("no PKCS#11 signature waited for the device shared with another token and a background chain")
+	}
+}
