@@ -33,7 +33,8 @@ integ:
 # validators x 20 heights, each in its own process).
 bench: build
 	$(GO) test -run '^$$' -bench 'Overhead|Network' -benchmem -benchtime 1x -timeout 30m ./runner/
-	$(GO) test -run '^$$' -bench . -benchmem -timeout 20m ./results/ ./network/ ./signers/ ./signers/pkcs11/
+	$(GO) test -run '^$$' -bench 'RecordTxEvent' -benchmem ./runner/
+	$(GO) test -run '^$$' -bench . -benchmem -timeout 20m ./results/ ./network/ ./signers/ ./signers/pkcs11/ ./sweep/
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./docker/
 	$(BIN) bench signers
 
