@@ -3,6 +3,7 @@ package scenarios
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/valnet/valnet/internal/metricref"
 )
@@ -27,7 +28,12 @@ func (p *Plan) MetricRef(s string) (metricref.Ref, error) {
 	}
 	var errs []error
 	for _, pr := range checkMetricUse(metricUse{Metric: r.Metric, Validator: r.Validator, Phase: r.Phase}, vals, p.Load != nil) {
-		errs = append(errs, fmt.Errorf("metric %s: %s", s, Error{Msg: pr.Msg, Allowed: pr.Allowed}.message()))
+		msg := Error{Msg: pr.Msg, Allowed: pr.Allowed}.message()
+		if pr.Field == fieldValidator && len(pr.Allowed) > 0 {
+			// A command line has no key to say what the list is of.
+			msg = fmt.Sprintf("%s (validators: %s)", pr.Msg, strings.Join(pr.Allowed, ", "))
+		}
+		errs = append(errs, fmt.Errorf("metric %s: %s", s, msg))
 	}
 	return r, errors.Join(errs...)
 }

@@ -28,7 +28,7 @@ func TestPlanMetricRef(t *testing.T) {
 		"missed_precomits(hsm)":           `unknown metric "missed_precomits"; did you mean "missed_precommits"? (allowed: heights_committed,`,
 		"missed_precommits":               "is a per-validator metric; write missed_precommits(VALIDATOR) (validators: hsm, v-1, v-2, v-3)",
 		"heights_committed(hsm)":          "is a chain metric",
-		"missed_precommits(nobody)":       `no validator named "nobody" (allowed: hsm, v-1, v-2, v-3)`,
+		"missed_precommits(nobody)":       `no validator named "nobody" (validators: hsm, v-1, v-2, v-3)`,
 		"missed_precommits(v)":            `v expands to v-1..v-3; name one of them`,
 		"missed_precommits(hsm,prevote)":  "has no phases",
 		"sign_latency_p50_ms(hsm,commit)": `unknown phase "commit"`,
