@@ -80,11 +80,14 @@ func summarizeDevices(events []Event, start *Event) map[string]*DeviceSummary {
 
 // signQueue is the validator's queue waits; zero stats when it is on no
 // device (an expectation then notes "no samples").
-func (v *ValidatorSummary) signQueue() LatencyStats {
-	if v.SignQueueMS == nil {
+func (v *ValidatorSummary) signQueue() LatencyStats { return statsOrZero(v.SignQueueMS) }
+
+// statsOrZero is *st, or zero stats (no samples) for nil.
+func statsOrZero(st *LatencyStats) LatencyStats {
+	if st == nil {
 		return LatencyStats{}
 	}
-	return *v.SignQueueMS
+	return *st
 }
 
 // deviceTables are the shared-device sections of the text table,
@@ -101,7 +104,8 @@ type deviceTables struct {
 
 // deviceNote explains the columns, and what is a MODEL.
 const deviceNote = "one queue per device, one signature at a time, first come first served; utilisation = time signing / time since the network started; " +
-	"background = other chains' signatures (a MODEL load); queue = wait before the device started on a signature (part of sign latency), ms"
+	"background = other chains' signatures (a MODEL load); queue = wait before the device started on a signature (part of sign latency), ms; " +
+	"service = sign latency - queue: the device's time plus the guard and any signer.latency around it, ms"
 
 func newDeviceTables(s *Summary) *deviceTables {
 	if len(s.Devices) == 0 {
@@ -109,7 +113,7 @@ func newDeviceTables(s *Summary) *deviceTables {
 	}
 	t := &deviceTables{Note: deviceNote,
 		DeviceHead: []string{"device", "profile", "utilisation", "signatures", "background signatures", "background chains", "validators"},
-		QueueHead:  []string{"validator", "device", "queue p50", "queue p95", "queue p99", "queue max", "sign p50/p99", "missed"}}
+		QueueHead:  []string{"validator", "device", "queue p50", "queue p95", "queue p99", "queue max", "service p50/p99", "sign p50/p99", "missed"}}
 	names := make([]string, 0, len(s.Devices))
 	for name := range s.Devices {
 		names = append(names, name)
@@ -143,7 +147,7 @@ func newDeviceTables(s *Summary) *deviceTables {
 			return formatLatency(x)
 		}
 		t.QueueRows = append(t.QueueRows, []string{v.Name, orDash(v.Device), ms(q.P50), ms(q.P95), ms(q.P99), ms(q.Max),
-			p50p99(v.SignLatencyMS.All), fmt.Sprintf("%d/%d", v.MissedPrecommits, v.PrecommitsCounted)})
+			p50p99(statsOrZero(v.SignServiceMS)), p50p99(v.SignLatencyMS.All), fmt.Sprintf("%d/%d", v.MissedPrecommits, v.PrecommitsCounted)})
 	}
 	t.HasQueueRows = len(t.QueueRows) > 0
 	return t

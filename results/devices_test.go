@@ -22,7 +22,7 @@ func devicesEvents() []Event {
 	return []Event{start,
 		queued(withLatency(signEv("hsm", phase.Prevote, 1, 0, "aa"), 150, 130), 0),
 		queued(withLatency(signEv("hsm", phase.Precommit, 1, 0, "aa"), 400, 130), 250),
-		queued(withLatency(signEv("hsm", phase.Prevote, 2, 0, "bb"), 300, 130), 150),
+		queued(withLatency(signEv("hsm", phase.Prevote, 2, 0, "bb"), 320, 130), 150),                   // served in 170
 		queued(withError(signEv("hsm", phase.Precommit, 2, 0, "bb"), "signing device is closed"), 900), // failed: no sample
 		withLatency(signEv("v1", phase.Prevote, 1, 0, "aa"), 1, 0),
 		deviceEv(5000, DeviceSample{Name: "hsm", Profile: "yubihsm2", Signatures: 2, BackgroundSignatures: 20, BackgroundChains: 5, BusyMS: 2500, WallMS: 5000}),
@@ -48,7 +48,11 @@ func TestDevicesSummary(t *testing.T) {
 	if hsm.Device != "hsm" || hsm.SignQueueMS == nil || hsm.SignQueueMS.Count != 3 || hsm.SignQueueMS.P50 != 150 || hsm.SignQueueMS.Max != 250 {
 		t.Errorf("hsm sign_queue_ms %+v (device %q), want 3 samples, p50 150, max 250", hsm.SignQueueMS, hsm.Device)
 	}
-	if v1.Device != "" || v1.SignQueueMS != nil {
+	// sign_service_ms: latency - queue of the same signatures (150, 150, 170).
+	if sv := hsm.SignServiceMS; sv == nil || sv.Count != 3 || sv.P50 != 150 || sv.Max != 170 {
+		t.Errorf("hsm sign_service_ms %+v, want 3 samples, p50 150, max 170", sv)
+	}
+	if v1.Device != "" || v1.SignQueueMS != nil || v1.SignServiceMS != nil {
 		t.Errorf("v1 is on no device, got device %q queue %+v", v1.Device, v1.SignQueueMS)
 	}
 	for _, e := range s.Expectations {
@@ -102,7 +106,7 @@ func TestDevicesSummarySurvivesEventsFile(t *testing.T) {
 	if a.String() != b.String() {
 		t.Errorf("summary from events.jsonl differs:\n%s\nwant\n%s", b.String(), a.String())
 	}
-	if !bytes.Contains(a.Bytes(), []byte(`"sign_queue_ms"`)) || !bytes.Contains(a.Bytes(), []byte(`"background_signatures": 40`)) {
+	if !bytes.Contains(a.Bytes(), []byte(`"sign_queue_ms"`)) || !bytes.Contains(a.Bytes(), []byte(`"sign_service_ms"`)) || !bytes.Contains(a.Bytes(), []byte(`"background_signatures": 40`)) {
 		t.Errorf("summary.json lacks the device keys:\n%s", a.String())
 	}
 }
@@ -126,7 +130,7 @@ func TestDevicesInReports(t *testing.T) {
 		if err := tc.write(&b, Summarize(without), without); err != nil {
 			t.Fatal(err)
 		}
-		for _, want := range []string{"Shared signing devices", "90.0 %", "yubihsm2", "MODEL", "queue p50"} {
+		for _, want := range []string{"Shared signing devices", "90.0 %", "yubihsm2", "MODEL", "queue p50", "service p50/p99", "150/170"} {
 			if !bytes.Contains(a.Bytes(), []byte(want)) {
 				t.Errorf("%s with a device lacks %q", tc.name, want)
 			}

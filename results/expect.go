@@ -82,7 +82,7 @@ var metrics = map[string]metric{
 	"txs_rejected":             loadMetric(func(l *LoadSummary) (float64, int) { return count(l.Rejected) }),
 	"txs_failed":               loadMetric(func(l *LoadSummary) (float64, int) { return count(l.Failed) }),
 	"txs_committed":            loadMetric(func(l *LoadSummary) (float64, int) { return count(l.Committed) }),
-	"tx_per_s":                 loadMetric(func(l *LoadSummary) (float64, int) { return l.TxPerS, l.Committed }),
+	"tx_per_s":                 loadMetric(func(l *LoadSummary) (float64, int) { return l.TxPerS, l.Sent }), // 0 committed of some sent is 0 tx/s, a value
 	"tx_commit_latency_p50_ms": loadMetric(func(l *LoadSummary) (float64, int) { return l.CommitLatencyMS.P50, l.CommitLatencyMS.Count }),
 	"tx_commit_latency_p95_ms": loadMetric(func(l *LoadSummary) (float64, int) { return l.CommitLatencyMS.P95, l.CommitLatencyMS.Count }),
 	"tx_commit_latency_max_ms": loadMetric(func(l *LoadSummary) (float64, int) { return l.CommitLatencyMS.Max, l.CommitLatencyMS.Count }),

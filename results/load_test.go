@@ -103,6 +103,18 @@ func TestSummarizeLoadBehindAndNone(t *testing.T) {
 	if _, n, err := s.metric("txs_committed", "", ""); err != nil || n != 0 {
 		t.Errorf("txs_committed without load: samples %d, err %v; want no samples", n, err)
 	}
+	// A load that ran and got nothing committed: 0 tx/s is what happened
+	// (a value, not "no samples"); the commit latency has none.
+	uncommitted := Summary{Load: &LoadSummary{Sent: 20, Accepted: 20}}
+	if v, n, err := uncommitted.metric("tx_per_s", "", ""); err != nil || v != 0 || n == 0 {
+		t.Errorf("tx_per_s with 20 sent, 0 committed: %g (samples %d, err %v); want 0 with samples", v, n, err)
+	}
+	if _, n, _ := uncommitted.metric("tx_commit_latency_p50_ms", "", ""); n != 0 {
+		t.Errorf("commit latency with 0 committed: samples %d, want none", n)
+	}
+	if _, n, _ := (&Summary{Load: &LoadSummary{}}).metric("tx_per_s", "", ""); n != 0 {
+		t.Errorf("tx_per_s of a load that sent nothing: samples %d, want none", n)
+	}
 	// A load that sent nothing still reports itself.
 	empty := []Event{{Time: t0, Kind: KindRunStart, Load: &LoadInfo{Rate: 5, SizeBytes: 100, To: "v1"}}}
 	if s := Summarize(empty); s.Load == nil || s.Load.Sent != 0 || s.Load.To != "v1" {

@@ -130,10 +130,14 @@ type ValidatorSummary struct {
 	SignerLatencyMS     *PhaseLatency `json:"signer_latency_ms,omitempty"`
 	TransportOverheadMS *LatencyStats `json:"transport_overhead_ms,omitempty"`
 
-	// On a shared signing device: its name, and the wait in its queue of
-	// each successful signature (part of sign_latency_ms).
-	Device      string        `json:"device,omitempty"`
-	SignQueueMS *LatencyStats `json:"sign_queue_ms,omitempty"`
+	// On a shared signing device: its name, the wait in its queue of
+	// each successful signature (part of sign_latency_ms), and the rest
+	// of each signature's latency (latency - queue): the device's service
+	// time plus the decorators around it (the guard, injected faults and
+	// a signer.latency delay, which sit outside the device).
+	Device        string        `json:"device,omitempty"`
+	SignQueueMS   *LatencyStats `json:"sign_queue_ms,omitempty"`
+	SignServiceMS *LatencyStats `json:"sign_service_ms,omitempty"`
 }
 
 // ProposalStats: the validator's proposer turns and what it did with them.
@@ -248,8 +252,9 @@ func (s *Summary) Failed() []ExpectationResult {
 //     evaluated (unknown metric, validator or phase) fails with an error.
 //   - devices: one entry per device named in run_start's validators or by
 //     a device event; its counters are the last device event's (see
-//     devices.go); sign_queue_ms(v): queue_ms of v's successful sign events
-//     (present for a validator on a device).
+//     devices.go); sign_queue_ms(v): queue_ms of v's successful sign events,
+//     sign_service_ms(v): latency_ms - queue_ms of the same events
+//     (both present for a validator on a device).
 //   - node_errors: node_error events, listed as a warning that the stream
 //     may be incomplete; they do not change ok by themselves.
 //   - ok: every expectation holds and the run neither errored nor was
@@ -418,6 +423,7 @@ type valAcc struct {
 	missed, nils, signErrors int
 	latency                  map[string][]float64 // phase -> latency_ms
 	all, injected, queue     []float64
+	service                  []float64            // latency - queue of each signature on a device
 	signerLatency            map[string][]float64 // remote signer's side, phase -> ms
 	signerAll, overhead      []float64
 	turns, made              map[turn]struct{} // (height, round): proposer turns, signed proposals
@@ -461,6 +467,7 @@ func summarizeValidators(s *Summary, events []Event, start *Event, c *chain) {
 			a := acc(ev.Validator)
 			if ev.QueueMS != nil && ev.Error == "" {
 				a.queue = append(a.queue, *ev.QueueMS) // only the side that saw the queue has it
+				a.service = append(a.service, max(ev.LatencyMS-*ev.QueueMS, 0))
 			}
 			if ev.Side == SideSigner {
 				if ev.Error == "" && slices.Contains(phases, ev.Phase) {
@@ -582,8 +589,8 @@ func summarizeValidators(s *Summary, events []Event, start *Event, c *chain) {
 			v.TransportOverheadMS = &st
 		}
 		if v.Device != "" || len(a.queue) > 0 {
-			st := latencyStats(a.queue)
-			v.SignQueueMS = &st
+			queue, service := latencyStats(a.queue), latencyStats(a.service)
+			v.SignQueueMS, v.SignServiceMS = &queue, &service
 		}
 	}
 	s.Validators = rows

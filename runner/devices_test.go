@@ -108,6 +108,11 @@ func TestRunSharedDevice(t *testing.T) {
 				if v.Device != "hsm" || v.SignQueueMS == nil || v.SignQueueMS.Count == 0 {
 					t.Errorf("%s: device %q queue %+v", name, v.Device, v.SignQueueMS)
 				} else {
+					// Once the device starts, a signature takes at least
+					// the profile's 40 ms.
+					if sv := v.SignServiceMS; sv == nil || sv.Count != v.SignQueueMS.Count || sv.P50 < 40 {
+						t.Errorf("%s: sign_service_ms %+v, want one per queued signature, p50 >= 40 ms", name, sv)
+					}
 					waited = max(waited, v.SignQueueMS.Max)
 				}
 			}

@@ -33,6 +33,12 @@ func metricsTable() string {
 		if m.Phased {
 			phase = "optional"
 		}
+		switch {
+		case m.Load:
+			scope += ", with load"
+		case m.Device:
+			scope += " on a device"
+		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", m.Name, scope, phase, m.Doc)
 	}
 	return b.String()

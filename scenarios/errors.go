@@ -43,6 +43,14 @@ func (e Error) Error() string {
 	return b.String()
 }
 
+// message is Msg with its allowed values, without position and key.
+func (e Error) message() string {
+	var b strings.Builder
+	b.WriteString(e.Msg)
+	writeAllowed(&b, e.Allowed)
+	return b.String()
+}
+
 // writeAllowed appends " (allowed: a, b)" when there is a closed set.
 func writeAllowed(b *strings.Builder, allowed []string) {
 	if len(allowed) > 0 {

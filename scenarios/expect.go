@@ -2,9 +2,6 @@ package scenarios
 
 import (
 	"fmt"
-	"strings"
-
-	"github.com/valnet/valnet/internal/phase"
 )
 
 // maxListedValidators caps the validator names listed in a message.
@@ -35,22 +32,7 @@ func (d *decoder) resolveExpect(raws []rawExpect, vals validatorSet) []Expectati
 	for i, re := range raws {
 		key := fmt.Sprintf("expect[%d]", i)
 		e := Expectation{Metric: re.Metric, Validator: re.Validator, Phase: re.Phase, Min: re.Min, Max: re.Max, Pos: d.valuePos(key)}
-		info, known := d.checkMetric(key+".metric", re.Metric)
-		if known && info.Load && !d.hasLoad {
-			d.fail(d.valuePos(key+".metric"), key+".metric", fmt.Sprintf("metric %s measures the transaction load, and this scenario has no load: key (add e.g. load: {rate: 200/s})", re.Metric))
-		}
-		if d.written(key+".validator") && !d.failed(key+".validator") {
-			d.checkExpectValidator(key+".validator", re.Validator, info, known, vals)
-		}
-		if d.written(key+".phase") && !d.failed(key+".phase") {
-			k := key + ".phase"
-			switch {
-			case known && !info.Phased:
-				d.fail(d.keyPos(k), k, fmt.Sprintf("metric %s has no phases; only %s take a phase", re.Metric, strings.Join(phasedMetricNames(), ", ")))
-			case !phase.Valid(re.Phase):
-				d.fail(d.valuePos(k), k, fmt.Sprintf("unknown phase %q", re.Phase), phase.All()...)
-			}
-		}
+		d.checkExpectMetric(key, re, vals)
 		hasMin, hasMax := d.written(key+".min"), d.written(key+".max")
 		switch {
 		case !hasMin && !hasMax:
@@ -63,32 +45,31 @@ func (d *decoder) resolveExpect(raws []rawExpect, vals validatorSet) []Expectati
 	return out
 }
 
-// checkMetric looks up an expectation's metric, reporting a missing or
-// unknown one.
-func (d *decoder) checkMetric(key, name string) (MetricInfo, bool) {
-	if d.failed(key) {
-		return MetricInfo{}, false
+// checkExpectMetric reports what checkMetricUse finds wrong with an
+// entry's metric, validator and phase, each at its key.
+func (d *decoder) checkExpectMetric(key string, re rawExpect, vals validatorSet) {
+	mk, vk, pk := key+".metric", key+".validator", key+".phase"
+	if !d.written(mk) {
+		d.fail(d.valuePos(mk), mk, "required: name the metric to check", metricNames()...)
 	}
-	if !d.written(key) {
-		d.fail(d.valuePos(key), key, "required: name the metric to check", metricNames()...)
-		return MetricInfo{}, false
+	u := metricUse{Metric: re.Metric, Every: !d.written(vk)}
+	if d.written(vk) && !d.failed(vk) {
+		u.Validator = re.Validator
 	}
-	info, ok := LookupMetric(name)
-	if !ok {
-		msg := fmt.Sprintf("unknown metric %q", name) + didYouMean(name, metricNames())
-		d.fail(d.valuePos(key), key, msg, metricNames()...)
+	if d.written(pk) && !d.failed(pk) {
+		u.Phase = re.Phase
 	}
-	return info, ok
-}
-
-// checkExpectValidator checks that a validator-scoped expectation names one
-// validator of the expanded set.
-func (d *decoder) checkExpectValidator(key, name string, info MetricInfo, known bool, vals validatorSet) {
-	if known && !info.PerValidator {
-		d.fail(d.keyPos(key), key, fmt.Sprintf("metric %s is a chain metric; it takes no validator (remove this key)", info.Name))
-		return
+	for _, pr := range checkMetricUse(u, vals, d.hasLoad) {
+		if pr.Field == fieldMetric && d.failed(mk) {
+			continue // missing or not a string: said already
+		}
+		k := map[metricField]string{fieldMetric: mk, fieldValidator: vk, fieldPhase: pk}[pr.Field]
+		pos := d.valuePos(k)
+		if pr.AtKey {
+			pos = d.keyPos(k)
+		}
+		d.fail(pos, k, pr.Msg, pr.Allowed...)
 	}
-	d.checkValidatorRef(key, name, vals)
 }
 
 // checkValidatorRef looks up a reference to one expanded validator,
@@ -100,20 +81,12 @@ func (d *decoder) checkValidatorRef(key, name string, vals validatorSet) (Valida
 // checkValidatorRefAt is checkValidatorRef reporting at p (a name written
 // as a mapping key is reported at the key).
 func (d *decoder) checkValidatorRefAt(p Pos, key, name string, vals validatorSet) (ValidatorPlan, bool) {
-	if v, ok := vals.lookup(name); ok {
-		return v, true
-	}
-	if span := vals.groups[name]; span != "" {
-		d.fail(p, key, fmt.Sprintf("%s expands to %s; name one of them", name, span))
+	v, msg, allowed := vals.ref(name)
+	if msg != "" {
+		d.fail(p, key, msg, allowed...)
 		return ValidatorPlan{}, false
 	}
-	names := vals.names()
-	if len(names) > maxListedValidators {
-		d.fail(p, key, fmt.Sprintf("no validator named %q (names are %s..%s)", name, names[0], names[len(names)-1]))
-		return ValidatorPlan{}, false
-	}
-	d.fail(p, key, fmt.Sprintf("no validator named %q", name), names...)
-	return ValidatorPlan{}, false
+	return v, true
 }
 
 // validatorRef checks a reference from outside validators (faults,

@@ -1,16 +1,18 @@
 package scenarios
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/valnet/valnet/internal/metricref"
-	"github.com/valnet/valnet/internal/phase"
 )
 
 // MetricRef parses a metric reference (internal/metricref: name,
-// name(VALIDATOR), name(VALIDATOR,PHASE)) and checks it against the plan:
-// a metric of Metrics, a validator of the expanded plan for per-validator
+// name(VALIDATOR), name(VALIDATOR,PHASE)) and checks it against the plan
+// with the rule expect: entries follow (checkMetricUse): a metric the
+// plan can produce (load metrics need a load, device metrics a validator
+// on a shared device), a validator of the expanded plan for per-validator
 // metrics (and none for chain metrics), a phase only on phased metrics.
 // valnet sweep --metric and valnet threshold --target read metrics so.
 func (p *Plan) MetricRef(s string) (metricref.Ref, error) {
@@ -18,57 +20,29 @@ func (p *Plan) MetricRef(s string) (metricref.Ref, error) {
 	if err != nil {
 		return metricref.Ref{}, err
 	}
-	info, ok := LookupMetric(r.Metric)
-	if !ok {
-		return r, fmt.Errorf("metric %s: unknown metric %q%s (allowed: %s)", s, r.Metric, didYouMean(r.Metric, metricNames()), strings.Join(metricNames(), ", "))
+	vals := p.validatorSet()
+	if info, ok := LookupMetric(r.Metric); ok && info.PerValidator && r.Validator == "" {
+		// An expect entry without a validator judges every one; a
+		// reference names one value.
+		return r, fmt.Errorf("metric %s: %s is a per-validator metric; write %s(VALIDATOR) (validators: %s)", s, r.Metric, r.Metric, validatorList(vals.names()))
 	}
-	switch {
-	case !info.PerValidator && r.Validator != "":
-		return r, fmt.Errorf("metric %s: %s is a chain metric; write it without a validator", s, r.Metric)
-	case info.PerValidator && r.Validator == "":
-		return r, fmt.Errorf("metric %s: %s is a per-validator metric; write %s(VALIDATOR) (validators: %s)", s, r.Metric, r.Metric, p.validatorList())
-	case r.Phase != "" && !info.Phased:
-		return r, fmt.Errorf("metric %s: %s has no phases; only %s take a phase", s, r.Metric, strings.Join(phasedMetricNames(), ", "))
-	case r.Phase != "" && !phase.Valid(r.Phase):
-		return r, fmt.Errorf("metric %s: unknown phase %q (allowed: %s)", s, r.Phase, strings.Join(phase.All(), ", "))
-	}
-	if r.Validator != "" && !p.hasValidator(r.Validator) {
-		var group []string
-		for _, v := range p.Validators {
-			if strings.HasPrefix(v.Name, r.Validator+"-") {
-				group = append(group, v.Name)
-			}
+	var errs []error
+	for _, pr := range checkMetricUse(metricUse{Metric: r.Metric, Validator: r.Validator, Phase: r.Phase}, vals, p.Load != nil) {
+		msg := Error{Msg: pr.Msg, Allowed: pr.Allowed}.message()
+		if pr.Field == fieldValidator && len(pr.Allowed) > 0 {
+			// A command line has no key to say what the list is of.
+			msg = fmt.Sprintf("%s (validators: %s)", pr.Msg, strings.Join(pr.Allowed, ", "))
 		}
-		if len(group) > 0 {
-			return r, fmt.Errorf("metric %s: no validator named %q; count expands it to %s..%s, name one of them", s, r.Validator, group[0], group[len(group)-1])
-		}
-		return r, fmt.Errorf("metric %s: no validator named %q%s (validators: %s)", s, r.Validator, didYouMean(r.Validator, p.validatorNames()), p.validatorList())
+		errs = append(errs, fmt.Errorf("metric %s: %s", s, msg))
 	}
-	return r, nil
+	return r, errors.Join(errs...)
 }
 
-func (p *Plan) hasValidator(name string) bool {
-	for _, v := range p.Validators {
-		if v.Name == name {
-			return true
-		}
-	}
-	return false
-}
-
-func (p *Plan) validatorNames() []string {
-	out := make([]string, len(p.Validators))
+// validatorSet rebuilds the decoder's view of the expanded validators.
+func (p *Plan) validatorSet() validatorSet {
+	vs := validatorSet{plans: p.Validators, index: make(map[string]int, len(p.Validators)), groups: p.validatorGroups}
 	for i, v := range p.Validators {
-		out[i] = v.Name
+		vs.index[v.Name] = i
 	}
-	return out
-}
-
-// validatorList is the expanded names for a message, cut when long.
-func (p *Plan) validatorList() string {
-	names := p.validatorNames()
-	if len(names) > maxListedValidators {
-		return names[0] + ".." + names[len(names)-1]
-	}
-	return strings.Join(names, ", ")
+	return vs
 }

@@ -29,8 +29,7 @@ func TestPlanMetricRef(t *testing.T) {
 		"missed_precommits":               "is a per-validator metric; write missed_precommits(VALIDATOR) (validators: hsm, v-1, v-2, v-3)",
 		"heights_committed(hsm)":          "is a chain metric",
 		"missed_precommits(nobody)":       `no validator named "nobody" (validators: hsm, v-1, v-2, v-3)`,
-		"missed_precommits(hms)":          `no validator named "hms"; did you mean "hsm"?`,
-		"missed_precommits(v)":            `count expands it to v-1..v-3`,
+		"missed_precommits(v)":            `v expands to v-1..v-3; name one of them`,
 		"missed_precommits(hsm,prevote)":  "has no phases",
 		"sign_latency_p50_ms(hsm,commit)": `unknown phase "commit"`,
 		"missed_precommits(hsm":           "write name(VALIDATOR)",
@@ -38,6 +37,38 @@ func TestPlanMetricRef(t *testing.T) {
 	for s, want := range bad {
 		if _, err := p.MetricRef(s); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("MetricRef(%s): %v, want %q", s, err, want)
+		}
+	}
+}
+
+// TestPlanMetricRefProduced: a reference the scenario cannot produce is
+// refused with expect:'s message (checkMetricUse), not measured as 0.
+func TestPlanMetricRefProduced(t *testing.T) {
+	const noLoad = "name: plain\nvalidators:\n  - {name: v, count: 2}\n"
+	const withDevice = "name: dev\ndevices: {hsm: {profile: yubihsm2}}\nload: {rate: 10/s}\nvalidators:\n  - {name: hsm, signer: {type: simulated, device: hsm}}\n  - {name: v, count: 2}\n"
+	tests := []struct {
+		scenario, ref, err string // err "" = accepted
+	}{
+		{noLoad, "txs_committed", "metric txs_committed measures the transaction load, and this scenario has no load: key"},
+		{noLoad, "tx_per_s", "this scenario has no load: key"},
+		{withDevice, "txs_committed", ""},
+		{withDevice, "tx_commit_latency_p50_ms", ""},
+		{noLoad, "sign_queue_p50_ms(v-1)", "validator v-1 has no device: metric sign_queue_p50_ms measures the wait in a shared device's queue; no validator of this scenario signs on one"},
+		{withDevice, "sign_queue_p99_ms(v-2)", "validator v-2 has no device: metric sign_queue_p99_ms measures the wait in a shared device's queue; validators on a device: hsm"},
+		{withDevice, "sign_queue_p99_ms(hsm)", ""},
+		{withDevice, "sign_latency_p50_ms(v-2)", ""},
+	}
+	for _, tt := range tests {
+		p, err := Parse("m.yaml", []byte(tt.scenario))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.scenario, err)
+		}
+		_, err = p.MetricRef(tt.ref)
+		switch {
+		case tt.err == "" && err != nil:
+			t.Errorf("MetricRef(%s): %v, want accepted", tt.ref, err)
+		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+			t.Errorf("MetricRef(%s): %v, want %q", tt.ref, err, tt.err)
 		}
 	}
 }

@@ -8,6 +8,7 @@ type MetricInfo struct {
 	PerValidator bool   // true: the entry may (and usually does) name a validator
 	Phased       bool   // true: the entry may name a phase
 	Load         bool   // true: only a scenario with load: has it
+	Device       bool   // true: only a validator on a shared device (signer.device) has it
 	Doc          string // one line for docs and error messages
 }
 
@@ -46,9 +47,9 @@ var Metrics = []MetricInfo{
 	{Name: "sign_latency_p50_ms", PerValidator: true, Phased: true, Doc: "median signing latency, ms"},
 	{Name: "sign_latency_p99_ms", PerValidator: true, Phased: true, Doc: "99th percentile signing latency, ms"},
 	{Name: "sign_latency_max_ms", PerValidator: true, Phased: true, Doc: "largest signing latency, ms"},
-	{Name: "sign_queue_p50_ms", PerValidator: true, Doc: "median wait in a shared device's queue before the device started on a signature, ms"},
-	{Name: "sign_queue_p99_ms", PerValidator: true, Doc: "99th percentile wait in a shared device's queue, ms"},
-	{Name: "sign_queue_max_ms", PerValidator: true, Doc: "longest wait in a shared device's queue, ms"},
+	{Name: "sign_queue_p50_ms", PerValidator: true, Device: true, Doc: "median wait in a shared device's queue before the device started on a signature, ms"},
+	{Name: "sign_queue_p99_ms", PerValidator: true, Device: true, Doc: "99th percentile wait in a shared device's queue, ms"},
+	{Name: "sign_queue_max_ms", PerValidator: true, Device: true, Doc: "longest wait in a shared device's queue, ms"},
 	{Name: "txs_sent", Load: true, Doc: "load transactions submitted (accepted + rejected + failed)"},
 	{Name: "txs_rejected", Load: true, Doc: "load transactions a node answered with an error (CheckTx code or mempool refusal)"},
 	{Name: "txs_failed", Load: true, Doc: "load transactions without an answer (node down, connection error, timeout)"},

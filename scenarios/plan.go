@@ -33,6 +33,9 @@ type Plan struct {
 	// Devices are the shared signing devices (top-level `devices:`), by
 	// name; SignerPlan.Device names one.
 	Devices map[string]DevicePlan
+	// validatorGroups maps a written name with count > 1 to the span it
+	// expands to ("v-1..v-3"), so a reference to it can say so.
+	validatorGroups map[string]string
 }
 
 // DevicePlan is one shared signing device: one queue, one signature at a

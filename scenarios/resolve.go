@@ -76,6 +76,7 @@ func (d *decoder) resolve(raw *rawScenario) *Plan {
 	vals := d.resolveValidators(raw.Validators, profiles, devices, p.Run)
 	d.checkDevicesUsed(devices)
 	p.Validators = vals.plans
+	p.validatorGroups = vals.groups
 	p.Network = d.resolveNetwork(raw.Network, vals)
 	p.Faults = d.resolveFaults(raw.Faults, vals, p.Run)
 	p.Load = d.resolveLoad(raw.Load, vals)

@@ -34,6 +34,24 @@ func (vs validatorSet) names() []string {
 	return out
 }
 
+// ref looks up a reference to one expanded validator; msg (with the
+// allowed names, when they are few) explains a name that is not one of
+// them.
+func (vs validatorSet) ref(name string) (v ValidatorPlan, msg string, allowed []string) {
+	if v, ok := vs.lookup(name); ok {
+		return v, "", nil
+	}
+	if span := vs.groups[name]; span != "" {
+		return ValidatorPlan{}, fmt.Sprintf("%s expands to %s; name one of them", name, span), nil
+	}
+	names := vs.names()
+	msg = fmt.Sprintf("no validator named %q", name)
+	if len(names) > maxListedValidators {
+		return ValidatorPlan{}, fmt.Sprintf("%s (names are %s..%s)", msg, names[0], names[len(names)-1]), nil
+	}
+	return ValidatorPlan{}, msg, names
+}
+
 func (d *decoder) resolveValidators(raws []rawValidator, profiles profileSet, devices deviceSet, run RunPlan) validatorSet {
 	const key = "validators"
 	vs := validatorSet{index: make(map[string]int), groups: make(map[string]string)}

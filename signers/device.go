@@ -129,7 +129,9 @@ func (d *Device) serve(sign func() error, background bool) (queued time.Duration
 	start := time.Now()
 	queued = start.Sub(t0)
 	err = sign()
-	d.busyNS.Add(int64(time.Since(start)))
+	if end := d.busyUntil(time.Now()); end.After(start) {
+		d.busyNS.Add(int64(end.Sub(start)))
+	}
 	if background {
 		d.background.Add(1)
 	} else {
@@ -137,6 +139,18 @@ func (d *Device) serve(sign func() error, background bool) (queued time.Duration
 	}
 	d.release()
 	return queued, err
+}
+
+// busyUntil caps the end of a signature's busy time at the close: Stats'
+// wall time stops there, and busy time past it would push the utilisation
+// over what the device did in that wall time.
+func (d *Device) busyUntil(end time.Time) time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed && d.closedAt.Before(end) {
+		return d.closedAt
+	}
+	return end
 }
 
 // Stats is the device's account so far.

@@ -385,3 +385,31 @@ func BenchmarkDeviceSign(b *testing.B) {
 		})
 	}
 }
+
+// TestDeviceBusyStopsAtClose: a signature still being served when the
+// device closes counts busy time only up to the close, where Stats' wall
+// time stops, so utilisation cannot pass 1.
+func TestDeviceBusyStopsAtClose(t *testing.T) {
+	dev := NewDevice("hsm")
+	signing, closed := make(chan struct{}), make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = dev.serve(func() error {
+			close(signing)
+			<-closed
+			time.Sleep(50 * time.Millisecond) // the device works on past the close
+			return nil
+		}, false)
+	}()
+	<-signing
+	if err := dev.Close(); err != nil {
+		t.Fatal(err)
+	}
+	close(closed)
+	<-done
+	st := dev.Stats()
+	if st.Busy > st.Wall {
+		t.Errorf("busy %v after the close, wall %v: busy time ran past the close", st.Busy, st.Wall)
+	}
+}
