@@ -79,17 +79,17 @@ func fromSummary(s *results.Summary, seed int64, dir string) Result {
 		HostOverloaded: s.Host != nil && s.Host.Overloaded}
 }
 
-// Resolve reads the scenario (a file or a builtin name) with one point's
-// settings and a backend ("" keeps the scenario's), checked as valnet run
-// checks a scenario.
-func Resolve(source string, set []scenarios.Setting, backend string) (*scenarios.Plan, error) {
-	return scenarios.ResolveWith(source, scenarios.Overrides{Backend: backend, Set: set})
+// Resolve resolves the scenario (read once: every point and probe is
+// resolved from the same bytes) with one point's settings and a backend
+// ("" keeps the scenario's), checked as valnet run checks a scenario.
+func Resolve(src *scenarios.Source, set []scenarios.Setting, backend string) (*scenarios.Plan, error) {
+	return src.Resolve(scenarios.Overrides{Backend: backend, Set: set})
 }
 
 // RunPoint resolves the scenario at one point and runs it once with seed
 // into dir: what a threshold probe does per repeat.
-func RunPoint(ctx context.Context, r Runner, source string, set []scenarios.Setting, backend string, seed int64, dir string) (Result, error) {
-	plan, err := Resolve(source, set, backend)
+func RunPoint(ctx context.Context, r Runner, src *scenarios.Source, set []scenarios.Setting, backend string, seed int64, dir string) (Result, error) {
+	plan, err := Resolve(src, set, backend)
 	if err != nil {
 		return Result{}, err
 	}

@@ -88,11 +88,17 @@ func Prepare(cfg Config) (*Sweep, error) {
 		}
 	}
 	s := &Sweep{Config: cfg, Labels: axisLabels(cfg.Axes)}
+	// The scenario is read once and every point resolved from its bytes
+	// (standard input cannot be read again).
+	src, err := scenarios.ReadSource(cfg.Source)
+	if err != nil {
+		return nil, errors.Join(append(errs, err)...)
+	}
 	names := map[string]bool{}
 	hash := sha256.New()
 	reported := map[string]bool{} // a bad value fails at every point it is in; say it once
 	for _, set := range crossProduct(cfg.Axes) {
-		plan, err := Resolve(cfg.Source, set, cfg.Backend)
+		plan, err := Resolve(src, set, cfg.Backend)
 		if err != nil {
 			for _, e := range splitErrors(err) {
 				if !reported[e.Error()] {

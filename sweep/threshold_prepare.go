@@ -37,9 +37,6 @@ func (sp ThresholdSpec) Prepare(ctx context.Context, runs Runner, out io.Writer)
 	var errs []error
 	bad := func(err error) { errs = append(errs, err) }
 	th := &Threshold{Key: sp.Key, OutDir: sp.OutDir, Out: out, Finished: LoadFinished}
-	th.RunPoint = func(ctx context.Context, key, value string, seed int64, dir string) (Result, error) {
-		return RunPoint(ctx, runs, sp.Scenario, []scenarios.Setting{{Path: key, Value: value}}, sp.Backend, seed, dir)
-	}
 
 	dir := Largest
 	if sp.Direction != "" {
@@ -58,7 +55,17 @@ func (sp ThresholdSpec) Prepare(ctx context.Context, runs Runner, out io.Writer)
 		bad(terr)
 	}
 
-	base, err := scenarios.ResolveWith(sp.Scenario, scenarios.Overrides{Backend: sp.Backend})
+	// The scenario is read once: every probe resolves from these bytes,
+	// the ones the stamp hashes (stdin cannot be read again, and a file
+	// edited mid-search must not mix two scenarios).
+	src, err := scenarios.ReadSource(sp.Scenario)
+	if err != nil {
+		return nil, errors.Join(append(errs, err)...) // nothing else can be checked
+	}
+	th.RunPoint = func(ctx context.Context, key, value string, seed int64, dir string) (Result, error) {
+		return RunPoint(ctx, runs, src, []scenarios.Setting{{Path: key, Value: value}}, sp.Backend, seed, dir)
+	}
+	base, err := src.Resolve(scenarios.Overrides{Backend: sp.Backend})
 	if err != nil {
 		return nil, errors.Join(append(errs, err)...) // nothing else can be checked
 	}
@@ -83,7 +90,7 @@ func (sp ThresholdSpec) Prepare(ctx context.Context, runs Runner, out io.Writer)
 	}
 	for _, v := range []float64{grid.Lo, grid.Hi} {
 		value := grid.Format(v)
-		plan, err := Resolve(sp.Scenario, []scenarios.Setting{{Path: sp.Key, Value: value}}, sp.Backend)
+		plan, err := Resolve(src, []scenarios.Setting{{Path: sp.Key, Value: value}}, sp.Backend)
 		if err != nil {
 			once(value, err)
 			continue
