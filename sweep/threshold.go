@@ -78,7 +78,7 @@ func ProbeDir(out, value string, repeat int) string {
 // reason a search could not complete (a run could not be done, ctx ended);
 // the report is returned with it, verdict Incomplete.
 func (t *Threshold) Search(ctx context.Context) (*ThresholdReport, error) {
-	if err := t.Stamp.claim(t.OutDir); err != nil {
+	if err := t.Claim(); err != nil {
 		return nil, err
 	}
 	rep := t.newReport()
@@ -99,6 +99,11 @@ func (t *Threshold) Search(ctx context.Context) (*ThresholdReport, error) {
 	}
 	return rep, err
 }
+
+// Claim makes OutDir this search's (Stamp.claim). Search claims it too
+// (claiming twice is harmless); a command claims first to announce only
+// a search that goes ahead.
+func (t *Threshold) Claim() error { return t.Stamp.claim(t.OutDir) }
 
 // probe runs (or reuses) every repeat at one value.
 func (t *Threshold) probe(ctx context.Context, value string) (ThresholdProbe, error) {

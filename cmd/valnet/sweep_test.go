@@ -129,3 +129,16 @@ func TestSweepBadInput(t *testing.T) {
 		})
 	}
 }
+
+// A refused --out is refused before the sweep is announced.
+func TestSweepRefusedDirNotAnnounced(t *testing.T) {
+	src := write(t, "sweep-real.yaml", sweepScenario)
+	out := t.TempDir()
+	if err := os.WriteFile(filepath.Join(out, "stray"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCLI(t, "sweep", src, "--out", out, "--set", "run.heights=3")
+	if code != exitBadInput || !strings.Contains(stderr, "is not empty") || strings.Contains(stderr, "sweeping") {
+		t.Errorf("exit %d, want 2, the refusal and no announcement:\n%s", code, stderr)
+	}
+}

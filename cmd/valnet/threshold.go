@@ -67,6 +67,9 @@ not be done, or Ctrl-C (threshold.json keeps the probes done).`,
 			if err != nil {
 				return &exitError{exitBadInput, err}
 			}
+			if err := th.Claim(); err != nil { // before saying where it goes
+				return &exitError{exitBadInput, err}
+			}
 			if !quiet {
 				th.Status = stderr
 				fmt.Fprintf(stderr, "valnet: threshold of %s over %s..%s (resolution %s, %s) for %s, %d run(s) per probe, into %s\n",

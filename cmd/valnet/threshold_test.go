@@ -98,3 +98,17 @@ func TestThresholdRuns(t *testing.T) {
 		t.Errorf("another seed: exit %d\nstderr:\n%s", code, stderr)
 	}
 }
+
+// A refused --out is refused before the search is announced.
+func TestThresholdRefusedDirNotAnnounced(t *testing.T) {
+	scenario := write(t, "slow.yaml", slowFour)
+	out := t.TempDir()
+	if err := os.WriteFile(filepath.Join(out, "stray"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCLI(t, "threshold", scenario, "--vary", "validators[slow].signer.latency", "--range", "0..1s",
+		"--target", "missed_precommits_rate(slow) <= 0.05", "--out", out)
+	if code != exitBadInput || !strings.Contains(stderr, "is not empty") || strings.Contains(stderr, "threshold of") {
+		t.Errorf("exit %d, want 2, the refusal and no announcement:\n%s", code, stderr)
+	}
+}
