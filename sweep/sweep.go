@@ -48,6 +48,9 @@ type Sweep struct {
 	Points  []Point
 	Labels  []string        // a short name per axis (the path's last keys)
 	Metrics []metricref.Ref // what sweep.md and sweep.html show
+	// Absent lists, per metric reference, the points that do not have it
+	// (e.g. a validator that a setting removes); sweep.md says so.
+	Absent map[string][]string
 	// Identity says which sweep a directory holds (resume).
 	Identity Identity
 }
@@ -299,10 +302,41 @@ func pointName(labels []string, set []scenarios.Setting, taken map[string]bool) 
 
 // chooseMetrics reads --metric, or picks the defaults: every metric the
 // scenario's expect names, missed_precommits of each validator a setting
-// touches, block_interval_p50_ms and heights_with_round_change.
+// touches, block_interval_p50_ms and heights_with_round_change. Each is
+// checked against every point (a setting may add or remove validators):
+// a --metric no point has is refused, one some points lack is kept and
+// s.Absent says where; a default no point has is left out.
 func (s *Sweep) chooseMetrics() ([]metricref.Ref, error) {
-	plan := s.Points[0].Plan
 	var refs []metricref.Ref
+	s.Absent = map[string][]string{}
+	// check finds ref at every point; ok false when no point has it.
+	check := func(ref string) (metricref.Ref, bool, error) {
+		var (
+			found   *metricref.Ref
+			missing []string
+			first   error
+		)
+		for _, p := range s.Points {
+			r, err := p.Plan.MetricRef(ref)
+			if err != nil {
+				if first == nil {
+					first = err
+				}
+				missing = append(missing, p.Name)
+				continue
+			}
+			if found == nil {
+				found = &r
+			}
+		}
+		if found == nil {
+			return metricref.Ref{}, false, first
+		}
+		if len(missing) > 0 {
+			s.Absent[found.String()] = missing
+		}
+		return *found, true, nil
+	}
 	add := func(r metricref.Ref) {
 		if !slices.Contains(refs, r) {
 			refs = append(refs, r)
@@ -311,30 +345,57 @@ func (s *Sweep) chooseMetrics() ([]metricref.Ref, error) {
 	if len(s.Config.Metrics) > 0 {
 		var errs []error
 		for _, m := range s.Config.Metrics {
-			r, err := plan.MetricRef(m)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("--metric %w", err))
+			r, ok, err := check(m)
+			if !ok {
+				where := ""
+				if len(s.Points) > 1 {
+					where = " (at every point)"
+				}
+				errs = append(errs, fmt.Errorf("--metric %s: %s%s", m, metricProblem(m, err), where))
 				continue
 			}
 			add(r)
 		}
 		return refs, errors.Join(errs...)
 	}
-	for _, e := range plan.Expect {
-		if e.Validator != "" || !isPerValidator(e.Metric) {
-			add(metricref.Ref{Metric: e.Metric, Validator: e.Validator, Phase: e.Phase})
-			continue
+	var candidates []metricref.Ref
+	propose := func(r metricref.Ref) {
+		if !slices.Contains(candidates, r) {
+			candidates = append(candidates, r)
 		}
-		for _, v := range plan.Validators {
-			add(metricref.Ref{Metric: e.Metric, Validator: v.Name, Phase: e.Phase})
+	}
+	for _, p := range s.Points {
+		for _, e := range p.Plan.Expect {
+			if e.Validator != "" || !isPerValidator(e.Metric) {
+				propose(metricref.Ref{Metric: e.Metric, Validator: e.Validator, Phase: e.Phase})
+				continue
+			}
+			for _, v := range p.Plan.Validators {
+				propose(metricref.Ref{Metric: e.Metric, Validator: v.Name, Phase: e.Phase})
+			}
 		}
 	}
 	for _, v := range s.variedValidators() {
-		add(metricref.Ref{Metric: "missed_precommits", Validator: v})
+		propose(metricref.Ref{Metric: "missed_precommits", Validator: v})
 	}
-	add(metricref.Ref{Metric: "block_interval_p50_ms"})
-	add(metricref.Ref{Metric: "heights_with_round_change"})
+	propose(metricref.Ref{Metric: "block_interval_p50_ms"})
+	propose(metricref.Ref{Metric: "heights_with_round_change"})
+	for _, c := range candidates {
+		if r, ok, _ := check(c.String()); ok {
+			add(r)
+		}
+	}
 	return refs, nil
+}
+
+// metricProblem is what MetricRef says about ref, without its leading
+// "metric REF: " (the caller names the flag and the reference itself).
+func metricProblem(ref string, err error) string {
+	msg := err.Error()
+	if rest, ok := strings.CutPrefix(msg, "metric "+ref+": "); ok {
+		return rest
+	}
+	return msg
 }
 
 func isPerValidator(metric string) bool {
@@ -343,7 +404,7 @@ func isPerValidator(metric string) bool {
 }
 
 // variedValidators are the expanded validators a validators[NAME] axis
-// touches (NAME, or NAME-1..NAME-N with count), as the first point has them.
+// touches (NAME, or NAME-1..NAME-N with count), at any point.
 func (s *Sweep) variedValidators() []string {
 	var out []string
 	for _, a := range s.Axes {
@@ -351,9 +412,11 @@ func (s *Sweep) variedValidators() []string {
 		if !ok {
 			continue
 		}
-		for _, v := range s.Points[0].Plan.Validators {
-			if (v.Name == name || strings.HasPrefix(v.Name, name+"-")) && !slices.Contains(out, v.Name) {
-				out = append(out, v.Name)
+		for _, p := range s.Points {
+			for _, v := range p.Plan.Validators {
+				if (v.Name == name || strings.HasPrefix(v.Name, name+"-")) && !slices.Contains(out, v.Name) {
+					out = append(out, v.Name)
+				}
 			}
 		}
 	}

@@ -278,7 +278,7 @@ func TestPrepareReportsEveryProblem(t *testing.T) {
 		{Config{Source: src, Repeat: 1, Axes: []Axis{{"run.heights", []string{"3"}}, {"run.heights", []string{"4"}}}}, "given twice"},
 		{Config{Source: src, Repeat: 1, Axes: []Axis{{"run.heights", []string{"3", "3"}}}}, "value 3 is listed twice"},
 		{Config{Source: src, Repeat: 1, Axes: []Axis{{"run.heights", []string{"3"}}}, Metrics: []string{"missed_precommits(nobody)", "block_time"}},
-			`--metric metric missed_precommits(nobody): no validator named "nobody"`},
+			`--metric missed_precommits(nobody): no validator named "nobody"`},
 		{Config{Source: src, Repeat: 1, Axes: []Axis{{"validators[nobody].count", []string{"3"}}}}, `no validator named "nobody" (the name as written in the file, before count expansion) (allowed: hsm, v)`},
 	} {
 		if _, err := Prepare(tt.cfg); err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -329,5 +329,50 @@ func TestNames(t *testing.T) {
 	set[0].Value = "{dist: uniform; min: 1ms, max: 5ms}"
 	if second := pointName([]string{"latency"}, set, taken); second != first+"~2" {
 		t.Errorf("a clashing name: %q", second)
+	}
+}
+
+// Metrics are checked at every point: a setting that expands a validator
+// removes its plain name at some points.
+func TestMetricsCheckedAtEveryPoint(t *testing.T) {
+	cfg := Config{Source: "testdata/slow4.yaml", Repeat: 1,
+		Axes: []Axis{{Path: "validators[slow].count", Values: []string{"1", "2"}}}}
+	cfg.Metrics = []string{"missed_precommits(slow-2)", "missed_precommits(slow)"}
+	s, err := Prepare(cfg)
+	if err != nil {
+		t.Fatalf("metrics some point has: %v", err)
+	}
+	want := map[string][]string{"missed_precommits(slow-2)": {"count=1"}, "missed_precommits(slow)": {"count=2"}}
+	if !reflect.DeepEqual(s.Absent, want) {
+		t.Errorf("absent %v, want %v", s.Absent, want)
+	}
+	var md strings.Builder
+	if err := s.WriteMarkdown(&md, &Outcome{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "- missed_precommits(slow-2) is not a metric of the scenario at count=1") {
+		t.Errorf("sweep.md lacks the absence note:\n%s", md.String())
+	}
+
+	cfg.Metrics = []string{"missed_precommits(slow-3)"}
+	if _, err := Prepare(cfg); err == nil || !strings.Contains(err.Error(), "--metric missed_precommits(slow-3): no validator named") ||
+		!strings.Contains(err.Error(), "(at every point)") {
+		t.Errorf("a metric no point has: %v", err)
+	}
+
+	// Defaults: slow-2 is touched at count=2 only; each default is kept
+	// because some point has it.
+	cfg.Metrics = nil
+	s, err = Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range s.Metrics {
+		got = append(got, m.String())
+	}
+	wantDefaults := []string{"missed_precommits(slow)", "missed_precommits(slow-1)", "missed_precommits(slow-2)", "block_interval_p50_ms", "heights_with_round_change"}
+	if !reflect.DeepEqual(got, wantDefaults) {
+		t.Errorf("defaults %v, want %v", got, wantDefaults)
 	}
 }

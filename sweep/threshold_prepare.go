@@ -101,7 +101,7 @@ func (sp ThresholdSpec) Prepare(ctx context.Context, runs Runner, out io.Writer)
 		if terr == nil {
 			ref, err := plan.MetricRef(target.Metric)
 			if err != nil {
-				bad(fmt.Errorf("--target %q at %s=%s: %w", sp.Target, sp.Key, value, err))
+				bad(fmt.Errorf("--target %q at %s=%s: %s", sp.Target, sp.Key, value, metricProblem(target.Metric, err)))
 				terr = err // once is enough
 			} else {
 				target.Metric = ref.String()

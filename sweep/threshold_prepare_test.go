@@ -113,3 +113,14 @@ func TestPrepareBadInput(t *testing.T) {
 		})
 	}
 }
+
+// The target's problem is said once, with the flag: no "metric REF:" again.
+func TestPrepareTargetMessage(t *testing.T) {
+	sp := slow4Spec()
+	sp.Target = "missed_rate(slow) <= 1"
+	_, err := sp.Prepare(context.Background(), noRuns{t}, io.Discard)
+	want := `--target "missed_rate(slow) <= 1" at validators[slow].signer.latency=0s: unknown metric "missed_rate"`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Prepare: %v, want %q", err, want)
+	}
+}

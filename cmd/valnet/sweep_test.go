@@ -108,7 +108,7 @@ func TestSweepBadInput(t *testing.T) {
 			[]string{"--set chain.timeouts.commit=1: 1 has no unit", `--set run.heights=x: expected an integer, got "x"`}},
 		{"no --set", nil, []string{"give at least one --set"}},
 		{"no values", []string{"--set", "run.heights="}, []string{"--set run.heights=: empty value"}},
-		{"unknown metric", []string{"--set", "run.heights=3", "--metric", "missed(slow)"}, []string{`--metric metric missed(slow): unknown metric "missed"`}},
+		{"unknown metric", []string{"--set", "run.heights=3", "--metric", "missed(slow)"}, []string{`--metric missed(slow): unknown metric "missed"`}},
 		{"repeat 0", []string{"--set", "run.heights=3", "--repeat", "0"}, []string{"--repeat 0: give at least 1"}},
 	}
 	for _, tt := range tests {
