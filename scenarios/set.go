@@ -24,6 +24,17 @@ import (
 type Setting struct {
 	Path  string
 	Value string
+	// Flag is the command-line flag that gave it, as messages name it
+	// ("--vary" for valnet threshold); "" is "--set".
+	Flag string
+}
+
+// flag is the flag messages name the setting by.
+func (s Setting) flag() string {
+	if s.Flag == "" {
+		return "--set"
+	}
+	return s.Flag
 }
 
 // String is the setting as written on the command line.
@@ -495,7 +506,7 @@ func settingsText(root *yaml.Node, sets []Setting, original []byte) []byte {
 	var b strings.Builder
 	b.WriteString("# valnet: this is the scenario with these keys set from the command line:\n")
 	for _, s := range sets {
-		fmt.Fprintf(&b, "#   --set %s\n", s)
+		fmt.Fprintf(&b, "#   %s %s\n", s.flag(), s)
 	}
 	out, err := yaml.Marshal(root)
 	if err != nil {

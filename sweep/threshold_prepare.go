@@ -63,7 +63,7 @@ func (sp ThresholdSpec) Prepare(ctx context.Context, runs Runner, out io.Writer)
 		return nil, errors.Join(append(errs, err)...) // nothing else can be checked
 	}
 	th.RunPoint = func(ctx context.Context, key, value string, seed int64, dir string) (Result, error) {
-		return RunPoint(ctx, runs, src, []scenarios.Setting{{Path: key, Value: value}}, sp.Backend, seed, dir)
+		return RunPoint(ctx, runs, src, []scenarios.Setting{{Path: key, Value: value, Flag: "--vary"}}, sp.Backend, seed, dir)
 	}
 	base, err := src.Resolve(scenarios.Overrides{Backend: sp.Backend})
 	if err != nil {
@@ -90,7 +90,7 @@ func (sp ThresholdSpec) Prepare(ctx context.Context, runs Runner, out io.Writer)
 	}
 	for _, v := range []float64{grid.Lo, grid.Hi} {
 		value := grid.Format(v)
-		plan, err := Resolve(src, []scenarios.Setting{{Path: sp.Key, Value: value}}, sp.Backend)
+		plan, err := Resolve(src, []scenarios.Setting{{Path: sp.Key, Value: value, Flag: "--vary"}}, sp.Backend)
 		if err != nil {
 			once(value, err)
 			continue
