@@ -12,6 +12,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/valnet/valnet/results"
 	"github.com/valnet/valnet/runner"
@@ -84,6 +86,28 @@ func fromSummary(s *results.Summary, seed int64, dir string) Result {
 // ("" keeps the scenario's), checked as valnet run checks a scenario.
 func Resolve(src *scenarios.Source, set []scenarios.Setting, backend string) (*scenarios.Plan, error) {
 	return src.Resolve(scenarios.Overrides{Backend: backend, Set: set})
+}
+
+// checkBackend refuses a --backend that is not a backend, as a flag
+// error (the scenario would report it at a file position it is not at).
+func checkBackend(backend string) error {
+	if backend == "" || slices.Contains(scenarios.Backends(), backend) {
+		return nil
+	}
+	return fmt.Errorf("--backend %s: unknown backend; allowed: %s", backend, strings.Join(scenarios.Backends(), ", "))
+}
+
+// backendPath is the key --backend sets: one backend per sweep or search
+// (recorded in its identity), so it is not a key to vary.
+const backendPath = "run.backend"
+
+// refuseBackendPath refuses a flag (--set, --vary) that would vary the
+// backend.
+func refuseBackendPath(flag, path string) error {
+	if strings.TrimSpace(path) != backendPath {
+		return nil
+	}
+	return fmt.Errorf("%s %s: the backend is one per sweep or search and is recorded in its identity; choose it with --backend", flag, path)
 }
 
 // RunPoint resolves the scenario at one point and runs it once with seed

@@ -80,8 +80,15 @@ func Prepare(cfg Config) (*Sweep, error) {
 	if len(cfg.Axes) == 0 {
 		errs = append(errs, errors.New("give at least one --set PATH=v1,v2,... to sweep over"))
 	}
+	stop := false // a bad flag every point would report again
+	if err := checkBackend(cfg.Backend); err != nil {
+		errs, stop = append(errs, err), true
+	}
 	seen := map[string]bool{}
 	for _, a := range cfg.Axes {
+		if err := refuseBackendPath("--set", a.Path); err != nil {
+			errs, stop = append(errs, err), true
+		}
 		if seen[a.Path] {
 			errs = append(errs, fmt.Errorf("--set %s is given twice; list all its values in one --set", a.Path))
 		}
@@ -89,6 +96,9 @@ func Prepare(cfg Config) (*Sweep, error) {
 		if dup := firstDuplicate(a.Values); dup != "" {
 			errs = append(errs, fmt.Errorf("--set %s: value %s is listed twice", a.Path, dup))
 		}
+	}
+	if stop {
+		return nil, errors.Join(errs...)
 	}
 	s := &Sweep{Config: cfg, Labels: axisLabels(cfg.Axes)}
 	// The scenario is read once and every point resolved from its bytes

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -374,5 +375,35 @@ func TestMetricsCheckedAtEveryPoint(t *testing.T) {
 	wantDefaults := []string{"missed_precommits(slow)", "missed_precommits(slow-1)", "missed_precommits(slow-2)", "block_interval_p50_ms", "heights_with_round_change"}
 	if !reflect.DeepEqual(got, wantDefaults) {
 		t.Errorf("defaults %v, want %v", got, wantDefaults)
+	}
+}
+
+// The backend is a flag of the whole sweep or search, not a key to vary;
+// a bad --backend is a flag error.
+func TestBackendFlag(t *testing.T) {
+	axes := []Axis{{Path: "run.heights", Values: []string{"3"}}}
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Source: "testdata/slow4.yaml", Repeat: 1, Backend: "nope", Axes: axes},
+			"--backend nope: unknown backend; allowed: inprocess, process, docker"},
+		{Config{Source: "testdata/slow4.yaml", Repeat: 1, Axes: []Axis{{Path: "run.backend", Values: []string{"process", "inprocess"}}}},
+			"--set run.backend: the backend is one per sweep or search and is recorded in its identity; choose it with --backend"},
+	} {
+		_, err := Prepare(tc.cfg)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("Prepare: %v, want exactly %q", err, tc.want)
+		}
+	}
+	sp := slow4Spec()
+	sp.Backend = "nope"
+	if _, err := sp.Prepare(context.Background(), noRuns{t}, io.Discard); err == nil || err.Error() != "--backend nope: unknown backend; allowed: inprocess, process, docker" {
+		t.Errorf("threshold --backend nope: %v", err)
+	}
+	sp = slow4Spec()
+	sp.Key = "run.backend"
+	if _, err := sp.Prepare(context.Background(), noRuns{t}, io.Discard); err == nil || !strings.Contains(err.Error(), "--vary run.backend: the backend is one per sweep or search") {
+		t.Errorf("threshold --vary run.backend: %v", err)
 	}
 }

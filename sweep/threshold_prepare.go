@@ -55,6 +55,12 @@ func (sp ThresholdSpec) Prepare(ctx context.Context, runs Runner, out io.Writer)
 		bad(terr)
 	}
 
+	if err := checkBackend(sp.Backend); err != nil {
+		return nil, errors.Join(append(errs, err)...) // every resolve would report it again
+	}
+	if err := refuseBackendPath("--vary", sp.Key); err != nil {
+		return nil, errors.Join(append(errs, err)...)
+	}
 	// The scenario is read once: every probe resolves from these bytes,
 	// the ones the stamp hashes (stdin cannot be read again, and a file
 	// edited mid-search must not mix two scenarios).
