@@ -324,5 +324,9 @@ const flagPrefix = "--"
 // setPos is the position of a value given by setting s.
 func setPos(s Setting) Pos { return Pos{File: s.flag() + " " + s.String()} }
 
+// FromSetting reports whether p lies in a command-line setting (its
+// message names the setting) rather than in the scenario's text.
+func (p Pos) FromSetting() bool { return p.fromSet() }
+
 // fromSet reports whether p lies in a command-line setting.
 func (p Pos) fromSet() bool { return p.Line == 0 && strings.HasPrefix(p.File, flagPrefix) }

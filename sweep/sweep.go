@@ -109,14 +109,21 @@ func Prepare(cfg Config) (*Sweep, error) {
 	}
 	names := map[string]bool{}
 	hash := sha256.New()
-	reported := map[string]bool{} // a bad value fails at every point it is in; say it once
+	// A bad value fails at every point it is in: it is said once. Any other
+	// problem is the scenario's at some points: said once, with them.
+	var problems []string
+	at := map[string][]string{}
 	for _, set := range crossProduct(cfg.Axes) {
 		plan, err := Resolve(src, set, cfg.Backend)
 		if err != nil {
 			for _, e := range splitErrors(err) {
-				if !reported[e.Error()] {
-					reported[e.Error()] = true
-					errs = append(errs, e)
+				msg := e.Error()
+				if _, ok := at[msg]; !ok {
+					problems = append(problems, msg)
+					at[msg] = []string{}
+				}
+				if !fromSetting(e) {
+					at[msg] = append(at[msg], settingsString(set))
 				}
 			}
 			continue
@@ -125,6 +132,12 @@ func Prepare(cfg Config) (*Sweep, error) {
 		names[p.Name] = true
 		hash.Write(plan.Text)
 		s.Points = append(s.Points, p)
+	}
+	for _, msg := range problems {
+		if pts := at[msg]; len(pts) > 0 {
+			msg = "at " + strings.Join(pts, "; ") + ": " + msg
+		}
+		errs = append(errs, errors.New(msg))
 	}
 	if len(s.Points) > 0 { // the metrics are checked against a point's plan
 		refs, err := s.chooseMetrics()
@@ -237,6 +250,22 @@ func splitErrors(err error) []error {
 		out[i] = e
 	}
 	return out
+}
+
+// fromSetting reports whether a problem lies in a setting (its message
+// names the setting, so the point).
+func fromSetting(err error) bool {
+	var e scenarios.Error
+	return errors.As(err, &e) && e.Pos.FromSetting()
+}
+
+// settingsString is a point's settings as written: K=V, K=V.
+func settingsString(set []scenarios.Setting) string {
+	parts := make([]string, len(set))
+	for i, st := range set {
+		parts[i] = st.String()
+	}
+	return strings.Join(parts, ", ")
 }
 
 func firstDuplicate(vs []string) string {

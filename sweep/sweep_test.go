@@ -407,3 +407,19 @@ func TestBackendFlag(t *testing.T) {
 		t.Errorf("threshold --vary run.backend: %v", err)
 	}
 }
+
+// A problem of the scenario at some points (not of a setting) names them.
+func TestPointProblemNamesPoint(t *testing.T) {
+	_, err := Prepare(Config{Source: "slow-signer", Repeat: 1,
+		Axes: []Axis{{Path: "validators[slow].count", Values: []string{"1", "3"}}}})
+	want := "at validators[slow].count=3: builtin:slow-signer:"
+	if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "count=1") {
+		t.Errorf("sweep: %v, want it to start %q", err, want)
+	}
+	sp := ThresholdSpec{Scenario: "slow-signer", Key: "validators[slow].count", Range: "1..3",
+		Target: "block_interval_p50_ms <= 5000", Repeat: 1}
+	_, err = sp.Prepare(context.Background(), noRuns{t}, io.Discard)
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("threshold: %v, want it to start %q", err, want)
+	}
+}

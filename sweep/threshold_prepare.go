@@ -96,9 +96,15 @@ func (sp ThresholdSpec) Prepare(ctx context.Context, runs Runner, out io.Writer)
 	}
 	for _, v := range []float64{grid.Lo, grid.Hi} {
 		value := grid.Format(v)
-		plan, err := Resolve(src, []scenarios.Setting{{Path: sp.Key, Value: value, Flag: "--vary"}}, sp.Backend)
+		set := []scenarios.Setting{{Path: sp.Key, Value: value, Flag: "--vary"}}
+		plan, err := Resolve(src, set, sp.Backend)
 		if err != nil {
-			once(value, err)
+			for _, e := range splitErrors(err) {
+				if !fromSetting(e) { // the scenario's problem at this end
+					e = fmt.Errorf("at %s: %w", settingsString(set), e)
+				}
+				once(value, e)
+			}
 			continue
 		}
 		if ps := runner.Preflight(ctx, plan); len(ps) > 0 {
