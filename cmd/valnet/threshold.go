@@ -98,7 +98,7 @@ not be done, or Ctrl-C (threshold.json keeps the probes done).`,
 	f.IntVar(&spec.Repeat, "repeat", 1, "runs per probe (distinct seeds; a probe holds when every run holds)")
 	f.StringVar(&spec.OutDir, "out", "", "search directory (default runs/threshold-<scenario>-<key>: the same command resumes)")
 	f.StringVar(&spec.Backend, "backend", "", "run on this backend instead of the scenario's run.backend ("+strings.Join(scenarios.Backends(), ", ")+")")
-	f.Int64Var(&seed, "seed", 0, "base seed; repeat i runs with a seed derived from it (default: the scenario's run.seed)")
+	f.Int64Var(&seed, "seed", 0, "base seed S; repeat r of every probe runs with seed S + r - 1 (default: the scenario's run.seed)")
 	f.BoolVar(&quiet, "quiet", false, "no live status of each run; only the probes and the result")
 	for _, name := range []string{"vary", "range", "target"} {
 		_ = cmd.MarkFlagRequired(name)

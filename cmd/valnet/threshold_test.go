@@ -112,3 +112,11 @@ func TestThresholdRefusedDirNotAnnounced(t *testing.T) {
 		t.Errorf("exit %d, want 2, the refusal and no announcement:\n%s", code, stderr)
 	}
 }
+
+// The --seed help says the seeds sweep.RepeatSeed gives.
+func TestThresholdSeedHelp(t *testing.T) {
+	usage := newThresholdCmd().Flags().Lookup("seed").Usage
+	if !strings.Contains(usage, "S + r - 1") || sweep.RepeatSeed(7, 3) != 7+3-1 {
+		t.Errorf("--seed help %q does not say S + r - 1", usage)
+	}
+}
