@@ -245,3 +245,16 @@ func TestSetFlagNamed(t *testing.T) {
 		}
 	}
 }
+
+func TestParsePath(t *testing.T) {
+	steps, err := ParsePath("validators[hsm.1].signer.latency")
+	want := []PathStep{{Key: "validators", Select: "hsm.1", Has: true}, {Key: "signer"}, {Key: "latency"}}
+	if err != nil || !reflect.DeepEqual(steps, want) {
+		t.Errorf("ParsePath = %+v, %v; want %+v", steps, err, want)
+	}
+	for _, bad := range []string{"", "a..b", "validators[hsm", "validators[]"} {
+		if _, err := ParsePath(bad); err == nil {
+			t.Errorf("ParsePath(%q): no error", bad)
+		}
+	}
+}

@@ -279,11 +279,22 @@ func firstDuplicate(vs []string) string {
 	return ""
 }
 
-// pathParts splits a path into its dotted steps, a selection kept as its
-// name: validators[hsm].signer.latency -> validators, hsm, signer, latency.
+// pathParts is a path's steps as words, a selection kept as its name:
+// validators[hsm].signer.latency -> validators, hsm, signer, latency. A
+// path that does not parse is its own single word (Prepare refuses it).
 func pathParts(path string) []string {
-	path = strings.NewReplacer("[", ".", "]", "").Replace(path)
-	return strings.Split(path, ".")
+	steps, err := scenarios.ParsePath(path)
+	if err != nil {
+		return []string{path}
+	}
+	var parts []string
+	for _, st := range steps {
+		parts = append(parts, st.Key)
+		if st.Has {
+			parts = append(parts, st.Select)
+		}
+	}
+	return parts
 }
 
 // axisLabels names each axis by the shortest tail of its path that no
@@ -315,6 +326,13 @@ func axisLabels(axes []Axis) []string {
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._+-]+`)
 
+// safeName is s as a file name: each run of other characters than
+// letters, digits and ._+- becomes one _, none at either end. Sweep point
+// and threshold directory names are made by it.
+func safeName(s string) string {
+	return strings.Trim(unsafeName.ReplaceAllString(s, "_"), "_")
+}
+
 // maxNamePart bounds one value in a directory name.
 const maxNamePart = 40
 
@@ -323,7 +341,7 @@ const maxNamePart = 40
 func pointName(labels []string, set []scenarios.Setting, taken map[string]bool) string {
 	parts := make([]string, len(set))
 	for i, st := range set {
-		v := strings.Trim(unsafeName.ReplaceAllString(st.Value, "_"), "_")
+		v := safeName(st.Value)
 		if len(v) > maxNamePart {
 			v = v[:maxNamePart]
 		}
@@ -462,12 +480,11 @@ func (s *Sweep) variedValidators() []string {
 	return out
 }
 
-var validatorPath = regexp.MustCompile(`^validators\[([^\]]+)\]`)
-
+// selectedValidator is the validator a validators[NAME]... path selects.
 func selectedValidator(path string) (string, bool) {
-	m := validatorPath.FindStringSubmatch(path)
-	if m == nil {
+	steps, err := scenarios.ParsePath(path)
+	if err != nil || steps[0].Key != "validators" || !steps[0].Has {
 		return "", false
 	}
-	return m[1], true
+	return steps[0].Select, true
 }

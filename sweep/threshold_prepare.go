@@ -144,13 +144,7 @@ func (sp ThresholdSpec) Prepare(ctx context.Context, runs Runner, out io.Writer)
 // resumes it: runs/threshold-SCENARIO-KEY, e.g.
 // runs/threshold-slow-signer-validators_slow_.signer.latency.
 func DefaultThresholdDir(scenario, key string) string {
-	name := strings.Map(func(r rune) rune {
-		if strings.ContainsRune("[]/\\ ", r) {
-			return '_'
-		}
-		return r
-	}, key)
-	return filepath.Join("runs", "threshold-"+scenario+"-"+name)
+	return filepath.Join("runs", "threshold-"+scenario+"-"+safeName(key))
 }
 
 // rangeUnit is how a range of the key's values is read: the key must be
