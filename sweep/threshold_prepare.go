@@ -131,7 +131,7 @@ func (sp ThresholdSpec) Prepare(ctx context.Context, runs Runner, out io.Writer)
 	}
 	th.Seeds = RepeatSeeds(seed, sp.Repeat)
 	if th.OutDir == "" {
-		th.OutDir = DefaultThresholdDir(base.Name, sp.Key)
+		th.OutDir = DefaultThresholdDir(base.Name, sp.Key, base.Run.Backend, seed)
 	}
 	sum := sha256.Sum256(base.Text)
 	th.Stamp = Stamp{Scenario: sp.Scenario, ScenarioSHA256: hex.EncodeToString(sum[:]),
@@ -140,11 +140,14 @@ func (sp ThresholdSpec) Prepare(ctx context.Context, runs Runner, out io.Writer)
 }
 
 // DefaultThresholdDir is where a search goes without --out: the same
-// directory for the same scenario and key, so that the same command again
-// resumes it: runs/threshold-SCENARIO-KEY, e.g.
-// runs/threshold-slow-signer-validators_slow_.signer.latency.
-func DefaultThresholdDir(scenario, key string) string {
-	return filepath.Join("runs", "threshold-"+scenario+"-"+safeName(key))
+// directory for the same scenario, key, backend and base seed, so that the
+// same command again resumes it, and another backend or seed goes
+// elsewhere (its runs would not be this search's):
+// runs/threshold-SCENARIO-KEY-HASH, HASH a short hash of the backend and
+// the seed, e.g. runs/threshold-slow-signer-validators_slow_.signer.latency-1a2b3c4d.
+func DefaultThresholdDir(scenario, key, backend string, seed int64) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d", backend, seed))
+	return filepath.Join("runs", "threshold-"+scenario+"-"+safeName(key)+"-"+hex.EncodeToString(sum[:])[:8])
 }
 
 // rangeUnit is how a range of the key's values is read: the key must be

@@ -42,8 +42,8 @@ func TestPrepare(t *testing.T) {
 	if len(th.Seeds) != 2 || th.Seeds[0] != 40 || th.Seeds[1] == 40 {
 		t.Errorf("seeds %v", th.Seeds)
 	}
-	want := filepath.Join("runs", "threshold-slow4-validators_slow_.signer.latency")
-	if th.OutDir != want || th.Stamp.Backend != "inprocess" || th.Stamp.Seed != 40 || len(th.Stamp.ScenarioSHA256) != 64 {
+	want := DefaultThresholdDir("slow4", "validators[slow].signer.latency", "inprocess", 40)
+	if !strings.HasPrefix(th.OutDir, filepath.Join("runs", "threshold-slow4-validators_slow_.signer.latency-")) || th.OutDir != want || th.Stamp.Backend != "inprocess" || th.Stamp.Seed != 40 || len(th.Stamp.ScenarioSHA256) != 64 {
 		t.Errorf("out %s stamp %+v", th.OutDir, th.Stamp)
 	}
 
@@ -122,5 +122,34 @@ func TestPrepareTargetMessage(t *testing.T) {
 	want := `--target "missed_rate(slow) <= 1" at validators[slow].signer.latency=0s: unknown metric "missed_rate"`
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("Prepare: %v, want %q", err, want)
+	}
+}
+
+// The default directory is the same for the same command (it resumes)
+// and another for another seed or backend.
+func TestDefaultThresholdDir(t *testing.T) {
+	key := "validators[slow].signer.latency"
+	a := DefaultThresholdDir("slow4", key, "inprocess", 1)
+	if a != DefaultThresholdDir("slow4", key, "inprocess", 1) {
+		t.Error("the same search has two default dirs")
+	}
+	for _, other := range []string{DefaultThresholdDir("slow4", key, "inprocess", 2), DefaultThresholdDir("slow4", key, "process", 1)} {
+		if other == a {
+			t.Errorf("another seed or backend shares the default dir %s", a)
+		}
+	}
+	seed := int64(2)
+	sp := slow4Spec()
+	th1, err := sp.Prepare(context.Background(), noRuns{t}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp.Seed = &seed
+	th2, err := sp.Prepare(context.Background(), noRuns{t}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if th1.OutDir == th2.OutDir {
+		t.Errorf("--seed 2 goes to the default dir of the scenario's seed: %s", th1.OutDir)
 	}
 }
