@@ -82,7 +82,7 @@ func TestThresholdRuns(t *testing.T) {
 		t.Fatalf("threshold.json: %+v", rep)
 	}
 	for _, p := range rep.Probes {
-		if _, err := os.Stat(filepath.Join(p.Runs[0].Dir, "summary.json")); err != nil {
+		if _, err := os.Stat(filepath.Join(out, p.Runs[0].Dir, "summary.json")); err != nil {
 			t.Errorf("probe %s: no run directory: %v", p.Value, err)
 		}
 	}
