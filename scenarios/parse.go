@@ -67,27 +67,11 @@ func Resolve(nameOrPath string) (*Plan, error) {
 
 // ResolveWith is Resolve with overrides.
 func ResolveWith(nameOrPath string, o Overrides) (*Plan, error) {
-	if nameOrPath == Stdin {
-		data, err := io.ReadAll(os.Stdin)
-		if err != nil {
-			return nil, fmt.Errorf("reading the scenario from standard input: %w", err)
-		}
-		return parse(stdinName, stdinName, "", data, o)
+	src, err := ReadSource(nameOrPath)
+	if err != nil {
+		return nil, err
 	}
-	if fi, err := os.Stat(nameOrPath); err == nil {
-		if fi.IsDir() {
-			return nil, fmt.Errorf("%s is a directory; give a scenario file (a .yaml in it) or a builtin name", nameOrPath)
-		}
-		return LoadWith(nameOrPath, o)
-	}
-	if ext := strings.ToLower(filepath.Ext(nameOrPath)); ext == ".yaml" || ext == ".yml" {
-		return LoadWith(nameOrPath, o)
-	}
-	if data, ok := BuiltinSource(nameOrPath); ok {
-		source := "builtin:" + nameOrPath
-		return parse(source, source, "", data, o) // a builtin's paths are kept as written
-	}
-	return nil, fmt.Errorf("%q is neither a scenario file nor a builtin scenario%s (builtins: %s)", nameOrPath, didYouMean(nameOrPath, builtinNames()), strings.Join(builtinNames(), ", "))
+	return src.Resolve(o)
 }
 
 // parse reads data (named file in messages) into a Plan from source.

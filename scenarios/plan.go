@@ -319,12 +319,17 @@ type Pos struct {
 	Col  int
 }
 
-// setPrefix starts the File of a position in a command-line setting
-// (Overrides.Set) rather than in the file: "--set PATH=VALUE", no line.
-const setPrefix = "--set "
+// flagPrefix starts the File of a position in a command-line setting
+// (Overrides.Set) rather than in the file: "--set PATH=VALUE" (or the
+// setting's own Flag), no line.
+const flagPrefix = "--"
 
 // setPos is the position of a value given by setting s.
-func setPos(s Setting) Pos { return Pos{File: setPrefix + s.String()} }
+func setPos(s Setting) Pos { return Pos{File: s.flag() + " " + s.String()} }
+
+// FromSetting reports whether p lies in a command-line setting (its
+// message names the setting) rather than in the scenario's text.
+func (p Pos) FromSetting() bool { return p.fromSet() }
 
 // fromSet reports whether p lies in a command-line setting.
-func (p Pos) fromSet() bool { return p.Line == 0 && strings.HasPrefix(p.File, setPrefix) }
+func (p Pos) fromSet() bool { return p.Line == 0 && strings.HasPrefix(p.File, flagPrefix) }

@@ -24,6 +24,17 @@ import (
 type Setting struct {
 	Path  string
 	Value string
+	// Flag is the command-line flag that gave it, as messages name it
+	// ("--vary" for valnet threshold); "" is "--set".
+	Flag string
+}
+
+// flag is the flag messages name the setting by.
+func (s Setting) flag() string {
+	if s.Flag == "" {
+		return "--set"
+	}
+	return s.Flag
 }
 
 // String is the setting as written on the command line.
@@ -128,34 +139,37 @@ func SplitValues(s string) ([]string, error) {
 	return out, nil
 }
 
-// pathStep is one dotted part of a path: a key, and NAME[KEY]'s KEY.
-type pathStep struct {
+// PathStep is one dotted part of a path: a key, and NAME[KEY]'s KEY
+// (ParsePath; the one reader of the path grammar).
+type PathStep struct {
 	Key    string
 	Select string
 	Has    bool // written with [KEY]
 }
 
 // String is the step as written.
-func (s pathStep) String() string {
+func (s PathStep) String() string {
 	if s.Has {
 		return s.Key + "[" + s.Select + "]"
 	}
 	return s.Key
 }
 
-// parsePath splits a path into steps.
-func parsePath(path string) ([]pathStep, error) {
+// ParsePath splits a path into steps (the grammar alone; checkPath and
+// PathKind check them against the schema):
+// validators[hsm].signer.latency -> validators[hsm], signer, latency.
+func ParsePath(path string) ([]PathStep, error) {
 	if strings.TrimSpace(path) == "" {
 		return nil, fmt.Errorf("empty path; write e.g. run.heights or validators[NAME].signer.latency")
 	}
-	var steps []pathStep
+	var steps []PathStep
 	rest := path
 	for {
 		end := strings.IndexAny(rest, ".[")
 		if end < 0 {
 			end = len(rest)
 		}
-		st := pathStep{Key: rest[:end]}
+		st := PathStep{Key: rest[:end]}
 		if st.Key == "" {
 			return nil, fmt.Errorf("path %q has an empty key; keys are joined by single dots", path)
 		}
@@ -209,7 +223,7 @@ const (
 
 // schemaStep is a path step checked against the schema.
 type schemaStep struct {
-	pathStep
+	PathStep
 	kind stepKind
 	elem reflect.Type // the value's type; after a selection, the entry's
 }
@@ -242,7 +256,7 @@ func valueKind(t reflect.Type) ValueKind {
 // checkPath walks steps through the schema. The error says what is allowed
 // at the level that went wrong.
 func checkPath(path string) ([]schemaStep, *Error) {
-	steps, err := parsePath(path)
+	steps, err := ParsePath(path)
 	if err != nil {
 		return nil, &Error{Msg: err.Error()}
 	}
@@ -266,7 +280,7 @@ func checkPath(path string) ([]schemaStep, *Error) {
 		t := keys[idx].Type
 		here := joinKey(at, st.Key)
 		last := i == len(steps)-1
-		ss := schemaStep{pathStep: st, elem: t}
+		ss := schemaStep{PathStep: st, elem: t}
 		child, elem := childLevel(joinKey(level, st.Key), t)
 		switch {
 		case t.Kind() == reflect.Slice && elem.Kind() == reflect.Struct:
@@ -495,7 +509,7 @@ func settingsText(root *yaml.Node, sets []Setting, original []byte) []byte {
 	var b strings.Builder
 	b.WriteString("# valnet: this is the scenario with these keys set from the command line:\n")
 	for _, s := range sets {
-		fmt.Fprintf(&b, "#   --set %s\n", s)
+		fmt.Fprintf(&b, "#   %s %s\n", s.flag(), s)
 	}
 	out, err := yaml.Marshal(root)
 	if err != nil {

@@ -38,24 +38,24 @@ func TestSetGood(t *testing.T) {
 		check func(p *Plan) any // returns the value to compare with want
 		want  any
 	}{
-		{[]Setting{{"run.heights", "3"}}, func(p *Plan) any { return p.Run.Heights }, int64(3)},
-		{[]Setting{{"run.seed", "42"}}, func(p *Plan) any { return p.Run.Seed }, int64(42)},
-		{[]Setting{{"chain.timeouts.propose", "500ms"}}, func(p *Plan) any { return p.Timeouts.Propose }, 500 * ms},
-		{[]Setting{{"chain.timeouts.commit", "2s"}}, func(p *Plan) any { return p.Timeouts.Commit }, 2 * time.Second},
-		{[]Setting{{"network.latency", "20ms"}}, func(p *Plan) any { return p.Network.Default.Latency.Spec }, latency.Spec{Dist: latency.Fixed, Value: 20 * ms}},
-		{[]Setting{{"network.bandwidth", "10mbit"}}, func(p *Plan) any { return p.Network.Default.Bandwidth }, 10e6 / 8},
-		{[]Setting{{"validators[v].count", "5"}}, func(p *Plan) any { return len(p.Validators) }, 6},
-		{[]Setting{{"validators[hsm].signer.latency", "200ms"}}, func(p *Plan) any { return p.Validators[0].Signer.Latency.Spec.Value }, 200 * ms},
-		{[]Setting{{"validators[hsm].signer.latency", "{dist: uniform, min: 1ms, max: 5ms}"}},
+		{[]Setting{{Path: "run.heights", Value: "3"}}, func(p *Plan) any { return p.Run.Heights }, int64(3)},
+		{[]Setting{{Path: "run.seed", Value: "42"}}, func(p *Plan) any { return p.Run.Seed }, int64(42)},
+		{[]Setting{{Path: "chain.timeouts.propose", Value: "500ms"}}, func(p *Plan) any { return p.Timeouts.Propose }, 500 * ms},
+		{[]Setting{{Path: "chain.timeouts.commit", Value: "2s"}}, func(p *Plan) any { return p.Timeouts.Commit }, 2 * time.Second},
+		{[]Setting{{Path: "network.latency", Value: "20ms"}}, func(p *Plan) any { return p.Network.Default.Latency.Spec }, latency.Spec{Dist: latency.Fixed, Value: 20 * ms}},
+		{[]Setting{{Path: "network.bandwidth", Value: "10mbit"}}, func(p *Plan) any { return p.Network.Default.Bandwidth }, 10e6 / 8},
+		{[]Setting{{Path: "validators[v].count", Value: "5"}}, func(p *Plan) any { return len(p.Validators) }, 6},
+		{[]Setting{{Path: "validators[hsm].signer.latency", Value: "200ms"}}, func(p *Plan) any { return p.Validators[0].Signer.Latency.Spec.Value }, 200 * ms},
+		{[]Setting{{Path: "validators[hsm].signer.latency", Value: "{dist: uniform, min: 1ms, max: 5ms}"}},
 			func(p *Plan) any { return p.Validators[0].Signer.Latency.Spec }, latency.Spec{Dist: latency.Uniform, Min: ms, Max: 5 * ms}},
-		{[]Setting{{"validators[hsm].signer.profile", "fast"}}, func(p *Plan) any { return p.Validators[0].Signer.Profile }, "fast"},
+		{[]Setting{{Path: "validators[hsm].signer.profile", Value: "fast"}}, func(p *Plan) any { return p.Validators[0].Signer.Profile }, "fast"},
 		// a missing mapping on the way is created
-		{[]Setting{{"validators[v].signer.latency", "7ms"}}, func(p *Plan) any { return p.Validators[3].Signer.Latency.Spec.Value }, 7 * ms},
-		{[]Setting{{"profiles[slow].latency", "9ms"}}, func(p *Plan) any { return p.Profiles["slow"].Latency.Value }, 9 * ms},
+		{[]Setting{{Path: "validators[v].signer.latency", Value: "7ms"}}, func(p *Plan) any { return p.Validators[3].Signer.Latency.Spec.Value }, 7 * ms},
+		{[]Setting{{Path: "profiles[slow].latency", Value: "9ms"}}, func(p *Plan) any { return p.Profiles["slow"].Latency.Value }, 9 * ms},
 		// a whole entry, replaced
-		{[]Setting{{"validators[hsm]", "{name: hsm, power: 20}"}}, func(p *Plan) any { return [2]any{p.Validators[0].Power, p.Validators[0].Signer.Type} }, [2]any{int64(20), "local"}},
+		{[]Setting{{Path: "validators[hsm]", Value: "{name: hsm, power: 20}"}}, func(p *Plan) any { return [2]any{p.Validators[0].Power, p.Validators[0].Signer.Type} }, [2]any{int64(20), "local"}},
 		// a later setting of the same key wins
-		{[]Setting{{"run.heights", "3"}, {"run.heights", "4"}}, func(p *Plan) any { return p.Run.Heights }, int64(4)},
+		{[]Setting{{Path: "run.heights", Value: "3"}, {Path: "run.heights", Value: "4"}}, func(p *Plan) any { return p.Run.Heights }, int64(4)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.set[0].String(), func(t *testing.T) {
@@ -76,7 +76,7 @@ func TestSetGood(t *testing.T) {
 // TestSetTextReparses checks that the scenario kept beside a run (with
 // the settings applied) parses to the same plan.
 func TestSetTextReparses(t *testing.T) {
-	p, err := parseWithSets(t, Setting{"validators[hsm].signer.latency", "{dist: uniform, min: 1ms, max: 5ms}"}, Setting{"run.heights", "3"})
+	p, err := parseWithSets(t, Setting{Path: "validators[hsm].signer.latency", Value: "{dist: uniform, min: 1ms, max: 5ms}"}, Setting{Path: "run.heights", Value: "3"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,24 +94,24 @@ func TestSetBad(t *testing.T) {
 		set  Setting
 		want string
 	}{
-		{Setting{"validators[hsm].signer.latncy", "1s"},
+		{Setting{Path: "validators[hsm].signer.latncy", Value: "1s"},
 			`--set validators[hsm].signer.latncy=1s: unknown key "latncy" under validators[hsm].signer; did you mean "latency"? (allowed: type, key_type, via, latency, cpu_scale,`},
-		{Setting{"validators[nope].count", "2"},
+		{Setting{Path: "validators[nope].count", Value: "2"},
 			`--set validators[nope].count=2: no validator named "nope" (the name as written in the file, before count expansion) (allowed: hsm, v)`},
-		{Setting{"validators[hsm].count", "0"}, `--set validators[hsm].count=0: `},
-		{Setting{"validators[hsm].signer.latency", "fast"}, `--set validators[hsm].signer.latency=fast: `},
-		{Setting{"run.heights", "many"}, `--set run.heights=many: expected an integer, got "many"`},
-		{Setting{"run.heights", ""}, `--set run.heights=: no value; write an integer or remove the key`},
-		{Setting{"chain.timeouts.commit", "1"}, `--set chain.timeouts.commit=1: 1 has no unit; write e.g. 200ms`},
-		{Setting{"run.hieghts", "3"}, `--set run.hieghts=3: unknown key "hieghts" under run; did you mean "heights"?`},
-		{Setting{"validators.count", "3"}, `--set validators.count=3: validators is a list; pick an entry with validators[NAME]`},
-		{Setting{"run[x].heights", "3"}, `--set run[x].heights=3: run is not a list or a map; [x] selects nothing there`},
-		{Setting{"run.heights.max", "3"}, `--set run.heights.max=3: run.heights is a value (integer), not a mapping; end the path there`},
-		{Setting{"expect[x].max", "3"}, `--set expect[x].max=3: entries of expect have no name to select them by`},
-		{Setting{"run..heights", "3"}, `--set run..heights=3: path "run..heights" has an empty key`},
-		{Setting{"validators[hsm.count", "3"}, `--set validators[hsm.count=3: path "validators[hsm.count": validators[ has no closing ]`},
-		{Setting{"chain.timeouts.propose", "{a: [}"}, `--set chain.timeouts.propose={a: [}: the value is not YAML`},
-		{Setting{"network.latency", "{dist: fixed, value: 1ms, min: 2ms}"}, `--set network.latency={dist: fixed, value: 1ms, min: 2ms}: `},
+		{Setting{Path: "validators[hsm].count", Value: "0"}, `--set validators[hsm].count=0: `},
+		{Setting{Path: "validators[hsm].signer.latency", Value: "fast"}, `--set validators[hsm].signer.latency=fast: `},
+		{Setting{Path: "run.heights", Value: "many"}, `--set run.heights=many: expected an integer, got "many"`},
+		{Setting{Path: "run.heights", Value: ""}, `--set run.heights=: no value; write an integer or remove the key`},
+		{Setting{Path: "chain.timeouts.commit", Value: "1"}, `--set chain.timeouts.commit=1: 1 has no unit; write e.g. 200ms`},
+		{Setting{Path: "run.hieghts", Value: "3"}, `--set run.hieghts=3: unknown key "hieghts" under run; did you mean "heights"?`},
+		{Setting{Path: "validators.count", Value: "3"}, `--set validators.count=3: validators is a list; pick an entry with validators[NAME]`},
+		{Setting{Path: "run[x].heights", Value: "3"}, `--set run[x].heights=3: run is not a list or a map; [x] selects nothing there`},
+		{Setting{Path: "run.heights.max", Value: "3"}, `--set run.heights.max=3: run.heights is a value (integer), not a mapping; end the path there`},
+		{Setting{Path: "expect[x].max", Value: "3"}, `--set expect[x].max=3: entries of expect have no name to select them by`},
+		{Setting{Path: "run..heights", Value: "3"}, `--set run..heights=3: path "run..heights" has an empty key`},
+		{Setting{Path: "validators[hsm.count", Value: "3"}, `--set validators[hsm.count=3: path "validators[hsm.count": validators[ has no closing ]`},
+		{Setting{Path: "chain.timeouts.propose", Value: "{a: [}"}, `--set chain.timeouts.propose={a: [}: the value is not YAML`},
+		{Setting{Path: "network.latency", Value: "{dist: fixed, value: 1ms, min: 2ms}"}, `--set network.latency={dist: fixed, value: 1ms, min: 2ms}: `},
 	}
 	for _, tt := range tests {
 		t.Run(tt.set.String(), func(t *testing.T) {
@@ -132,7 +132,7 @@ func TestSetBad(t *testing.T) {
 // TestSetErrorsTogether checks that every bad setting is reported at once,
 // beside the file's own problems.
 func TestSetErrorsTogether(t *testing.T) {
-	_, err := parseWithSets(t, Setting{"run.hieghts", "3"}, Setting{"chain.timeouts.commit", "x"})
+	_, err := parseWithSets(t, Setting{Path: "run.hieghts", Value: "3"}, Setting{Path: "chain.timeouts.commit", Value: "x"})
 	es, ok := AsErrors(err)
 	if !ok || len(es) != 2 {
 		t.Fatalf("want 2 errors, got %v", err)
@@ -230,5 +230,31 @@ func TestSetBadValueIsOneError(t *testing.T) {
 	}
 	if want := "--set devices[hsm].background.chains=abc: expected an integer"; !strings.HasPrefix(es[0].Error(), want) {
 		t.Errorf("got %s, want %s...", es[0], want)
+	}
+}
+
+// A setting's problems name the flag that gave it; "" is --set.
+func TestSetFlagNamed(t *testing.T) {
+	for _, tc := range []struct{ flag, want string }{
+		{"", "--set run.heights=x: "},
+		{"--vary", "--vary run.heights=x: "},
+	} {
+		_, err := parseWithSets(t, Setting{Path: "run.heights", Value: "x", Flag: tc.flag})
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("flag %q: %v, want it to start %q", tc.flag, err, tc.want)
+		}
+	}
+}
+
+func TestParsePath(t *testing.T) {
+	steps, err := ParsePath("validators[hsm.1].signer.latency")
+	want := []PathStep{{Key: "validators", Select: "hsm.1", Has: true}, {Key: "signer"}, {Key: "latency"}}
+	if err != nil || !reflect.DeepEqual(steps, want) {
+		t.Errorf("ParsePath = %+v, %v; want %+v", steps, err, want)
+	}
+	for _, bad := range []string{"", "a..b", "validators[hsm", "validators[]"} {
+		if _, err := ParsePath(bad); err == nil {
+			t.Errorf("ParsePath(%q): no error", bad)
+		}
 	}
 }

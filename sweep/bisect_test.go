@@ -208,3 +208,69 @@ func TestFormatDuration(t *testing.T) {
 		}
 	}
 }
+
+// bands holds on [0, 1s], fails on (1s, 2s], holds on (2s, upTo] and
+// fails above upTo: a target that is not monotone.
+func bands(upTo float64) func(float64) bool {
+	return func(v float64) bool { return v <= ms(1000) || (v > ms(2000) && v <= upTo) }
+}
+
+// The search sees only what it probes (threshold.md): a target that holds,
+// fails and holds again over the range is reported from its probes alone.
+func TestBisectNotMonotoneUnseen(t *testing.T) {
+	g := mustGrid(t, Durations, "0..3s", "100ms")
+	run := func(holds func(float64) bool) Search {
+		s, err := Bisect(context.Background(), g, Largest, func(_ context.Context, v float64) (bool, error) { return holds(v), nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	// Held at both ends: holds-everywhere after the two end probes; the
+	// failing band in the middle is never probed.
+	s := run(bands(ms(3000)))
+	if s.Verdict != HoldsEverywhere || len(s.Probes) != 2 || !strings.Contains(s.Describe(g, Largest), "holds over the whole range 0s..3s") {
+		t.Errorf("holds, fails, holds: %s after %d probes (%s)", s.Verdict, len(s.Probes), s.Describe(g, Largest))
+	}
+	// Failing at the top: bisection brackets one edge (here the first,
+	// 1s..1.1s) and reports it as found; the second holding band
+	// (2.1s..2.5s) is not seen.
+	s = run(bands(ms(2500)))
+	if d := s.Describe(g, Largest); s.Verdict != Found || d != "holds up to 1s, fails from 1.1s" {
+		t.Errorf("holds, fails, holds, fails: %s %q", s.Verdict, d)
+	}
+}
+
+// Bisection probes only between the nearest held and failed values, so
+// the only contradiction it can meet is the second end against the first
+// (threshold.md): every held/failed pattern over a small grid, in both
+// directions, either ends without a contradiction or with probe 1
+// contradicting probe 0, and the probes it names really contradict.
+func TestBisectContradictionsOnlyAtTheEnds(t *testing.T) {
+	g := mustGrid(t, Integers, "0..6", "1")
+	n := g.Steps() + 1
+	for _, dir := range []Direction{Largest, Smallest} {
+		for pattern := 0; pattern < 1<<n; pattern++ {
+			holds := func(v float64) bool { return pattern&(1<<int(v)) != 0 }
+			s, err := Bisect(context.Background(), g, dir, func(_ context.Context, v float64) (bool, error) { return holds(v), nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Verdict != NotMonotone {
+				continue
+			}
+			if s.Contradiction != [2]int{1, 0} {
+				t.Errorf("%s pattern %07b: contradiction %v, want the two ends [1 0]", dir, pattern, s.Contradiction)
+				continue
+			}
+			a, b := s.Probes[1], s.Probes[0]
+			heldV, failedV := a.Value, b.Value
+			if !a.Held {
+				heldV, failedV = b.Value, a.Value
+			}
+			if a.Held == b.Held || (dir == Largest && heldV < failedV) || (dir == Smallest && heldV > failedV) {
+				t.Errorf("%s pattern %07b: %v and %v do not contradict", dir, pattern, a, b)
+			}
+		}
+	}
+}

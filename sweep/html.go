@@ -4,6 +4,7 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -110,30 +111,50 @@ func parseAll(values []string, xs []float64, parse func(string) (float64, bool))
 // the other keys' values (points are in cross-product order, the first
 // key varying slowest).
 func (s *Sweep) lineChart(o *Outcome, metric string) results.Chart {
+	series, xTitle, xLabels := s.lineSeries(o, metric)
+	return results.SweepLineChart(metric+" against "+s.Labels[0], xTitle, metric, xLabels, series)
+}
+
+// lineSeries are lineChart's series, each in x order.
+func (s *Sweep) lineSeries(o *Outcome, metric string) (series []results.SweepSeries, xTitle string, xLabels []string) {
 	first := s.Axes[0]
 	xs, xTitle, xLabels := xAxis(s.Labels[0], first.Values)
 	n := len(first.Values)
+	// A line joins its points in x order: values given unsorted (1s,
+	// 100ms, 500ms) would draw a zig-zag. Values placed by position keep
+	// their order.
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	if xLabels == nil {
+		sort.SliceStable(order, func(a, b int) bool { return xs[order[a]] < xs[order[b]] })
+	}
+	sortedX := make([]float64, n)
+	for at, i := range order {
+		sortedX[at] = xs[i]
+	}
 	rest := len(o.Points) / n // combinations of the other keys
-	series := make([]results.SweepSeries, rest)
+	series = make([]results.SweepSeries, rest)
 	for j := range series {
-		sr := results.SweepSeries{X: xs, Mean: nans(n), Min: nans(n), Max: nans(n)}
+		sr := results.SweepSeries{X: sortedX, Mean: nans(n), Min: nans(n), Max: nans(n)}
 		var name []string
-		for i := 0; i < n; i++ {
+		for at, i := range order {
 			p := o.Points[i*rest+j]
-			if i == 0 {
+			if at == 0 {
 				for k := 1; k < len(p.Set); k++ {
 					name = append(name, s.Labels[k]+"="+p.Set[k].Value)
 				}
 			}
 			st := pointStats(p.Runs)
 			if st.n[metric] > 0 {
-				sr.Mean[i], sr.Min[i], sr.Max[i] = st.mean[metric], st.min[metric], st.max[metric]
+				sr.Mean[at], sr.Min[at], sr.Max[at] = st.mean[metric], st.min[metric], st.max[metric]
 			}
 		}
 		sr.Name = strings.Join(name, ", ")
 		series[j] = sr
 	}
-	return results.SweepLineChart(metric+" against "+s.Labels[0], xTitle, metric, xLabels, series)
+	return series, xTitle, xLabels
 }
 
 // heatmap: metric over the two keys (first across, second up).

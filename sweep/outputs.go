@@ -212,6 +212,15 @@ func (s *Sweep) WriteMarkdown(w io.Writer, o *Outcome) error {
 	for i, a := range s.Axes {
 		fmt.Fprintf(&b, "- %s: `%s`\n", s.Labels[i], a.Path)
 	}
+	var absent []string
+	for _, m := range s.Metrics {
+		if pts := s.Absent[m.String()]; len(pts) > 0 {
+			absent = append(absent, fmt.Sprintf("- %s is not a metric of the scenario at %s", m, strings.Join(pts, "; ")))
+		}
+	}
+	if len(absent) > 0 {
+		b.WriteString("\nMetrics some points do not have (their cells there are –):\n\n" + strings.Join(absent, "\n") + "\n")
+	}
 	if len(o.Failed) > 0 {
 		b.WriteString("\nRuns that could not be done:\n\n")
 		for _, err := range o.Failed {

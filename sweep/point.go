@@ -12,6 +12,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/valnet/valnet/results"
 	"github.com/valnet/valnet/runner"
@@ -79,17 +81,39 @@ func fromSummary(s *results.Summary, seed int64, dir string) Result {
 		HostOverloaded: s.Host != nil && s.Host.Overloaded}
 }
 
-// Resolve reads the scenario (a file or a builtin name) with one point's
-// settings and a backend ("" keeps the scenario's), checked as valnet run
-// checks a scenario.
-func Resolve(source string, set []scenarios.Setting, backend string) (*scenarios.Plan, error) {
-	return scenarios.ResolveWith(source, scenarios.Overrides{Backend: backend, Set: set})
+// Resolve resolves the scenario (read once: every point and probe is
+// resolved from the same bytes) with one point's settings and a backend
+// ("" keeps the scenario's), checked as valnet run checks a scenario.
+func Resolve(src *scenarios.Source, set []scenarios.Setting, backend string) (*scenarios.Plan, error) {
+	return src.Resolve(scenarios.Overrides{Backend: backend, Set: set})
+}
+
+// checkBackend refuses a --backend that is not a backend, as a flag
+// error (the scenario would report it at a file position it is not at).
+func checkBackend(backend string) error {
+	if backend == "" || slices.Contains(scenarios.Backends(), backend) {
+		return nil
+	}
+	return fmt.Errorf("--backend %s: unknown backend; allowed: %s", backend, strings.Join(scenarios.Backends(), ", "))
+}
+
+// backendPath is the key --backend sets: one backend per sweep or search
+// (recorded in its identity), so it is not a key to vary.
+const backendPath = "run.backend"
+
+// refuseBackendPath refuses a flag (--set, --vary) that would vary the
+// backend.
+func refuseBackendPath(flag, path string) error {
+	if strings.TrimSpace(path) != backendPath {
+		return nil
+	}
+	return fmt.Errorf("%s %s: the backend is one per sweep or search and is recorded in its identity; choose it with --backend", flag, path)
 }
 
 // RunPoint resolves the scenario at one point and runs it once with seed
 // into dir: what a threshold probe does per repeat.
-func RunPoint(ctx context.Context, r Runner, source string, set []scenarios.Setting, backend string, seed int64, dir string) (Result, error) {
-	plan, err := Resolve(source, set, backend)
+func RunPoint(ctx context.Context, r Runner, src *scenarios.Source, set []scenarios.Setting, backend string, seed int64, dir string) (Result, error) {
+	plan, err := Resolve(src, set, backend)
 	if err != nil {
 		return Result{}, err
 	}

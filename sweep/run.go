@@ -76,7 +76,7 @@ const unfinishedSuffix = ".unfinished"
 // also when ctx ends: what finished is kept). progress gets one line per
 // run; now is the clock (time.Now).
 func (s *Sweep) Run(ctx context.Context, r Runner, progress io.Writer, now func() time.Time) (*Outcome, error) {
-	if err := s.claimDir(); err != nil {
+	if err := s.ClaimDir(); err != nil {
 		return nil, err
 	}
 	out := &Outcome{}
@@ -180,9 +180,11 @@ func (s *Sweep) runOne(ctx context.Context, r Runner, p Point, rec *RunRecord) {
 	}
 }
 
-// claimDir makes the sweep directory, or checks that the one there holds
-// this very sweep (then it is resumed).
-func (s *Sweep) claimDir() error {
+// ClaimDir makes the sweep directory, or checks that the one there holds
+// this very sweep (then it is resumed). Run claims it too (claiming twice
+// is harmless); a command claims first to announce only a sweep that goes
+// ahead.
+func (s *Sweep) ClaimDir() error {
 	_, err := claimOutDir(s.OutDir, JSONFile, "sweep", func(data []byte) (string, error) {
 		var old struct{ Identity }
 		if err := json.Unmarshal(data, &old); err != nil {

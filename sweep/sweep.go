@@ -48,6 +48,9 @@ type Sweep struct {
 	Points  []Point
 	Labels  []string        // a short name per axis (the path's last keys)
 	Metrics []metricref.Ref // what sweep.md and sweep.html show
+	// Absent lists, per metric reference, the points that do not have it
+	// (e.g. a validator that a setting removes); sweep.md says so.
+	Absent map[string][]string
 	// Identity says which sweep a directory holds (resume).
 	Identity Identity
 }
@@ -77,8 +80,15 @@ func Prepare(cfg Config) (*Sweep, error) {
 	if len(cfg.Axes) == 0 {
 		errs = append(errs, errors.New("give at least one --set PATH=v1,v2,... to sweep over"))
 	}
+	stop := false // a bad flag every point would report again
+	if err := checkBackend(cfg.Backend); err != nil {
+		errs, stop = append(errs, err), true
+	}
 	seen := map[string]bool{}
 	for _, a := range cfg.Axes {
+		if err := refuseBackendPath("--set", a.Path); err != nil {
+			errs, stop = append(errs, err), true
+		}
 		if seen[a.Path] {
 			errs = append(errs, fmt.Errorf("--set %s is given twice; list all its values in one --set", a.Path))
 		}
@@ -87,17 +97,33 @@ func Prepare(cfg Config) (*Sweep, error) {
 			errs = append(errs, fmt.Errorf("--set %s: value %s is listed twice", a.Path, dup))
 		}
 	}
+	if stop {
+		return nil, errors.Join(errs...)
+	}
 	s := &Sweep{Config: cfg, Labels: axisLabels(cfg.Axes)}
+	// The scenario is read once and every point resolved from its bytes
+	// (standard input cannot be read again).
+	src, err := scenarios.ReadSource(cfg.Source)
+	if err != nil {
+		return nil, errors.Join(append(errs, err)...)
+	}
 	names := map[string]bool{}
 	hash := sha256.New()
-	reported := map[string]bool{} // a bad value fails at every point it is in; say it once
+	// A bad value fails at every point it is in: it is said once. Any other
+	// problem is the scenario's at some points: said once, with them.
+	var problems []string
+	at := map[string][]string{}
 	for _, set := range crossProduct(cfg.Axes) {
-		plan, err := Resolve(cfg.Source, set, cfg.Backend)
+		plan, err := Resolve(src, set, cfg.Backend)
 		if err != nil {
 			for _, e := range splitErrors(err) {
-				if !reported[e.Error()] {
-					reported[e.Error()] = true
-					errs = append(errs, e)
+				msg := e.Error()
+				if _, ok := at[msg]; !ok {
+					problems = append(problems, msg)
+					at[msg] = []string{}
+				}
+				if !fromSetting(e) {
+					at[msg] = append(at[msg], settingsString(set))
 				}
 			}
 			continue
@@ -106,6 +132,12 @@ func Prepare(cfg Config) (*Sweep, error) {
 		names[p.Name] = true
 		hash.Write(plan.Text)
 		s.Points = append(s.Points, p)
+	}
+	for _, msg := range problems {
+		if pts := at[msg]; len(pts) > 0 {
+			msg = "at " + strings.Join(pts, "; ") + ": " + msg
+		}
+		errs = append(errs, errors.New(msg))
 	}
 	if len(s.Points) > 0 { // the metrics are checked against a point's plan
 		refs, err := s.chooseMetrics()
@@ -220,6 +252,22 @@ func splitErrors(err error) []error {
 	return out
 }
 
+// fromSetting reports whether a problem lies in a setting (its message
+// names the setting, so the point).
+func fromSetting(err error) bool {
+	var e scenarios.Error
+	return errors.As(err, &e) && e.Pos.FromSetting()
+}
+
+// settingsString is a point's settings as written: K=V, K=V.
+func settingsString(set []scenarios.Setting) string {
+	parts := make([]string, len(set))
+	for i, st := range set {
+		parts[i] = st.String()
+	}
+	return strings.Join(parts, ", ")
+}
+
 func firstDuplicate(vs []string) string {
 	seen := map[string]bool{}
 	for _, v := range vs {
@@ -231,11 +279,22 @@ func firstDuplicate(vs []string) string {
 	return ""
 }
 
-// pathParts splits a path into its dotted steps, a selection kept as its
-// name: validators[hsm].signer.latency -> validators, hsm, signer, latency.
+// pathParts is a path's steps as words, a selection kept as its name:
+// validators[hsm].signer.latency -> validators, hsm, signer, latency. A
+// path that does not parse is its own single word (Prepare refuses it).
 func pathParts(path string) []string {
-	path = strings.NewReplacer("[", ".", "]", "").Replace(path)
-	return strings.Split(path, ".")
+	steps, err := scenarios.ParsePath(path)
+	if err != nil {
+		return []string{path}
+	}
+	var parts []string
+	for _, st := range steps {
+		parts = append(parts, st.Key)
+		if st.Has {
+			parts = append(parts, st.Select)
+		}
+	}
+	return parts
 }
 
 // axisLabels names each axis by the shortest tail of its path that no
@@ -267,6 +326,13 @@ func axisLabels(axes []Axis) []string {
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._+-]+`)
 
+// safeName is s as a file name: each run of other characters than
+// letters, digits and ._+- becomes one _, none at either end. Sweep point
+// and threshold directory names are made by it.
+func safeName(s string) string {
+	return strings.Trim(unsafeName.ReplaceAllString(s, "_"), "_")
+}
+
 // maxNamePart bounds one value in a directory name.
 const maxNamePart = 40
 
@@ -275,7 +341,7 @@ const maxNamePart = 40
 func pointName(labels []string, set []scenarios.Setting, taken map[string]bool) string {
 	parts := make([]string, len(set))
 	for i, st := range set {
-		v := strings.Trim(unsafeName.ReplaceAllString(st.Value, "_"), "_")
+		v := safeName(st.Value)
 		if len(v) > maxNamePart {
 			v = v[:maxNamePart]
 		}
@@ -293,10 +359,41 @@ func pointName(labels []string, set []scenarios.Setting, taken map[string]bool) 
 
 // chooseMetrics reads --metric, or picks the defaults: every metric the
 // scenario's expect names, missed_precommits of each validator a setting
-// touches, block_interval_p50_ms and heights_with_round_change.
+// touches, block_interval_p50_ms and heights_with_round_change. Each is
+// checked against every point (a setting may add or remove validators):
+// a --metric no point has is refused, one some points lack is kept and
+// s.Absent says where; a default no point has is left out.
 func (s *Sweep) chooseMetrics() ([]metricref.Ref, error) {
-	plan := s.Points[0].Plan
 	var refs []metricref.Ref
+	s.Absent = map[string][]string{}
+	// check finds ref at every point; ok false when no point has it.
+	check := func(ref string) (metricref.Ref, bool, error) {
+		var (
+			found   *metricref.Ref
+			missing []string
+			first   error
+		)
+		for _, p := range s.Points {
+			r, err := p.Plan.MetricRef(ref)
+			if err != nil {
+				if first == nil {
+					first = err
+				}
+				missing = append(missing, p.Name)
+				continue
+			}
+			if found == nil {
+				found = &r
+			}
+		}
+		if found == nil {
+			return metricref.Ref{}, false, first
+		}
+		if len(missing) > 0 {
+			s.Absent[found.String()] = missing
+		}
+		return *found, true, nil
+	}
 	add := func(r metricref.Ref) {
 		if !slices.Contains(refs, r) {
 			refs = append(refs, r)
@@ -305,30 +402,57 @@ func (s *Sweep) chooseMetrics() ([]metricref.Ref, error) {
 	if len(s.Config.Metrics) > 0 {
 		var errs []error
 		for _, m := range s.Config.Metrics {
-			r, err := plan.MetricRef(m)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("--metric %w", err))
+			r, ok, err := check(m)
+			if !ok {
+				where := ""
+				if len(s.Points) > 1 {
+					where = " (at every point)"
+				}
+				errs = append(errs, fmt.Errorf("--metric %s: %s%s", m, metricProblem(m, err), where))
 				continue
 			}
 			add(r)
 		}
 		return refs, errors.Join(errs...)
 	}
-	for _, e := range plan.Expect {
-		if e.Validator != "" || !isPerValidator(e.Metric) {
-			add(metricref.Ref{Metric: e.Metric, Validator: e.Validator, Phase: e.Phase})
-			continue
+	var candidates []metricref.Ref
+	propose := func(r metricref.Ref) {
+		if !slices.Contains(candidates, r) {
+			candidates = append(candidates, r)
 		}
-		for _, v := range plan.Validators {
-			add(metricref.Ref{Metric: e.Metric, Validator: v.Name, Phase: e.Phase})
+	}
+	for _, p := range s.Points {
+		for _, e := range p.Plan.Expect {
+			if e.Validator != "" || !isPerValidator(e.Metric) {
+				propose(metricref.Ref{Metric: e.Metric, Validator: e.Validator, Phase: e.Phase})
+				continue
+			}
+			for _, v := range p.Plan.Validators {
+				propose(metricref.Ref{Metric: e.Metric, Validator: v.Name, Phase: e.Phase})
+			}
 		}
 	}
 	for _, v := range s.variedValidators() {
-		add(metricref.Ref{Metric: "missed_precommits", Validator: v})
+		propose(metricref.Ref{Metric: "missed_precommits", Validator: v})
 	}
-	add(metricref.Ref{Metric: "block_interval_p50_ms"})
-	add(metricref.Ref{Metric: "heights_with_round_change"})
+	propose(metricref.Ref{Metric: "block_interval_p50_ms"})
+	propose(metricref.Ref{Metric: "heights_with_round_change"})
+	for _, c := range candidates {
+		if r, ok, _ := check(c.String()); ok {
+			add(r)
+		}
+	}
 	return refs, nil
+}
+
+// metricProblem is what MetricRef says about ref, without its leading
+// "metric REF: " (the caller names the flag and the reference itself).
+func metricProblem(ref string, err error) string {
+	msg := err.Error()
+	if rest, ok := strings.CutPrefix(msg, "metric "+ref+": "); ok {
+		return rest
+	}
+	return msg
 }
 
 func isPerValidator(metric string) bool {
@@ -337,7 +461,7 @@ func isPerValidator(metric string) bool {
 }
 
 // variedValidators are the expanded validators a validators[NAME] axis
-// touches (NAME, or NAME-1..NAME-N with count), as the first point has them.
+// touches (NAME, or NAME-1..NAME-N with count), at any point.
 func (s *Sweep) variedValidators() []string {
 	var out []string
 	for _, a := range s.Axes {
@@ -345,21 +469,22 @@ func (s *Sweep) variedValidators() []string {
 		if !ok {
 			continue
 		}
-		for _, v := range s.Points[0].Plan.Validators {
-			if (v.Name == name || strings.HasPrefix(v.Name, name+"-")) && !slices.Contains(out, v.Name) {
-				out = append(out, v.Name)
+		for _, p := range s.Points {
+			for _, v := range p.Plan.Validators {
+				if (v.Name == name || strings.HasPrefix(v.Name, name+"-")) && !slices.Contains(out, v.Name) {
+					out = append(out, v.Name)
+				}
 			}
 		}
 	}
 	return out
 }
 
-var validatorPath = regexp.MustCompile(`^validators\[([^\]]+)\]`)
-
+// selectedValidator is the validator a validators[NAME]... path selects.
 func selectedValidator(path string) (string, bool) {
-	m := validatorPath.FindStringSubmatch(path)
-	if m == nil {
+	steps, err := scenarios.ParsePath(path)
+	if err != nil || steps[0].Key != "validators" || !steps[0].Has {
 		return "", false
 	}
-	return m[1], true
+	return steps[0].Select, true
 }

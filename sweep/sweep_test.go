@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -278,7 +279,7 @@ func TestPrepareReportsEveryProblem(t *testing.T) {
 		{Config{Source: src, Repeat: 1, Axes: []Axis{{"run.heights", []string{"3"}}, {"run.heights", []string{"4"}}}}, "given twice"},
 		{Config{Source: src, Repeat: 1, Axes: []Axis{{"run.heights", []string{"3", "3"}}}}, "value 3 is listed twice"},
 		{Config{Source: src, Repeat: 1, Axes: []Axis{{"run.heights", []string{"3"}}}, Metrics: []string{"missed_precommits(nobody)", "block_time"}},
-			`--metric metric missed_precommits(nobody): no validator named "nobody"`},
+			`--metric missed_precommits(nobody): no validator named "nobody"`},
 		{Config{Source: src, Repeat: 1, Axes: []Axis{{"validators[nobody].count", []string{"3"}}}}, `no validator named "nobody" (the name as written in the file, before count expansion) (allowed: hsm, v)`},
 	} {
 		if _, err := Prepare(tt.cfg); err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -329,5 +330,96 @@ func TestNames(t *testing.T) {
 	set[0].Value = "{dist: uniform; min: 1ms, max: 5ms}"
 	if second := pointName([]string{"latency"}, set, taken); second != first+"~2" {
 		t.Errorf("a clashing name: %q", second)
+	}
+}
+
+// Metrics are checked at every point: a setting that expands a validator
+// removes its plain name at some points.
+func TestMetricsCheckedAtEveryPoint(t *testing.T) {
+	cfg := Config{Source: "testdata/slow4.yaml", Repeat: 1,
+		Axes: []Axis{{Path: "validators[slow].count", Values: []string{"1", "2"}}}}
+	cfg.Metrics = []string{"missed_precommits(slow-2)", "missed_precommits(slow)"}
+	s, err := Prepare(cfg)
+	if err != nil {
+		t.Fatalf("metrics some point has: %v", err)
+	}
+	want := map[string][]string{"missed_precommits(slow-2)": {"count=1"}, "missed_precommits(slow)": {"count=2"}}
+	if !reflect.DeepEqual(s.Absent, want) {
+		t.Errorf("absent %v, want %v", s.Absent, want)
+	}
+	var md strings.Builder
+	if err := s.WriteMarkdown(&md, &Outcome{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "- missed_precommits(slow-2) is not a metric of the scenario at count=1") {
+		t.Errorf("sweep.md lacks the absence note:\n%s", md.String())
+	}
+
+	cfg.Metrics = []string{"missed_precommits(slow-3)"}
+	if _, err := Prepare(cfg); err == nil || !strings.Contains(err.Error(), "--metric missed_precommits(slow-3): no validator named") ||
+		!strings.Contains(err.Error(), "(at every point)") {
+		t.Errorf("a metric no point has: %v", err)
+	}
+
+	// Defaults: slow-2 is touched at count=2 only; each default is kept
+	// because some point has it.
+	cfg.Metrics = nil
+	s, err = Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range s.Metrics {
+		got = append(got, m.String())
+	}
+	wantDefaults := []string{"missed_precommits(slow)", "missed_precommits(slow-1)", "missed_precommits(slow-2)", "block_interval_p50_ms", "heights_with_round_change"}
+	if !reflect.DeepEqual(got, wantDefaults) {
+		t.Errorf("defaults %v, want %v", got, wantDefaults)
+	}
+}
+
+// The backend is a flag of the whole sweep or search, not a key to vary;
+// a bad --backend is a flag error.
+func TestBackendFlag(t *testing.T) {
+	axes := []Axis{{Path: "run.heights", Values: []string{"3"}}}
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Source: "testdata/slow4.yaml", Repeat: 1, Backend: "nope", Axes: axes},
+			"--backend nope: unknown backend; allowed: inprocess, process, docker"},
+		{Config{Source: "testdata/slow4.yaml", Repeat: 1, Axes: []Axis{{Path: "run.backend", Values: []string{"process", "inprocess"}}}},
+			"--set run.backend: the backend is one per sweep or search and is recorded in its identity; choose it with --backend"},
+	} {
+		_, err := Prepare(tc.cfg)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("Prepare: %v, want exactly %q", err, tc.want)
+		}
+	}
+	sp := slow4Spec()
+	sp.Backend = "nope"
+	if _, err := sp.Prepare(context.Background(), noRuns{t}, io.Discard); err == nil || err.Error() != "--backend nope: unknown backend; allowed: inprocess, process, docker" {
+		t.Errorf("threshold --backend nope: %v", err)
+	}
+	sp = slow4Spec()
+	sp.Key = "run.backend"
+	if _, err := sp.Prepare(context.Background(), noRuns{t}, io.Discard); err == nil || !strings.Contains(err.Error(), "--vary run.backend: the backend is one per sweep or search") {
+		t.Errorf("threshold --vary run.backend: %v", err)
+	}
+}
+
+// A problem of the scenario at some points (not of a setting) names them.
+func TestPointProblemNamesPoint(t *testing.T) {
+	_, err := Prepare(Config{Source: "slow-signer", Repeat: 1,
+		Axes: []Axis{{Path: "validators[slow].count", Values: []string{"1", "3"}}}})
+	want := "at validators[slow].count=3: builtin:slow-signer:"
+	if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "count=1") {
+		t.Errorf("sweep: %v, want it to start %q", err, want)
+	}
+	sp := ThresholdSpec{Scenario: "slow-signer", Key: "validators[slow].count", Range: "1..3",
+		Target: "block_interval_p50_ms <= 5000", Repeat: 1}
+	_, err = sp.Prepare(context.Background(), noRuns{t}, io.Discard)
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("threshold: %v, want it to start %q", err, want)
 	}
 }

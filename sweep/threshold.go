@@ -70,7 +70,13 @@ type RunPointFunc func(ctx context.Context, key, value string, seed int64, dir s
 // out/VALUE/rN, e.g. runs/t/550ms/r1 (one key per search directory; grid
 // values are plain text: 550ms, 12, 0.25).
 func ProbeDir(out, value string, repeat int) string {
-	return filepath.Join(out, value, "r"+strconv.Itoa(repeat))
+	return filepath.Join(out, probeRunDir(value, repeat))
+}
+
+// probeRunDir is ProbeDir relative to the search directory (VALUE/rN),
+// as threshold.json records it.
+func probeRunDir(value string, repeat int) string {
+	return filepath.Join(value, "r"+strconv.Itoa(repeat))
 }
 
 // Search runs the search, writing threshold.json under OutDir after every
@@ -78,7 +84,7 @@ func ProbeDir(out, value string, repeat int) string {
 // reason a search could not complete (a run could not be done, ctx ended);
 // the report is returned with it, verdict Incomplete.
 func (t *Threshold) Search(ctx context.Context) (*ThresholdReport, error) {
-	if err := t.Stamp.claim(t.OutDir); err != nil {
+	if err := t.Claim(); err != nil {
 		return nil, err
 	}
 	rep := t.newReport()
@@ -100,6 +106,11 @@ func (t *Threshold) Search(ctx context.Context) (*ThresholdReport, error) {
 	return rep, err
 }
 
+// Claim makes OutDir this search's (Stamp.claim). Search claims it too
+// (claiming twice is harmless); a command claims first to announce only
+// a search that goes ahead.
+func (t *Threshold) Claim() error { return t.Stamp.claim(t.OutDir) }
+
 // probe runs (or reuses) every repeat at one value.
 func (t *Threshold) probe(ctx context.Context, value string) (ThresholdProbe, error) {
 	p := ThresholdProbe{Value: value}
@@ -117,6 +128,7 @@ func (t *Threshold) probe(ctx context.Context, value string) (ThresholdProbe, er
 				return p, err
 			}
 		}
+		run.Dir = probeRunDir(value, i+1) // threshold.json's dirs are relative to the out dir, as sweep.json's
 		r := ThresholdRun{Result: run, Reused: reused}
 		if v, ok := run.Metrics[t.Target.Metric]; ok {
 			r.Value, r.Held = &v, t.Target.Holds(v)

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/valnet/valnet/scenarios"
 )
 
 // docsWithThresholds are the files whose valnet threshold commands are
@@ -83,4 +85,26 @@ func thresholdSpecOf(t *testing.T, args []string) ThresholdSpec {
 		}
 	}
 	return sp
+}
+
+// A value threshold.md shows for a key is written in scenario syntax.
+func TestThresholdDocValues(t *testing.T) {
+	data, err := os.ReadFile("../docs/threshold.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := scenarios.ReadSource("testdata/slow4.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"network.bandwidth"} {
+		_, after, ok := strings.Cut(string(data), "`"+key+"` is written with its unit, `")
+		if !ok {
+			t.Fatalf("threshold.md does not show a %s value", key)
+		}
+		value, _, _ := strings.Cut(after, "`")
+		if _, err := src.Resolve(scenarios.Overrides{Set: []scenarios.Setting{{Path: key, Value: value}}}); err != nil {
+			t.Errorf("threshold.md writes %s as %q: %v", key, value, err)
+		}
+	}
 }

@@ -37,9 +37,6 @@ func (sp ThresholdSpec) Prepare(ctx context.Context, runs Runner, out io.Writer)
 	var errs []error
 	bad := func(err error) { errs = append(errs, err) }
 	th := &Threshold{Key: sp.Key, OutDir: sp.OutDir, Out: out, Finished: LoadFinished}
-	th.RunPoint = func(ctx context.Context, key, value string, seed int64, dir string) (Result, error) {
-		return RunPoint(ctx, runs, sp.Scenario, []scenarios.Setting{{Path: key, Value: value}}, sp.Backend, seed, dir)
-	}
 
 	dir := Largest
 	if sp.Direction != "" {
@@ -58,7 +55,23 @@ func (sp ThresholdSpec) Prepare(ctx context.Context, runs Runner, out io.Writer)
 		bad(terr)
 	}
 
-	base, err := scenarios.ResolveWith(sp.Scenario, scenarios.Overrides{Backend: sp.Backend})
+	if err := checkBackend(sp.Backend); err != nil {
+		return nil, errors.Join(append(errs, err)...) // every resolve would report it again
+	}
+	if err := refuseBackendPath("--vary", sp.Key); err != nil {
+		return nil, errors.Join(append(errs, err)...)
+	}
+	// The scenario is read once: every probe resolves from these bytes,
+	// the ones the stamp hashes (stdin cannot be read again, and a file
+	// edited mid-search must not mix two scenarios).
+	src, err := scenarios.ReadSource(sp.Scenario)
+	if err != nil {
+		return nil, errors.Join(append(errs, err)...) // nothing else can be checked
+	}
+	th.RunPoint = func(ctx context.Context, key, value string, seed int64, dir string) (Result, error) {
+		return RunPoint(ctx, runs, src, []scenarios.Setting{{Path: key, Value: value, Flag: "--vary"}}, sp.Backend, seed, dir)
+	}
+	base, err := src.Resolve(scenarios.Overrides{Backend: sp.Backend})
 	if err != nil {
 		return nil, errors.Join(append(errs, err)...) // nothing else can be checked
 	}
@@ -83,9 +96,15 @@ func (sp ThresholdSpec) Prepare(ctx context.Context, runs Runner, out io.Writer)
 	}
 	for _, v := range []float64{grid.Lo, grid.Hi} {
 		value := grid.Format(v)
-		plan, err := Resolve(sp.Scenario, []scenarios.Setting{{Path: sp.Key, Value: value}}, sp.Backend)
+		set := []scenarios.Setting{{Path: sp.Key, Value: value, Flag: "--vary"}}
+		plan, err := Resolve(src, set, sp.Backend)
 		if err != nil {
-			once(value, err)
+			for _, e := range splitErrors(err) {
+				if !fromSetting(e) { // the scenario's problem at this end
+					e = fmt.Errorf("at %s: %w", settingsString(set), e)
+				}
+				once(value, e)
+			}
 			continue
 		}
 		if ps := runner.Preflight(ctx, plan); len(ps) > 0 {
@@ -94,7 +113,7 @@ func (sp ThresholdSpec) Prepare(ctx context.Context, runs Runner, out io.Writer)
 		if terr == nil {
 			ref, err := plan.MetricRef(target.Metric)
 			if err != nil {
-				bad(fmt.Errorf("--target %q at %s=%s: %w", sp.Target, sp.Key, value, err))
+				bad(fmt.Errorf("--target %q at %s=%s: %s", sp.Target, sp.Key, value, metricProblem(target.Metric, err)))
 				terr = err // once is enough
 			} else {
 				target.Metric = ref.String()
@@ -112,7 +131,7 @@ func (sp ThresholdSpec) Prepare(ctx context.Context, runs Runner, out io.Writer)
 	}
 	th.Seeds = RepeatSeeds(seed, sp.Repeat)
 	if th.OutDir == "" {
-		th.OutDir = DefaultThresholdDir(base.Name, sp.Key)
+		th.OutDir = DefaultThresholdDir(base.Name, sp.Key, base.Run.Backend, seed)
 	}
 	sum := sha256.Sum256(base.Text)
 	th.Stamp = Stamp{Scenario: sp.Scenario, ScenarioSHA256: hex.EncodeToString(sum[:]),
@@ -121,17 +140,14 @@ func (sp ThresholdSpec) Prepare(ctx context.Context, runs Runner, out io.Writer)
 }
 
 // DefaultThresholdDir is where a search goes without --out: the same
-// directory for the same scenario and key, so that the same command again
-// resumes it: runs/threshold-SCENARIO-KEY, e.g.
-// runs/threshold-slow-signer-validators_slow_.signer.latency.
-func DefaultThresholdDir(scenario, key string) string {
-	name := strings.Map(func(r rune) rune {
-		if strings.ContainsRune("[]/\\ ", r) {
-			return '_'
-		}
-		return r
-	}, key)
-	return filepath.Join("runs", "threshold-"+scenario+"-"+name)
+// directory for the same scenario, key, backend and base seed, so that the
+// same command again resumes it, and another backend or seed goes
+// elsewhere (its runs would not be this search's):
+// runs/threshold-SCENARIO-KEY-HASH, HASH a short hash of the backend and
+// the seed, e.g. runs/threshold-slow-signer-validators_slow_.signer.latency-1a2b3c4d.
+func DefaultThresholdDir(scenario, key, backend string, seed int64) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d", backend, seed))
+	return filepath.Join("runs", "threshold-"+scenario+"-"+safeName(key)+"-"+hex.EncodeToString(sum[:])[:8])
 }
 
 // rangeUnit is how a range of the key's values is read: the key must be

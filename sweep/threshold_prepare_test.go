@@ -42,8 +42,8 @@ func TestPrepare(t *testing.T) {
 	if len(th.Seeds) != 2 || th.Seeds[0] != 40 || th.Seeds[1] == 40 {
 		t.Errorf("seeds %v", th.Seeds)
 	}
-	want := filepath.Join("runs", "threshold-slow4-validators_slow_.signer.latency")
-	if th.OutDir != want || th.Stamp.Backend != "inprocess" || th.Stamp.Seed != 40 || len(th.Stamp.ScenarioSHA256) != 64 {
+	want := DefaultThresholdDir("slow4", "validators[slow].signer.latency", "inprocess", 40)
+	if !strings.HasPrefix(th.OutDir, filepath.Join("runs", "threshold-slow4-validators_slow_.signer.latency-")) || th.OutDir != want || th.Stamp.Backend != "inprocess" || th.Stamp.Seed != 40 || len(th.Stamp.ScenarioSHA256) != 64 {
 		t.Errorf("out %s stamp %+v", th.OutDir, th.Stamp)
 	}
 
@@ -75,7 +75,7 @@ func TestPrepareBadInput(t *testing.T) {
 		{"unknown key", func(s *ThresholdSpec) { s.Key = "validators[slow].signer.latncy" },
 			[]string{`--vary validators[slow].signer.latncy: `, `unknown key "latncy"`, `did you mean "latency"?`}},
 		{"unknown validator", func(s *ThresholdSpec) { s.Key = "validators[slw].signer.latency" },
-			[]string{`--set validators[slw].signer.latency=0s`, `slw`}},
+			[]string{`--vary validators[slw].signer.latency=0s`, `slw`}},
 		{"not a number", func(s *ThresholdSpec) { s.Key = "validators[slow].signer.type" },
 			[]string{"--vary validators[slow].signer.type: its value is a string; a threshold needs a key whose value is a duration or a number"}},
 		{"range of the wrong type", func(s *ThresholdSpec) { s.Range = "1..20" },
@@ -85,7 +85,7 @@ func TestPrepareBadInput(t *testing.T) {
 		{"empty range", func(s *ThresholdSpec) { s.Range = "1s..1s" }, []string{"is empty"}},
 		{"reversed range", func(s *ThresholdSpec) { s.Range = "1s..0s" }, []string{"is reversed"}},
 		{"value the scenario refuses", func(s *ThresholdSpec) { s.Key, s.Range = "validators[v].count", "0..5" },
-			[]string{"--set validators[v].count=0"}},
+			[]string{"--vary validators[v].count=0"}},
 		{"unknown metric", func(s *ThresholdSpec) { s.Target = "missed_precommit_rate(slow) <= 0.05" },
 			[]string{`unknown metric "missed_precommit_rate"`, `did you mean "missed_precommits_rate"`}},
 		{"unknown validator in the target", func(s *ThresholdSpec) { s.Target = "missed_precommits_rate(hsm) <= 0.05" },
@@ -111,5 +111,45 @@ func TestPrepareBadInput(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The target's problem is said once, with the flag: no "metric REF:" again.
+func TestPrepareTargetMessage(t *testing.T) {
+	sp := slow4Spec()
+	sp.Target = "missed_rate(slow) <= 1"
+	_, err := sp.Prepare(context.Background(), noRuns{t}, io.Discard)
+	want := `--target "missed_rate(slow) <= 1" at validators[slow].signer.latency=0s: unknown metric "missed_rate"`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Prepare: %v, want %q", err, want)
+	}
+}
+
+// The default directory is the same for the same command (it resumes)
+// and another for another seed or backend.
+func TestDefaultThresholdDir(t *testing.T) {
+	key := "validators[slow].signer.latency"
+	a := DefaultThresholdDir("slow4", key, "inprocess", 1)
+	if a != DefaultThresholdDir("slow4", key, "inprocess", 1) {
+		t.Error("the same search has two default dirs")
+	}
+	for _, other := range []string{DefaultThresholdDir("slow4", key, "inprocess", 2), DefaultThresholdDir("slow4", key, "process", 1)} {
+		if other == a {
+			t.Errorf("another seed or backend shares the default dir %s", a)
+		}
+	}
+	seed := int64(2)
+	sp := slow4Spec()
+	th1, err := sp.Prepare(context.Background(), noRuns{t}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp.Seed = &seed
+	th2, err := sp.Prepare(context.Background(), noRuns{t}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if th1.OutDir == th2.OutDir {
+		t.Errorf("--seed 2 goes to the default dir of the scenario's seed: %s", th1.OutDir)
 	}
 }

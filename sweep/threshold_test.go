@@ -121,7 +121,7 @@ func TestThresholdSearch(t *testing.T) {
 		t.Errorf("smallest-direction keys set for largest")
 	}
 	p := got.Probes[0]
-	if p.Value != "0s" || len(p.Runs) != 3 || p.Runs[1].Seed != 2 || p.Runs[1].Dir != ProbeDir(out, "0s", 2) || p.Runs[1].Metrics["heights_committed"] != 10 {
+	if p.Value != "0s" || len(p.Runs) != 3 || p.Runs[1].Seed != 2 || p.Runs[1].Dir != filepath.Join("0s", "r2") || p.Runs[1].Metrics["heights_committed"] != 10 {
 		t.Errorf("first probe: %+v", p)
 	}
 }

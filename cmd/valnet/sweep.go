@@ -85,6 +85,9 @@ or a run could not be done or was interrupted.`,
 			if sw.OutDir == "" {
 				sw.OutDir = defaultSweepDir(sw)
 			}
+			if err := sw.ClaimDir(); err != nil { // before saying where it goes
+				return &exitError{exitBadInput, err}
+			}
 			stderr := cmd.ErrOrStderr()
 			fmt.Fprintf(stderr, "valnet: sweeping %s over %d points × %d repeats (backend %s) into %s\n",
 				sw.Points[0].Plan.Name, len(sw.Points), sw.Repeat, sw.Identity.Backend, sw.OutDir)

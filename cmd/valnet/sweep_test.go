@@ -108,7 +108,7 @@ func TestSweepBadInput(t *testing.T) {
 			[]string{"--set chain.timeouts.commit=1: 1 has no unit", `--set run.heights=x: expected an integer, got "x"`}},
 		{"no --set", nil, []string{"give at least one --set"}},
 		{"no values", []string{"--set", "run.heights="}, []string{"--set run.heights=: empty value"}},
-		{"unknown metric", []string{"--set", "run.heights=3", "--metric", "missed(slow)"}, []string{`--metric metric missed(slow): unknown metric "missed"`}},
+		{"unknown metric", []string{"--set", "run.heights=3", "--metric", "missed(slow)"}, []string{`--metric missed(slow): unknown metric "missed"`}},
 		{"repeat 0", []string{"--set", "run.heights=3", "--repeat", "0"}, []string{"--repeat 0: give at least 1"}},
 	}
 	for _, tt := range tests {
@@ -127,5 +127,18 @@ func TestSweepBadInput(t *testing.T) {
 				t.Errorf("bad input created the sweep directory")
 			}
 		})
+	}
+}
+
+// A refused --out is refused before the sweep is announced.
+func TestSweepRefusedDirNotAnnounced(t *testing.T) {
+	src := write(t, "sweep-real.yaml", sweepScenario)
+	out := t.TempDir()
+	if err := os.WriteFile(filepath.Join(out, "stray"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCLI(t, "sweep", src, "--out", out, "--set", "run.heights=3")
+	if code != exitBadInput || !strings.Contains(stderr, "is not empty") || strings.Contains(stderr, "sweeping") {
+		t.Errorf("exit %d, want 2, the refusal and no announcement:\n%s", code, stderr)
 	}
 }

@@ -67,6 +67,9 @@ not be done, or Ctrl-C (threshold.json keeps the probes done).`,
 			if err != nil {
 				return &exitError{exitBadInput, err}
 			}
+			if err := th.Claim(); err != nil { // before saying where it goes
+				return &exitError{exitBadInput, err}
+			}
 			if !quiet {
 				th.Status = stderr
 				fmt.Fprintf(stderr, "valnet: threshold of %s over %s..%s (resolution %s, %s) for %s, %d run(s) per probe, into %s\n",
@@ -93,9 +96,9 @@ not be done, or Ctrl-C (threshold.json keeps the probes done).`,
 	f.StringVar(&spec.Resolution, "resolution", "", "stop when the interval is this narrow (default: the range / 32; integers at least 1)")
 	f.StringVar(&spec.Direction, "direction", "largest", "largest: the largest value that holds; smallest: the smallest")
 	f.IntVar(&spec.Repeat, "repeat", 1, "runs per probe (distinct seeds; a probe holds when every run holds)")
-	f.StringVar(&spec.OutDir, "out", "", "search directory (default runs/threshold-<scenario>-<key>: the same command resumes)")
+	f.StringVar(&spec.OutDir, "out", "", "search directory (default runs/threshold-<scenario>-<key>-<hash of the backend and seed>: the same command resumes)")
 	f.StringVar(&spec.Backend, "backend", "", "run on this backend instead of the scenario's run.backend ("+strings.Join(scenarios.Backends(), ", ")+")")
-	f.Int64Var(&seed, "seed", 0, "base seed; repeat i runs with a seed derived from it (default: the scenario's run.seed)")
+	f.Int64Var(&seed, "seed", 0, "base seed S; repeat r of every probe runs with seed S + r - 1 (default: the scenario's run.seed)")
 	f.BoolVar(&quiet, "quiet", false, "no live status of each run; only the probes and the result")
 	for _, name := range []string{"vary", "range", "target"} {
 		_ = cmd.MarkFlagRequired(name)

@@ -82,7 +82,7 @@ func TestThresholdRuns(t *testing.T) {
 		t.Fatalf("threshold.json: %+v", rep)
 	}
 	for _, p := range rep.Probes {
-		if _, err := os.Stat(filepath.Join(p.Runs[0].Dir, "summary.json")); err != nil {
+		if _, err := os.Stat(filepath.Join(out, p.Runs[0].Dir, "summary.json")); err != nil {
 			t.Errorf("probe %s: no run directory: %v", p.Value, err)
 		}
 	}
@@ -96,5 +96,27 @@ func TestThresholdRuns(t *testing.T) {
 	code, _, stderr = runCLI(t, append(args, "--seed", "9")...)
 	if code != exitBadInput || !strings.Contains(stderr, "holds another threshold search (seed 1, now 9)") || strings.Contains(stderr, "resumes") {
 		t.Errorf("another seed: exit %d\nstderr:\n%s", code, stderr)
+	}
+}
+
+// A refused --out is refused before the search is announced.
+func TestThresholdRefusedDirNotAnnounced(t *testing.T) {
+	scenario := write(t, "slow.yaml", slowFour)
+	out := t.TempDir()
+	if err := os.WriteFile(filepath.Join(out, "stray"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCLI(t, "threshold", scenario, "--vary", "validators[slow].signer.latency", "--range", "0..1s",
+		"--target", "missed_precommits_rate(slow) <= 0.05", "--out", out)
+	if code != exitBadInput || !strings.Contains(stderr, "is not empty") || strings.Contains(stderr, "threshold of") {
+		t.Errorf("exit %d, want 2, the refusal and no announcement:\n%s", code, stderr)
+	}
+}
+
+// The --seed help says the seeds sweep.RepeatSeed gives.
+func TestThresholdSeedHelp(t *testing.T) {
+	usage := newThresholdCmd().Flags().Lookup("seed").Usage
+	if !strings.Contains(usage, "S + r - 1") || sweep.RepeatSeed(7, 3) != 7+3-1 {
+		t.Errorf("--seed help %q does not say S + r - 1", usage)
 	}
 }
