@@ -24,9 +24,10 @@ test:
 
 # Slower end-to-end checks: every built-in scenario at full size, a stock
 # cometbft node signing through valnet signer serve, a stock cometbft as one
-# of four validators (process backend).
+# of four validators (process backend), valnet sweep and threshold on the
+# process and docker backends.
 integ:
-	$(GO) test -tags integ -timeout 50m -run 'Integ|UserBinary' -v ./runner/ ./nodes/
+	$(GO) test -tags integ -timeout 50m -run 'Integ|UserBinary' -v ./runner/ ./nodes/ ./sweep/
 
 # Benchmarks print numbers; nothing is asserted. Overhead prints valnet's
 # CPU and peak memory against the same bare CometBFT network (10
