@@ -94,13 +94,29 @@ func statsOrZero(st *LatencyStats) LatencyStats {
 // summary.md and report.html, built once: the devices, then the queue
 // waits of the validators on them. Empty without devices.
 type deviceTables struct {
-	Note         string
-	DeviceHead   []string
-	DeviceRows   [][]string
-	QueueHead    []string
-	QueueRows    [][]string
-	HasQueueRows bool
+	Note    string
+	Devices textTable
+	Queue   textTable // empty when no validator signs on a device
 }
+
+// textTable is a header and rows of cells, written alike by the text
+// table, summary.md and report.html.
+type textTable struct {
+	Head []string
+	Rows [][]string
+}
+
+// Tables are the device sections' tables in order, those with rows only.
+func (t *deviceTables) Tables() []textTable {
+	out := []textTable{t.Devices}
+	if len(t.Queue.Rows) > 0 {
+		out = append(out, t.Queue)
+	}
+	return out
+}
+
+// lines is the header followed by the rows.
+func (t textTable) lines() [][]string { return append([][]string{t.Head}, t.Rows...) }
 
 // deviceNote explains the columns, and what is a MODEL.
 const deviceNote = "one queue per device, one signature at a time, first come first served; utilisation = time signing / time since the network started; " +
@@ -112,8 +128,8 @@ func newDeviceTables(s *Summary) *deviceTables {
 		return nil
 	}
 	t := &deviceTables{Note: deviceNote,
-		DeviceHead: []string{"device", "profile", "utilisation", "signatures", "background signatures", "background chains", "validators"},
-		QueueHead:  []string{"validator", "device", "queue p50", "queue p95", "queue p99", "queue max", "service p50/p99", "sign p50/p99", "missed"}}
+		Devices: textTable{Head: []string{"device", "profile", "utilisation", "signatures", "background signatures", "background chains", "validators"}},
+		Queue:   textTable{Head: []string{"validator", "device", "queue p50", "queue p95", "queue p99", "queue max", "service p50/p99", "sign p50/p99", "missed"}}}
 	names := make([]string, 0, len(s.Devices))
 	for name := range s.Devices {
 		names = append(names, name)
@@ -132,7 +148,7 @@ func newDeviceTables(s *Summary) *deviceTables {
 		if d.BackgroundSignatures != nil {
 			bg = strconv.FormatInt(*d.BackgroundSignatures, 10)
 		}
-		t.DeviceRows = append(t.DeviceRows, []string{name, orDash(d.Profile), util, sigs, bg,
+		t.Devices.Rows = append(t.Devices.Rows, []string{name, orDash(d.Profile), util, sigs, bg,
 			strconv.Itoa(d.BackgroundChains), orDash(strings.Join(d.Validators, ", "))})
 	}
 	for _, v := range s.Validators {
@@ -146,9 +162,8 @@ func newDeviceTables(s *Summary) *deviceTables {
 			}
 			return formatLatency(x)
 		}
-		t.QueueRows = append(t.QueueRows, []string{v.Name, orDash(v.Device), ms(q.P50), ms(q.P95), ms(q.P99), ms(q.Max),
+		t.Queue.Rows = append(t.Queue.Rows, []string{v.Name, orDash(v.Device), ms(q.P50), ms(q.P95), ms(q.P99), ms(q.Max),
 			p50p99(statsOrZero(v.SignServiceMS)), p50p99(v.SignLatencyMS.All), fmt.Sprintf("%d/%d", v.MissedPrecommits, v.PrecommitsCounted)})
 	}
-	t.HasQueueRows = len(t.QueueRows) > 0
 	return t
 }

@@ -144,23 +144,8 @@ code { font-family: ui-monospace, monospace; }
 <h2>Shared signing devices</h2>
 <p class="note">{{.Note}}.</p>
 <div class="scroll">
-<table>
-<thead><tr>{{range .DeviceHead}}<th>{{.}}</th>{{end}}</tr></thead>
-<tbody>
-{{- range .DeviceRows}}
-<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
-{{- end}}
-</tbody>
-</table>
-{{- if .HasQueueRows}}
-<table>
-<thead><tr>{{range .QueueHead}}<th>{{.}}</th>{{end}}</tr></thead>
-<tbody>
-{{- range .QueueRows}}
-<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
-{{- end}}
-</tbody>
-</table>
+{{- range .Tables}}
+{{template "textTable" .}}
 {{- end}}
 </div>
 </section>
@@ -238,4 +223,12 @@ code { font-family: ui-monospace, monospace; }
 </main>
 </body>
 </html>
+{{define "textTable"}}<table>
+<thead><tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr></thead>
+<tbody>
+{{- range .Rows}}
+<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{- end}}
+</tbody>
+</table>{{end}}
 {{define "chart"}}{{if .SVG}}{{.SVG}}{{else}}<p class="note">{{.Note}}</p>{{end}}{{end}}`

@@ -69,7 +69,8 @@ func WriteMarkdown(w io.Writer, s *Summary) error {
 
 	if dt := newDeviceTables(s); dt != nil {
 		p("\n### Shared signing devices\n\n%s\n", dt.Note)
-		for _, tab := range [][][]string{append([][]string{dt.DeviceHead}, dt.DeviceRows...), append([][]string{dt.QueueHead}, dt.QueueRows...)} {
+		for _, table := range dt.Tables() {
+			tab := table.lines()
 			p("\n")
 			for i, row := range tab {
 				cells := make([]string, len(row))

@@ -91,7 +91,8 @@ func WriteTable(w io.Writer, s *Summary) error {
 
 	if dt := newDeviceTables(s); dt != nil {
 		p("\nShared signing devices (%s)\n", dt.Note)
-		for _, tab := range [][][]string{append([][]string{dt.DeviceHead}, dt.DeviceRows...), append([][]string{dt.QueueHead}, dt.QueueRows...)} {
+		for _, table := range dt.Tables() {
+			tab := table.lines()
 			tw = tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
 			for _, row := range tab {
 				fmt.Fprintf(tw, "  %s\n", strings.Join(row, "\t"))
