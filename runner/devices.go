@@ -32,7 +32,7 @@ func (r *run) openDevices() error {
 	for name, dp := range r.plan.Devices {
 		dev := signers.NewDevice(name)
 		if bg := dp.Background; bg != nil {
-			p, err := r.profile(dp.Profile)
+			p, err := r.plan.DeviceProfile(dp.Profile)
 			if err != nil {
 				return fmt.Errorf("device %s: %w", name, err)
 			}

@@ -16,7 +16,6 @@ import (
 	"github.com/valnet/valnet/signers"
 	"github.com/valnet/valnet/signers/ledger"
 	"github.com/valnet/valnet/signers/pkcs11"
-	"github.com/valnet/valnet/signers/profiles"
 )
 
 // validatorSigner is everything the runner holds for one validator's
@@ -102,21 +101,12 @@ func (r *run) openSigner(m *member, sockDir string) (*validatorSigner, error) {
 		spec.PKCS11 = cfg
 	}
 	if lp := sp.Ledger; lp != nil {
-		t := ledger.NanoSPlus
-		if lp.HostStall > 0 {
-			t.HostStall = lp.HostStall
-		}
-		if lp.Wire > 0 {
-			t.Wire = lp.Wire
-		}
-		if lp.DeviceSign > 0 {
-			t.DeviceSign = lp.DeviceSign
-		}
+		t := ledger.NanoSPlus.With(lp.HostStall, lp.Wire, lp.DeviceSign)
 		spec.Ledger = &signers.LedgerSpec{Connection: lp.Connection, Serial: lp.Serial, ChunkSize: lp.ChunkSize,
 			ConfirmDelay: lp.ConfirmDelay, Timing: t}
 	}
 	if sp.Type == scenarios.SignerSimulated {
-		p, err := r.profile(sp.Profile)
+		p, err := r.plan.DeviceProfile(sp.Profile)
 		if err != nil {
 			return nil, fmt.Errorf("validator %s: %w", name, err)
 		}
@@ -275,22 +265,3 @@ func (r *run) pkcs11Config(name string, p *scenarios.PKCS11Plan) (*pkcs11.Config
 	return &pkcs11.Config{Module: p.Module, Token: p.Token, Slot: p.Slot, HasSlot: p.HasSlot, KeyLabel: p.Key, PIN: pin}, nil
 }
 
-// profile finds a device profile: the scenario's own first, then the
-// built-in catalog.
-func (r *run) profile(name string) (profiles.Profile, error) {
-	if p, ok := r.plan.Profiles[name]; ok {
-		out := profiles.Profile{Name: p.Name, Description: p.Description + " (user-defined model)", Source: p.Source}
-		if p.Latency != nil {
-			spec := p.Latency.Spec
-			out.Latency = &spec
-		}
-		for _, pt := range p.ByPayload {
-			out.ByPayload = append(out.ByPayload, profiles.Point{Bytes: pt.Bytes, Latency: pt.Latency})
-		}
-		return out, out.Validate()
-	}
-	if p, ok := profiles.Builtin(name); ok {
-		return p, nil
-	}
-	return profiles.Profile{}, fmt.Errorf("unknown device profile %q", name)
-}

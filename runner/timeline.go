@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/valnet/valnet/internal/links"
 	"github.com/valnet/valnet/internal/schedule"
 	"github.com/valnet/valnet/internal/signerfault"
 	"github.com/valnet/valnet/network"
@@ -198,22 +199,7 @@ func (t *timeline) network(task *faultTask, onEnd func(string, func())) {
 	}
 	switch f.Action {
 	case action.Partition:
-		var pairs [][2]string
-		side := map[string]int{}
-		for i, g := range f.Groups {
-			for _, v := range g {
-				side[v] = i + 1
-			}
-		}
-		for _, a := range t.r.members {
-			for _, b := range t.r.members {
-				sa, sb := side[a.plan.Name], side[b.plan.Name]
-				// Validators in no group stay connected to everyone.
-				if a != b && sa != 0 && sb != 0 && sa != sb {
-					pairs = append(pairs, [2]string{a.plan.Name, b.plan.Name})
-				}
-			}
-		}
+		pairs := links.PartitionPairs(f.Groups, t.r.names())
 		for _, p := range pairs {
 			fab.SetBlocked(p[0], p[1], true)
 		}
@@ -246,16 +232,12 @@ func (t *timeline) network(task *faultTask, onEnd func(string, func())) {
 			t.emit(task, results.FaultInstant, "every link unblocked; no partition or isolation was open")
 		}
 	case action.NetworkLatency:
-		lp := scenarios.LinkPlan{Latency: f.Latency}
-		if f.Link != nil {
-			lp = *f.Link
-			lp.Latency = f.Latency
-		}
-		pairs := t.linkPairs(f)
+		lp := links.FaultLink(f)
+		pairs := links.FaultPairs(f, t.r.names())
 		var prev []network.Link
 		for _, p := range pairs {
 			prev = append(prev, t.r.linkNow(p[0], p[1]))
-			l, err := networkLink(lp, t.r.seed, task.id+":"+p[0]+"->"+p[1])
+			l, err := links.FromPlan(lp, t.r.seed, task.id+":"+p[0]+"->"+p[1])
 			if err != nil {
 				t.emit(task, results.FaultStart, "not applied: "+err.Error())
 				return
@@ -280,30 +262,6 @@ func (t *timeline) openNet(task *faultTask) {
 	t.mu.Lock()
 	t.netOpen = append(t.netOpen, task)
 	t.mu.Unlock()
-}
-
-// linkPairs are the directed links a network-latency fault changes.
-func (t *timeline) linkPairs(f scenarios.FaultPlan) [][2]string {
-	var pairs [][2]string
-	for _, a := range t.r.members {
-		for _, b := range t.r.members {
-			x, y := a.plan.Name, b.plan.Name
-			switch {
-			case x == y:
-			case f.From != "":
-				if (x == f.From && y == f.To) || (!f.OneWay && x == f.To && y == f.From) {
-					pairs = append(pairs, [2]string{x, y})
-				}
-			case f.Target != "":
-				if x == f.Target || y == f.Target {
-					pairs = append(pairs, [2]string{x, y})
-				}
-			default:
-				pairs = append(pairs, [2]string{x, y})
-			}
-		}
-	}
-	return pairs
 }
 
 func groupsText(groups [][]string) string {

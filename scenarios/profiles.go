@@ -161,3 +161,23 @@ func (d *decoder) resolveLatencyNoPhases(key string, rl *rawLatency, why string)
 	}
 	return d.resolveLatency(key, rl)
 }
+
+// DeviceProfile is the device profile name names: one of the scenario's
+// `profiles:` (a user-defined model) or a built-in.
+func (p *Plan) DeviceProfile(name string) (profiles.Profile, error) {
+	if pp, ok := p.Profiles[name]; ok {
+		out := profiles.Profile{Name: pp.Name, Description: pp.Description + " (user-defined model)", Source: pp.Source}
+		if pp.Latency != nil {
+			spec := pp.Latency.Spec
+			out.Latency = &spec
+		}
+		for _, pt := range pp.ByPayload {
+			out.ByPayload = append(out.ByPayload, profiles.Point{Bytes: pt.Bytes, Latency: pt.Latency})
+		}
+		return out, out.Validate()
+	}
+	if bp, ok := profiles.Builtin(name); ok {
+		return bp, nil
+	}
+	return profiles.Profile{}, fmt.Errorf("unknown device profile %q", name)
+}

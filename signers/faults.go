@@ -121,24 +121,31 @@ func phaseSet(phases []string) map[string]bool {
 	return m
 }
 
-// before applies the active faults to one signature: it returns an error
-// when the signature must fail, after waiting out any delay.
-func (f *Faults) before(phase string, h int64, r int32) error {
+// Plan decides what the active faults do to one signature, without
+// waiting: the delay to add (drawn from every matching delay model) and,
+// when the signature must fail, the error. A virtual-time signer (the
+// simulator) spends the delay on its own clock; before spends it here.
+func (f *Faults) Plan(phase string, h int64, r int32) (time.Duration, error) {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	var delay time.Duration
 	for _, d := range f.delays {
 		if d.phases == nil || d.phases[phase] {
 			delay += d.model.Draw()
 		}
 	}
-	var fail error
 	for id, rule := range f.failures {
 		if rule.matches(phase, h, r) {
-			fail = &ErrFault{Mode: rule.Mode, Rule: id}
-			break
+			return 0, &ErrFault{Mode: rule.Mode, Rule: id}
 		}
 	}
-	f.mu.Unlock()
+	return delay, nil
+}
+
+// before applies the active faults to one signature: it returns an error
+// when the signature must fail, after waiting out any delay.
+func (f *Faults) before(phase string, h int64, r int32) error {
+	delay, fail := f.Plan(phase, h, r)
 	if fail != nil {
 		return fail
 	}

@@ -27,8 +27,7 @@ import (
 type Simulated struct {
 	inner   KeySigner
 	profile profiles.Profile
-	model   latency.Model // Dist profiles
-	rng     *latency.Rand // ByPayload jitter
+	timing  *DeviceTiming
 
 	mu       sync.Mutex   // one signature at a time, as on the device
 	injected atomic.Int64 // ns of modelled time since the last TakeInjected
@@ -54,18 +53,54 @@ func NewSimulated(inner KeySigner, p profiles.Profile, seed int64, stream string
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Simulated{inner: inner, profile: p, stop: make(chan struct{})}
+	timing, err := NewDeviceTiming(p, seed, stream)
+	if err != nil {
+		return nil, err
+	}
+	return &Simulated{inner: inner, profile: p, timing: timing, stop: make(chan struct{})}, nil
+}
+
+// DeviceTiming draws a device profile's time for one signature: from its
+// distribution, or from its table at the payload size with its jitter.
+// Simulated waits it out in real time; the simulator spends it on its
+// virtual clock. Draws come from the stream (seed, stream +
+// "/simulated:" + profile name), so both draw the same times.
+type DeviceTiming struct {
+	profile profiles.Profile
+	model   latency.Model // Dist profiles
+	rng     *latency.Rand // ByPayload jitter
+}
+
+// NewDeviceTiming validates p and returns its timing for validator stream.
+func NewDeviceTiming(p profiles.Profile, seed int64, stream string) (*DeviceTiming, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	t := &DeviceTiming{profile: p}
 	stream = stream + "/simulated:" + p.Name
 	if p.Latency != nil {
 		m, err := latency.New(*p.Latency, seed, stream)
 		if err != nil {
 			return nil, err
 		}
-		s.model = m
+		t.model = m
 	} else {
-		s.rng = latency.NewRand(seed, stream)
+		t.rng = latency.NewRand(seed, stream)
 	}
-	return s, nil
+	return t, nil
+}
+
+// Draw is the device time of one signature of n bytes.
+func (t *DeviceTiming) Draw(n int) time.Duration {
+	if t.model != nil {
+		return t.model.Draw()
+	}
+	d := t.profile.At(n)
+	if j := t.profile.Jitter; j > 0 {
+		// uniform in [1-j, 1+j): a table gives averages, not every run.
+		d = time.Duration(float64(d) * (1 + j*(2*t.rng.Float64()-1)))
+	}
+	return d
 }
 
 func (s *Simulated) PubKey() crypto.PubKey { return s.inner.PubKey() }
@@ -79,17 +114,7 @@ func (s *Simulated) Profile() profiles.Profile { return s.profile }
 // plan returns the device time of one signature of n bytes. kind is not
 // used by any built-in profile (the published per-phase differences are
 // within their spread) but is kept so a model could price phases apart.
-func (s *Simulated) plan(_ string, n int) time.Duration {
-	if s.model != nil {
-		return s.model.Draw()
-	}
-	d := s.profile.At(n)
-	if j := s.profile.Jitter; j > 0 {
-		// uniform in [1-j, 1+j): a table gives averages, not every run.
-		d = time.Duration(float64(d) * (1 + j*(2*s.rng.Float64()-1)))
-	}
-	return d
-}
+func (s *Simulated) plan(_ string, n int) time.Duration { return s.timing.Draw(n) }
 
 // Sign signs msg with inner and returns after about the device time. A
 // failed real signature is returned at once: the model has no figures for

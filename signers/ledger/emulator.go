@@ -31,6 +31,21 @@ var NanoSPlus = EmulatorTiming{
 	DeviceSign: 525 * time.Millisecond,
 }
 
+// With is t with each non-zero argument in place of its figure (a
+// scenario's ledger timing over the profile's).
+func (t EmulatorTiming) With(hostStall, wire, deviceSign time.Duration) EmulatorTiming {
+	if hostStall > 0 {
+		t.HostStall = hostStall
+	}
+	if wire > 0 {
+		t.Wire = wire
+	}
+	if deviceSign > 0 {
+		t.DeviceSign = deviceSign
+	}
+	return t
+}
+
 // ModelledSignTime is the model's time for one signature of msgLen bytes
 // sent in chunks of chunk bytes: one exchange per chunk plus the on-device
 // signature. Invalid sizes give 0. The first signature after app start
