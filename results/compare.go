@@ -67,6 +67,11 @@ type CompareRun struct {
 	Scenario string `json:"scenario"`
 	OK       bool   `json:"ok"`
 	Result   string `json:"result"` // ResultLine
+	// Model is ModelLabel of a model run ("" for real nodes), so that a
+	// model is never compared as if it were a network; Unavailable its
+	// summary's (values it cannot tell: "-" in the comparison).
+	Model       string   `json:"model,omitempty"`
+	Unavailable []string `json:"unavailable,omitempty"`
 }
 
 // Delta is one metric in both runs. A and B are nil when a run has no
@@ -101,12 +106,14 @@ type Comparison struct {
 // summary.json that may be stale).
 func Compare(a, b *Summary) *Comparison {
 	info := func(s *Summary) CompareRun {
-		return CompareRun{Scenario: s.Scenario, OK: s.OK, Result: strings.TrimPrefix(ResultLine(s), "RESULT: ")}
+		return CompareRun{Scenario: s.Scenario, OK: s.OK, Result: strings.TrimPrefix(ResultLine(s), "RESULT: "),
+			Model: ModelLabel(s.Model), Unavailable: s.Unavailable}
 	}
 	c := &Comparison{A: info(a), B: info(b), Chain: []Delta{}, Validators: []ValidatorDeltas{}}
 	for _, m := range compareChain {
 		va, oka := m.chain(a)
 		vb, okb := m.chain(b)
+		oka, okb = oka && !a.unavailable(m.key), okb && !b.unavailable(m.key)
 		c.Chain = append(c.Chain, newDelta(m.key, va, oka, vb, okb))
 	}
 	inB := map[string]*ValidatorSummary{}
@@ -126,6 +133,8 @@ func Compare(a, b *Summary) *Comparison {
 		for _, m := range compareValidator {
 			x, okx := m.validator(va)
 			y, oky := m.validator(vb)
+			// A value a run cannot tell has none (shown "-", never checked).
+			okx, oky = okx && !a.unavailable(m.key), oky && !b.unavailable(m.key)
 			vd.Metrics = append(vd.Metrics, newDelta(m.key, x, okx, y, oky))
 		}
 		c.Validators = append(c.Validators, vd)
@@ -338,9 +347,20 @@ func WriteComparison(w io.Writer, c *Comparison, ths []Threshold, crossings []Cr
 		if dir == "" {
 			dir = "-"
 		}
+		if r.Model != "" {
+			return fmt.Sprintf("%s (scenario %s: %s; %s)", dir, orDash(r.Scenario), r.Result, r.Model)
+		}
 		return fmt.Sprintf("%s (scenario %s: %s)", dir, orDash(r.Scenario), r.Result)
 	}
 	p("A: %s\nB: %s\n", side(c.A), side(c.B))
+	for _, r := range []struct {
+		name string
+		run  CompareRun
+	}{{"A", c.A}, {"B", c.B}} {
+		if na := unavailableText(r.run.Unavailable); na != "" {
+			p("%s: %s\n", r.name, na)
+		}
+	}
 
 	row := func(tw io.Writer, prefix string, d Delta) {
 		fmt.Fprintf(tw, "  %s%s\t%s\t%s\t%s\n", prefix, d.Metric, optMS(d.A), optMS(d.B), formatDelta(d))

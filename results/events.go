@@ -11,7 +11,9 @@ type Kind string
 
 const (
 	// KindRunStart opens every stream: Scenario, Backend, Seed, ChainID,
-	// Validators (the genesis validator set with names), Heights (target).
+	// Validators (the genesis validator set with names), Heights (target),
+	// and Model when the run is a MODEL (a simulation) rather than real
+	// nodes.
 	KindRunStart Kind = "run_start"
 	// KindNodeUp: node Node is running; RPC and P2P hold its addresses.
 	KindNodeUp Kind = "node_up"
@@ -169,6 +171,11 @@ type Event struct {
 	// run_start: the scenario's load, when it has one
 	Load *LoadInfo `json:"load,omitempty"`
 
+	// run_start: set by a backend that is a MODEL of consensus (virtual
+	// time, no real nodes), nil for real nodes. Every report says so, and
+	// what the model did not record is reported as unknown (see ModelInfo).
+	Model *ModelInfo `json:"model,omitempty"`
+
 	// missed
 	Cause string `json:"cause,omitempty"`
 
@@ -210,6 +217,27 @@ type LoadInfo struct {
 	To         string  `json:"to"` // "all" or a validator
 	StartMS    int64   `json:"start_ms,omitempty"`
 	DurationMS int64   `json:"duration_ms,omitempty"` // 0: to the end of the run
+}
+
+// ModelInfo is run_start's model: the run is a MODEL of CometBFT
+// consensus in virtual time (e.g. run.backend sim), not real nodes. Its
+// events have the shape of a real run's, so the summary and every report
+// are derived the same way, and each report labels the run MODEL
+// (ModelLabel).
+type ModelInfo struct {
+	Name string `json:"name"` // the model, e.g. "valnet-sim"
+	// Calibration names the profile (or the path of the file) the
+	// model's timings come from.
+	Calibration string `json:"calibration,omitempty"`
+	// VoteEvents says whether the stream holds vote events (each node's
+	// receipt of each vote). A model of many validators may leave them
+	// out (N² per height): then every value derived from them (late votes,
+	// quorum-critical precommits, halt causes that need to know who
+	// received what) is unknown, listed in the summary's unavailable and
+	// shown as "n/a (not recorded)", never as 0.
+	VoteEvents bool `json:"vote_events"`
+	// Notes say what the model simplifies; reports list them.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // ValidatorInfo describes one genesis validator in run_start.

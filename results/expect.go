@@ -176,23 +176,29 @@ func (s *Summary) metric(name, validator, phase string) (float64, int, error) {
 		if validator != "" {
 			return 0, 0, fmt.Errorf("metric %q is a chain metric and takes no validator", name)
 		}
+		if s.unavailable(name) {
+			return 0, 0, &UnavailableError{Metric: name}
+		}
 		v, n := m.chain(s)
 		return v, n, nil
 	}
-	for i := range s.Validators {
-		if s.Validators[i].Name == validator {
-			v, n := m.validator(&s.Validators[i], phase)
-			return v, n, nil
-		}
+	i := slices.IndexFunc(s.Validators, func(v ValidatorSummary) bool { return v.Name == validator })
+	switch {
+	case s.unavailable(name) && (i >= 0 || validator == ""): // "": every validator (evaluate)
+		return 0, 0, &UnavailableError{Metric: name}
+	case i < 0:
+		return 0, 0, fmt.Errorf("validator %q is not in the run", validator)
 	}
-	return 0, 0, fmt.Errorf("validator %q is not in the run", validator)
+	v, n := m.validator(&s.Validators[i], phase)
+	return v, n, nil
 }
 
 // evaluate judges one expectation: ok when the value lies in [min, max]
 // (either bound optional). A per-validator metric without a validator is
 // checked for every validator, one result each. Expectations that cannot
 // be evaluated (unknown metric, validator or phase) fail with Error set,
-// so a typo never passes silently.
+// so a typo never passes silently; so does one on a metric the run cannot
+// tell (Summary.Unavailable), once for all validators.
 func evaluate(s *Summary, exp Expectation) []ExpectationResult {
 	base := ExpectationResult{Expectation: Expectation{
 		Metric: exp.Metric, Validator: exp.Validator, Phase: exp.Phase,
@@ -211,7 +217,7 @@ func evaluate(s *Summary, exp Expectation) []ExpectationResult {
 		}
 		return r
 	}
-	if m, ok := metrics[exp.Metric]; !ok || !m.perValidator || exp.Validator != "" {
+	if m, ok := metrics[exp.Metric]; !ok || !m.perValidator || exp.Validator != "" || s.unavailable(exp.Metric) {
 		return []ExpectationResult{judge(base)}
 	}
 	if len(s.Validators) == 0 {

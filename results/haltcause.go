@@ -74,6 +74,7 @@ func (x *index) explainHalt(c *chain, sp haltSpan, threshold time.Duration) Halt
 	round, entered := x.highestRound(h.Height, at)
 	h.Round = round
 	h.Cause, h.Detail = x.haltCause(c, h.Height, round, entered, sp.from, at)
+	h.needsVotes = h.Cause == HaltUnknown && strings.HasPrefix(h.Detail, cannotTellVotes)
 	if sp.Resumed {
 		h.Detail += x.resumedText(sp.from, at, sp.to)
 	}
@@ -112,6 +113,12 @@ func (x *index) haltCause(c *chain, height int64, round int32, entered bool, fro
 	}
 	k := hr{height, round}
 	if part, ok := x.partitionAt(at); ok {
+		if x.noVotes {
+			// A partition halts the chain when no side holds +2/3:
+			// only the votes each node received can tell.
+			return HaltUnknown, cannotTellVotes + fmt.Sprintf("%s was in force; whether any node received prevotes of more than 2/3 of the power at h%d r%d is not recorded",
+				part, height, round)
+		}
 		if best, who := x.bestHeard(k, phase.Prevote, at); len(x.votes) > 0 && !x.quorum(best) {
 			return HaltPartition, fmt.Sprintf("%s: no side holds +2/3 of the voting power (the most prevote power any node received at h%d r%d is %d of %d: %s)",
 				part, height, round, best, x.totalPower, joinNames(who))
@@ -217,6 +224,10 @@ func (x *index) voteShortfall(k hr, phase string, from, t time.Time) (cause, det
 		}
 	}
 	if x.quorum(castPower) {
+		if x.noVotes {
+			return HaltUnknown, cannotTellVotes + fmt.Sprintf("%d of %d voting power cast a %s at h%d r%d; whether any node received +2/3 of them is not recorded",
+				castPower, x.totalPower, phase, k.height, k.round), true, false
+		}
 		best, who := x.bestHeard(k, phase, t)
 		if len(x.votes) == 0 || x.quorum(best) {
 			return "", "", false, false

@@ -18,6 +18,9 @@ type Halt struct {
 	// (see explainHalt).
 	Cause  string `json:"cause"`
 	Detail string `json:"detail"`
+	// needsVotes: the cause is unknown because telling it needed vote
+	// events the run did not record (a model run with vote_events false).
+	needsVotes bool
 }
 
 // haltSpan is a halt as findHalts finds it: Halt's first three fields and

@@ -54,6 +54,11 @@ type htmlData struct {
 	Models      []htmlKV // validators whose signer is a model: name -> label
 	Overloaded  string   // OverloadedNotice when the host was overloaded
 	Warned      bool     // some expectation carries a warning
+
+	// A model run: ModelLabel, its calibration and notes, and
+	// unavailableText ("" when the run can tell every value).
+	Model, Calibration, NotRecorded string
+	ModelNotes                      []string
 }
 
 type htmlKV struct{ K, V string }
@@ -66,6 +71,11 @@ type htmlValidator struct {
 	Bad                                bool // missed or nil precommits, sign errors
 	SignerSide, Transport, SigsMatched string
 	HasRemote                          bool
+	// Why votes were missed: the counts, late votes as text (n/a when the
+	// run cannot tell them).
+	MissedN, LongestRun    int
+	Causes                 MissedByCause
+	LatePrevotes, LatePrec string
 }
 
 type htmlExpectation struct {
@@ -92,6 +102,11 @@ func newHTMLData(s *Summary, events []Event) *htmlData {
 	if overloaded(s) {
 		d.Overloaded = OverloadedNotice
 	}
+	if s.Model != nil {
+		d.Title += " (MODEL)"
+		d.Model, d.Calibration, d.ModelNotes = ModelLabel(s.Model), s.Model.Calibration, s.Model.Notes
+		d.NotRecorded = unavailableText(s.Unavailable)
+	}
 	d.Chain = chainRows(s)
 	d.Devices = newDeviceTables(s)
 
@@ -111,12 +126,14 @@ func newHTMLData(s *Summary, events []Event) *htmlData {
 			Name: v.Name, Address: v.Address, Signer: orDash(v.Signer),
 			Missed:    fmt.Sprintf("%d/%d", v.MissedPrecommits, v.PrecommitsCounted),
 			Nil:       strconv.Itoa(v.NilPrecommits),
-			Quorum:    fmt.Sprintf("%d/%d", v.QuorumCritical, s.QuorumHeights),
+			Quorum:    s.quorumText(&v),
 			Proposals: fmt.Sprintf("%d/%d", v.Proposals.Made, v.Proposals.Expected),
 			Proposal:  p50p99(l.Proposal), Prevote: p50p99(l.Prevote), Precommit: p50p99(l.Precommit),
 			SignErrors: v.SignErrors,
 			Bad:        v.MissedPrecommits > 0 || v.NilPrecommits > 0 || v.SignErrors > 0,
 			SignerSide: "-", Transport: "-", SigsMatched: "-",
+			MissedN: v.MissedPrecommits, LongestRun: v.ConsecutiveMissedMax, Causes: v.MissedByCause,
+			LatePrevotes: s.naOr("late_prevotes", strconv.Itoa(v.LatePrevotes)), LatePrec: s.naOr("late_precommits", strconv.Itoa(v.LatePrecommits)),
 		}
 		if v.SignerLatencyMS != nil {
 			d.Remote, row.HasRemote = true, true

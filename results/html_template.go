@@ -56,6 +56,18 @@ code { font-family: ui-monospace, monospace; }
 <dl class="run">
 <dt>scenario</dt><dd>{{or .S.Scenario "-"}}</dd>
 <dt>backend</dt><dd>{{or .S.Backend "-"}}</dd>
+{{- if .Model}}
+<dt>model</dt><dd id="model"><strong>{{.Model}}</strong></dd>
+{{- if .Calibration}}
+<dt>calibration</dt><dd>{{.Calibration}}</dd>
+{{- end}}
+{{- if .ModelNotes}}
+<dt>the model simplifies</dt><dd><ul>{{range .ModelNotes}}<li>{{.}}</li>{{end}}</ul></dd>
+{{- end}}
+{{- if .NotRecorded}}
+<dt>not recorded</dt><dd id="not-recorded">{{.NotRecorded}}</dd>
+{{- end}}
+{{- end}}
 <dt>chain</dt><dd>{{or .S.ChainID "-"}}</dd>
 <dt>seed</dt><dd>{{.S.Seed}}</dd>
 <dt>stop reason</dt><dd>{{.S.StopReason}}</dd>
@@ -137,6 +149,9 @@ code { font-family: ui-monospace, monospace; }
 </tbody>
 </table>
 </div>
+{{- if .NotRecorded}}
+<p class="note">{{.NotRecorded}}.</p>
+{{- end}}
 </section>
 {{- with .Devices}}
 
@@ -158,12 +173,15 @@ code { font-family: ui-monospace, monospace; }
 <table>
 <thead><tr><th>validator</th><th>missed</th><th>signer-late</th><th>signer-failed</th><th>node-down</th><th>node-behind</th><th>host-overload</th><th>network</th><th>unknown</th><th>longest run</th><th>late prevotes</th><th>late precommits</th></tr></thead>
 <tbody>
-{{- range .S.Validators}}
-<tr><td><code>{{.Name}}</code></td><td class="num">{{.MissedPrecommits}}</td><td class="num">{{.MissedByCause.SignerLate}}</td><td class="num">{{.MissedByCause.SignerFailed}}</td><td class="num">{{.MissedByCause.NodeDown}}</td><td class="num">{{.MissedByCause.NodeBehind}}</td><td class="num">{{.MissedByCause.HostOverload}}</td><td class="num">{{.MissedByCause.Network}}</td><td class="num">{{.MissedByCause.Unknown}}</td><td class="num">{{.ConsecutiveMissedMax}}</td><td class="num">{{.LatePrevotes}}</td><td class="num">{{.LatePrecommits}}</td></tr>
+{{- range .Validators}}
+<tr><td><code>{{.Name}}</code></td><td class="num">{{.MissedN}}</td><td class="num">{{.Causes.SignerLate}}</td><td class="num">{{.Causes.SignerFailed}}</td><td class="num">{{.Causes.NodeDown}}</td><td class="num">{{.Causes.NodeBehind}}</td><td class="num">{{.Causes.HostOverload}}</td><td class="num">{{.Causes.Network}}</td><td class="num">{{.Causes.Unknown}}</td><td class="num">{{.LongestRun}}</td><td class="num">{{.LatePrevotes}}</td><td class="num">{{.LatePrec}}</td></tr>
 {{- end}}
 </tbody>
 </table>
 </div>
+{{- if .NotRecorded}}
+<p class="note">{{.NotRecorded}}.</p>
+{{- end}}
 {{- if .S.RoundChanges}}
 <h3>Round changes</h3>
 <table>

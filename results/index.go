@@ -52,6 +52,10 @@ type index struct {
 	votes       []*Event               // vote events, stream order
 	roundVotes  map[hr][]*Event        // the same by (height, round); see votesAt
 	downs       NodeDowns              // when each validator's node was down
+	// noVotes: the stream holds no vote events by design (a model run with
+	// vote_events false), so who received which vote cannot be told; a
+	// stream of real nodes without them is judged as before.
+	noVotes bool
 }
 
 func newIndex(events []Event, start *Event) *index {
@@ -60,6 +64,7 @@ func newIndex(events []Event, start *Event) *index {
 		signsOf: map[string][]*Event{}, requests: map[string][]*Event{}, nodeAt: map[string][]nodeAt{},
 		prevoteStep: map[nodeHR]time.Time{}, proposalAt: map[nodeHR]time.Time{},
 		roundStart: map[hr]time.Time{}, proposer: map[hr]string{}, roundNodes: map[hr][]string{},
+		noVotes: noVoteEvents(start),
 	}
 	if start != nil {
 		for _, v := range start.Validators {

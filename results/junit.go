@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 )
 
 // JUnit shapes: the subset of the de-facto JUnit XML schema that CI
@@ -55,7 +56,8 @@ type junitProblem struct {
 // run got to run.heights.
 const RunReachedHeights = "run reached run.heights"
 
-// WriteJUnit writes junit.xml: one testsuite "valnet <scenario>" with a
+// WriteJUnit writes junit.xml: one testsuite "valnet <scenario>" (with
+// " (MODEL)" and model properties for a model run) with a
 // test case "run reached run.heights" (a failure at max_duration, an error
 // when the run errored or was interrupted) and one test case per
 // expectation result, named like "missed_precommits[slow] <= 5". A value
@@ -76,6 +78,22 @@ func WriteJUnit(w io.Writer, s *Summary) error {
 	if overloaded(s) {
 		suite.Properties = append(suite.Properties, junitProperty{"warning", OverloadedNotice})
 		suite.SystemOut = OverloadedNotice + "\n" + suite.SystemOut
+	}
+	if m := s.Model; m != nil {
+		// A model's verdicts must not pass for a real network's in CI:
+		// the suite's name says MODEL, its properties what the model is.
+		suite.Name += " (MODEL)"
+		suite.Properties = append(suite.Properties, junitProperty{"model", ModelLabel(m)},
+			junitProperty{"model_calibration", m.Calibration}, junitProperty{"model_vote_events", strconv.FormatBool(m.VoteEvents)})
+		for _, n := range m.Notes {
+			suite.Properties = append(suite.Properties, junitProperty{"model_note", n})
+		}
+		head := ModelLabel(m)
+		if na := unavailableText(s.Unavailable); na != "" {
+			suite.Properties = append(suite.Properties, junitProperty{"unavailable", strings.Join(s.Unavailable, ",")})
+			head += "\n" + na
+		}
+		suite.SystemOut = head + "\n" + suite.SystemOut
 	}
 
 	run := junitCase{Name: RunReachedHeights, Classname: class, Time: "0"}

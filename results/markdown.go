@@ -24,9 +24,25 @@ func WriteMarkdown(w io.Writer, s *Summary) error {
 	if overloaded(s) {
 		p("> ⚠️ **%s**\n\n", OverloadedNotice)
 	}
-	p("## %s valnet %s: %s\n\n", mark, mdCell(orDash(s.Scenario)), mdCell(strings.TrimPrefix(ResultLine(s), "RESULT: ")))
+	title := mdCell(orDash(s.Scenario))
+	if s.Model != nil {
+		title += " (MODEL)"
+	}
+	p("## %s valnet %s: %s\n\n", mark, title, mdCell(strings.TrimPrefix(ResultLine(s), "RESULT: ")))
 	p("backend `%s` · chain `%s` · seed %d · stop reason `%s` · duration %s\n",
 		orDash(s.Backend), orDash(s.ChainID), s.Seed, s.StopReason, (time.Duration(s.DurationMS) * time.Millisecond).String())
+	if label, notes, na := modelHeader(s); label != "" {
+		p("\n**%s**\n", mdCell(label))
+		if len(notes) > 0 {
+			p("\nThe model simplifies:\n\n")
+			for _, n := range notes {
+				p("- %s\n", mdCell(n))
+			}
+		}
+		if na != "" {
+			p("\n**%s**\n", mdCell(na))
+		}
+	}
 	if s.Error != "" {
 		p("\n**Error:** %s\n", mdCell(s.Error))
 	}
@@ -60,9 +76,9 @@ func WriteMarkdown(w io.Writer, s *Summary) error {
 		p("| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 		for _, v := range s.Validators {
 			l := v.SignLatencyMS
-			p("| %s | %s | %d/%d | %s | %d | %d / %d | %d/%d | %d/%d | %s | %s | %s |\n",
+			p("| %s | %s | %d/%d | %s | %d | %s | %s | %d/%d | %s | %s | %s |\n",
 				mdCell(v.Name), mdCell(orDash(v.Signer)), v.MissedPrecommits, v.PrecommitsCounted, v.MissedByCause,
-				v.NilPrecommits, v.LatePrevotes, v.LatePrecommits, v.QuorumCritical, s.QuorumHeights, v.Proposals.Made, v.Proposals.Expected,
+				v.NilPrecommits, s.lateText(&v, " / "), s.quorumText(&v), v.Proposals.Made, v.Proposals.Expected,
 				p50p99(l.Proposal), p50p99(l.Prevote), p50p99(l.Precommit))
 		}
 	}

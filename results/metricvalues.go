@@ -1,6 +1,7 @@
 package results
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -14,7 +15,8 @@ import (
 // name(VALIDATOR,PHASE). These are the values expectations judge (the
 // metrics table above). A value with no samples (a latency of a phase
 // never signed, a rate over no counted heights) is left out: the run
-// cannot tell it, and 0 would be a made-up number.
+// cannot tell it, and 0 would be a made-up number. So is every metric of
+// s.Unavailable (a model run that did not record what it needs).
 func MetricValues(s *Summary) map[string]float64 {
 	out := make(map[string]float64)
 	put := func(r metricref.Ref, v float64, samples int) {
@@ -23,6 +25,9 @@ func MetricValues(s *Summary) map[string]float64 {
 		}
 	}
 	for _, name := range metricNames() {
+		if s.unavailable(name) {
+			continue
+		}
 		m := metrics[name]
 		if !m.perValidator {
 			v, n := m.chain(s)
@@ -46,8 +51,8 @@ func MetricValues(s *Summary) map[string]float64 {
 }
 
 // MetricValue is one value of MetricValues, by its reference text. ok is
-// false when the value has no samples; err says why a reference names no
-// metric of this run.
+// false when the value has no samples or the run cannot tell it
+// (s.Unavailable); err says why a reference names no metric of this run.
 func MetricValue(s *Summary, ref string) (value float64, ok bool, err error) {
 	r, err := metricref.Parse(ref)
 	if err != nil {
@@ -58,6 +63,10 @@ func MetricValue(s *Summary, ref string) (value float64, ok bool, err error) {
 		return 0, false, fmt.Errorf("metric %s needs a validator: %s(VALIDATOR)", r.Metric, r.Metric)
 	}
 	v, n, err := s.metric(r.Metric, r.Validator, r.Phase)
+	var na *UnavailableError
+	if errors.As(err, &na) {
+		return 0, false, nil
+	}
 	if err != nil {
 		return 0, false, err
 	}

@@ -200,7 +200,9 @@ func (x *index) classifyMissed(c *chain, h int64, v string) (cause, detail strin
 		}
 		d := fmt.Sprintf("precommit r%d signed %s ms before the decision (%s)", cr, ms(decided.Sub(ok.Time)), lat)
 		if p := c.blocks[h+1].Proposer; p != "" && p != v {
-			if t, got := x.firstReceipt(p, v, phase.Precommit, hr{h, cr}); got {
+			if x.noVotes {
+				d += fmt.Sprintf("; whether %s (proposer of %d) received it is not recorded (vote_events: false)", p, h+1)
+			} else if t, got := x.firstReceipt(p, v, phase.Precommit, hr{h, cr}); got {
 				rel := ms(t.Sub(decided)) + " ms after"
 				if t.Before(decided) {
 					rel = ms(decided.Sub(t)) + " ms before"

@@ -23,6 +23,13 @@ type Summary struct {
 	Error      string `json:"error"`
 	DurationMS int64  `json:"duration_ms"`
 
+	// Model is run_start's: the run is a MODEL, not real nodes (nil for
+	// real nodes). Unavailable names the values it cannot tell (see
+	// summarizeUnavailable): metrics of `expect` and summary keys, left at
+	// 0 in this summary but never judged, compared or shown as 0.
+	Model       *ModelInfo `json:"model,omitempty"`
+	Unavailable []string   `json:"unavailable,omitempty"`
+
 	Heights         HeightStats        `json:"heights"`
 	Rounds          RoundStats         `json:"rounds"`
 	RoundChanges    []RoundChange      `json:"round_changes"`
@@ -255,6 +262,12 @@ func (s *Summary) Failed() []ExpectationResult {
 //     devices.go); sign_queue_ms(v): queue_ms of v's successful sign events,
 //     sign_service_ms(v): latency_ms - queue_ms of the same events
 //     (both present for a validator on a device).
+//   - model: run_start's model (a MODEL run: virtual time, not real
+//     nodes). unavailable: in a model run without vote events
+//     (vote_events false), VoteEventValues, and every halts_<cause> when
+//     a halt's cause needed vote events (its cause is then unknown); their
+//     fields stay 0, an expectation on them fails with "cannot tell", and
+//     reports show them as n/a.
 //   - node_errors: node_error events, listed as a warning that the stream
 //     may be incomplete; they do not change ok by themselves.
 //   - ok: every expectation holds and the run neither errored nor was
@@ -292,6 +305,7 @@ func Summarize(events []Event) *Summary {
 	summarizeConsensus(s, x, c)
 	summarizeFaults(s, events, start)
 	summarizeHalts(s, x, c, start, end)
+	summarizeUnavailable(s, start)
 
 	if start != nil {
 		for _, exp := range start.Expect {
@@ -354,6 +368,7 @@ func summarizeFaults(s *Summary, events []Event, start *Event) {
 func summarizeRun(s *Summary, events []Event, start, end *Event) {
 	if start != nil {
 		s.Scenario, s.Backend, s.ChainID, s.Seed = start.Scenario, start.Backend, start.ChainID, start.Seed
+		s.Model = start.Model
 		s.Heights.Target = start.Heights
 	}
 	switch {

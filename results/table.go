@@ -23,6 +23,15 @@ func WriteTable(w io.Writer, s *Summary) error {
 		p("%s\n", OverloadedNotice)
 	}
 	p("Run %s (backend %s, chain %s, seed %d)\n", orDash(s.Scenario), orDash(s.Backend), orDash(s.ChainID), s.Seed)
+	if label, notes, na := modelHeader(s); label != "" {
+		p("%s\n", label)
+		for _, n := range notes {
+			p("  model simplifies: %s\n", n)
+		}
+		if na != "" {
+			p("%s\n", na)
+		}
+	}
 
 	p("\nChain\n")
 	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
@@ -59,9 +68,9 @@ func WriteTable(w io.Writer, s *Summary) error {
 		fmt.Fprintln(tw, "  validator\tsigner\tmissed\tnil\tlate pv/pc\tquorum\tproposals\tproposal\tprevote\tprecommit\tsign errors")
 		for _, v := range s.Validators {
 			l := v.SignLatencyMS
-			fmt.Fprintf(tw, "  %s\t%s\t%d/%d\t%d\t%d/%d\t%d/%d\t%d/%d\t%s\t%s\t%s\t%d\n",
+			fmt.Fprintf(tw, "  %s\t%s\t%d/%d\t%d\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%d\n",
 				v.Name, orDash(v.Signer), v.MissedPrecommits, v.PrecommitsCounted, v.NilPrecommits,
-				v.LatePrevotes, v.LatePrecommits, v.QuorumCritical, s.QuorumHeights, v.Proposals.Made, v.Proposals.Expected,
+				s.lateText(&v, "/"), s.quorumText(&v), v.Proposals.Made, v.Proposals.Expected,
 				p50p99(l.Proposal), p50p99(l.Prevote), p50p99(l.Precommit), v.SignErrors)
 		}
 		tw.Flush()
