@@ -8,6 +8,8 @@ import (
 
 	vdocker "github.com/valnet/valnet/docker"
 	"github.com/valnet/valnet/nodes"
+	"github.com/valnet/valnet/scenarios"
+	"github.com/valnet/valnet/sim"
 )
 
 // openBackend opens the backend a scenario's run.backend (or --backend)
@@ -24,13 +26,17 @@ var backendOpeners = map[string]func(ctx context.Context, runID string, opts Opt
 	"docker": func(ctx context.Context, runID string, _ Options) (nodes.Backend, error) {
 		return vdocker.Open(ctx, runID)
 	},
+	scenarios.BackendSim: func(context.Context, string, Options) (nodes.Backend, error) {
+		return sim.Backend{}, nil
+	},
 }
 
 // backendChecks say, without starting anything, whether a backend can run
 // here (Preflight).
-var backendChecks = map[string]func(ctx context.Context) error{
-	"process": func(context.Context) error { return nodes.CheckProcessSupported() },
-	"docker":  vdocker.CheckEngine,
+var backendChecks = map[string]func(ctx context.Context, plan *scenarios.Plan) error{
+	"process":            func(context.Context, *scenarios.Plan) error { return nodes.CheckProcessSupported() },
+	"docker":             func(ctx context.Context, _ *scenarios.Plan) error { return vdocker.CheckEngine(ctx) },
+	scenarios.BackendSim: func(_ context.Context, plan *scenarios.Plan) error { return sim.Check(plan) },
 }
 
 // BackendNames lists the backends the runner can open, sorted.

@@ -3,9 +3,7 @@ package runner
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/valnet/valnet/internal/txload"
 	"github.com/valnet/valnet/nodes"
 	"github.com/valnet/valnet/results"
 	"github.com/valnet/valnet/scenarios"
@@ -26,25 +25,6 @@ import (
 // event. Its events go through their own queue and forwarder, never the
 // signers' queue: a generator that falls behind slows itself, not
 // consensus.
-
-// pace says, elapsed time into a load of rate transactions per second
-// lasting duration (0: no end), with sent already sent, how long to wait
-// before the next one; stop once the load is over. A generator that fell
-// behind gets no wait until it has caught up.
-func pace(elapsed time.Duration, sent uint64, rate float64, duration time.Duration) (wait time.Duration, stop bool) {
-	if duration > 0 && elapsed >= duration {
-		return 0, true
-	}
-	// The next transaction is due at sent/rate: the first at once.
-	due := time.Duration(float64(sent) / rate * float64(time.Second))
-	if due <= elapsed {
-		return 0, false
-	}
-	if duration > 0 && due >= duration {
-		return 0, true
-	}
-	return due - elapsed, false
-}
 
 // Generator limits: a worker per 4 tx/s asked (so each call may take up
 // to 250 ms before the generator falls behind: on a saturated 2-core host
@@ -70,7 +50,7 @@ type loadGen struct {
 	targets []loadTarget
 	down    func(validator string) bool // a fault has the validator's node down
 	emit    func(results.Event)
-	txs     txMaker
+	txs     txload.Maker
 	client  *http.Client
 
 	cancel  context.CancelFunc
@@ -85,7 +65,7 @@ type loadGen struct {
 // early (Ctrl-C, the end of the run); stop waits for it.
 func startLoad(ctx context.Context, lp scenarios.LoadPlan, seed int64, targets []loadTarget, down func(string) bool, emit func(results.Event), live func() bool) *loadGen {
 	workers := min(maxLoadWorkers, max(1, int(math.Ceil(lp.Rate/txPerWorker))))
-	g := &loadGen{plan: lp, targets: targets, down: down, emit: emit, txs: newTxMaker(seed, lp.Size),
+	g := &loadGen{plan: lp, targets: targets, down: down, emit: emit, txs: txload.NewMaker(seed, lp.Size),
 		client: &http.Client{Timeout: loadCallTimeout, Transport: &http.Transport{
 			MaxIdleConns: workers * len(targets), MaxIdleConnsPerHost: workers,
 			IdleConnTimeout: 30 * time.Second, DisableCompression: true,
@@ -153,7 +133,7 @@ func (g *loadGen) pace(ctx context.Context, jobs chan<- uint64, live func() bool
 	began := time.Now()
 	var sent uint64
 	for {
-		wait, stop := pace(time.Since(began), sent, g.plan.Rate, g.plan.Duration)
+		wait, stop := txload.Pace(time.Since(began), sent, g.plan.Rate, g.plan.Duration)
 		if stop {
 			return
 		}
@@ -242,7 +222,7 @@ func (g *loadGen) target(n uint64) (loadTarget, bool) {
 
 // send submits transaction n and returns its tx event.
 func (g *loadGen) send(ctx context.Context, n uint64) results.Event {
-	tx := g.txs.make(n)
+	tx := g.txs.Make(n)
 	e := results.Event{Time: time.Now(), Kind: results.KindTx, Tx: results.TxHash(tx)}
 	t, ok := g.target(n)
 	if !ok {
@@ -316,28 +296,4 @@ func (g *loadGen) broadcast(ctx context.Context, rpc string, tx []byte) (result,
 		return results.TxRejected, fmt.Sprintf("CheckTx code %d %s: %s", br.Result.Code, br.Result.Codespace, br.Result.Log)
 	}
 	return results.TxAccepted, ""
-}
-
-// txMaker writes the load's transactions: kvstore `key=value`, the key 8
-// hex digits from the run seed and 8 of the transaction's number (unique
-// in a run, the same for the same seed), the value padding to size.
-type txMaker struct {
-	prefix string
-	size   int
-}
-
-func newTxMaker(seed int64, size int) txMaker {
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], uint64(seed))
-	sum := sha256.Sum256(append([]byte("valnet load "), b[:]...))
-	return txMaker{prefix: fmt.Sprintf("%x", sum[:4]), size: size}
-}
-
-func (m txMaker) make(n uint64) []byte {
-	tx := make([]byte, 0, m.size)
-	tx = fmt.Appendf(tx, "%s%08x=", m.prefix, uint32(n))
-	for len(tx) < m.size {
-		tx = append(tx, 'v')
-	}
-	return tx
 }

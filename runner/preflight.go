@@ -48,7 +48,7 @@ func Preflight(ctx context.Context, plan *scenarios.Plan) Problems {
 		}
 	}
 	if check := backendChecks[plan.Run.Backend]; check != nil {
-		add("run.backend", check(ctx))
+		add("run.backend", check(ctx, plan))
 	}
 	if plan.Run.Binary != "" {
 		add("node.binary", checkBinary(plan.Run.Binary))

@@ -134,7 +134,12 @@ func Run(ctx context.Context, plan *scenarios.Plan, opts Options) (*Outcome, err
 			opts.OnMetrics(m.Addr())
 		}
 	}
-	runErr := r.execute(ctx)
+	var runErr error
+	if s, ok := backend.(simulator); ok {
+		runErr = r.simulate(ctx, s)
+	} else {
+		runErr = r.execute(ctx)
+	}
 	keep := opts.Keep && runErr == nil && r.reason != results.StopInterrupted
 	if !keep {
 		for _, err := range r.shutdown() {
@@ -176,6 +181,9 @@ type run struct {
 	network NetworkInfo
 	start   time.Time
 	reason  string
+	// end is when the run ended in a simulator's virtual time; zero for
+	// real backends, whose run_end is the wall clock.
+	end time.Time
 
 	load *loadGen // the transaction load; nil without one
 
@@ -477,7 +485,11 @@ func (r *run) stopNodes() []error {
 func (r *run) finish(runErr error) (*Outcome, error) {
 	r.recordDevices() // with --keep the devices still run: their account so far
 	r.rec.seal()
-	end := results.Event{Time: time.Now(), Kind: results.KindRunEnd, StopReason: r.reason}
+	t := time.Now()
+	if !r.end.IsZero() {
+		t = r.end
+	}
+	end := results.Event{Time: t, Kind: results.KindRunEnd, StopReason: r.reason}
 	if runErr != nil {
 		end.StopReason, end.Error = results.StopError, runErr.Error()
 	}

@@ -130,7 +130,7 @@ type Timeouts struct {
 
 // RunPlan says how and for how long the network runs.
 type RunPlan struct {
-	Backend string // inprocess | process
+	Backend string // inprocess | process | docker | sim
 	// HaltAfter: a stretch with no commit longer than this is a halt in
 	// summary.json; 0 = the default (haltAfter in runner/run.go: round 0
 	// and round 1 of timeouts plus commit, and at least 5 × the median
@@ -143,6 +143,13 @@ type RunPlan struct {
 	Heights     int64         // stop once this height is committed
 	MaxDuration time.Duration // hard stop
 	Seed        int64         // keys and random models
+	Sim         SimPlan       // the sim backend's settings
+}
+
+// SimPlan is run.sim: the sim backend's calibration and CPU model.
+type SimPlan struct {
+	Calibration string // "" = the default calibration; a built-in name or a file path
+	SharedCores int    // 0: every node its own CPU; k: all nodes share k cores
 }
 
 // ValidatorPlan is one validator after `count:` expansion.

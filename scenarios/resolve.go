@@ -15,6 +15,8 @@ import (
 const (
 	maxNameLen     = 48
 	maxValidators  = 200
+	// maxSimValidators: the sim models networks no host could run.
+	maxSimValidators = 5000
 	defaultPower   = 10
 	defaultHeights = 20
 	defaultMaxDur  = 10 * time.Minute
@@ -27,14 +29,16 @@ const (
 	backendInprocess = "inprocess"
 	backendProcess   = "process"
 	backendDocker    = "docker"
-	defaultBackend   = backendInprocess
+	// BackendSim is the virtual-time MODEL of CometBFT consensus (sim/).
+	BackendSim     = "sim"
+	defaultBackend = backendInprocess
 )
 
 // Backends and signer types: those that work now, and those that are
 // planned (named so that users get "not available yet", not "unknown").
 // The other closed sets of signer values are in signer.go.
 var (
-	backends           = []string{backendInprocess, backendProcess, backendDocker}
+	backends           = []string{backendInprocess, backendProcess, backendDocker, BackendSim}
 	plannedBackends    = []string{}
 	signerTypes        = []string{SignerLocal, SignerKeyfile, SignerSimulated, SignerPKCS11, SignerLedger}
 	plannedSignerTypes []string // none for now; a planned type goes here
@@ -191,6 +195,9 @@ func (d *decoder) resolveRun(rr *rawRun) RunPlan {
 	if rr.Seed != nil {
 		run.Seed = *rr.Seed
 	}
+	if rr.Sim != nil {
+		run.Sim = d.resolveSim(rr.Sim)
+	}
 	if rr.HaltAfter != nil {
 		run.HaltAfter = *rr.HaltAfter
 		if run.HaltAfter == 0 {
@@ -223,3 +230,37 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// maxValidatorsFor is the most validators a backend runs: what a host can
+// run for real backends, more for the sim.
+func maxValidatorsFor(backend string) int {
+	if backend == BackendSim {
+		return maxSimValidators
+	}
+	return maxValidators
+}
+
+// resolveSim checks run.sim: the sim backend's own settings.
+func (d *decoder) resolveSim(rs *rawSim) SimPlan {
+	var sp SimPlan
+	if rs.Calibration != nil {
+		sp.Calibration = *rs.Calibration
+		switch {
+		case sp.Calibration == "":
+			d.fail(d.valuePos("run.sim.calibration"), "run.sim.calibration", "must not be empty: a built-in calibration name (default) or a file written by valnet calibrate")
+		case strings.ContainsAny(sp.Calibration, "/."):
+			sp.Calibration = d.filePath(sp.Calibration)
+		}
+	}
+	if rs.SharedCores != nil {
+		if c := *rs.SharedCores; c < 0 || c > 1024 {
+			d.fail(d.valuePos("run.sim.shared_cores"), "run.sim.shared_cores", fmt.Sprintf("must be between 0 (every node its own CPU) and 1024, got %d", c))
+		} else {
+			sp.SharedCores = int(c)
+		}
+	}
+	return sp
+}
+
+// validatorLimitText says both limits.
+var validatorLimitText = fmt.Sprintf("valnet runs at most %d validators, %d on the sim backend (run.backend: sim)", maxValidators, maxSimValidators)

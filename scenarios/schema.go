@@ -50,11 +50,19 @@ type rawTimeouts struct {
 
 // rawRun says how and for how long to run.
 type rawRun struct {
-	Backend     *string        `yaml:"backend"`      // default "inprocess"; inprocess|process|docker
+	Backend     *string        `yaml:"backend"`      // default "inprocess"; inprocess|process|docker|sim
 	Heights     *int64         `yaml:"heights"`      // default 20; >= 1; stop once this height is committed
 	MaxDuration *time.Duration `yaml:"max_duration"` // default 10m; > 0; hard stop
 	Seed        *int64         `yaml:"seed"`         // default 1; any int64; keys, random latency models and random topologies
 	HaltAfter   *time.Duration `yaml:"halt_after"`   // default: round 0 + round 1 of timeouts + commit (12.5s at the defaults), at least 5 × the median block interval; > 0; a longer stretch without a commit is a halt
+	Sim         *rawSim        `yaml:"sim"`          // default: the default calibration, every node its own CPU; used by the sim backend only
+}
+
+// rawSim tunes the sim backend, a virtual-time MODEL of CometBFT
+// consensus (docs/sim.md).
+type rawSim struct {
+	Calibration *string `yaml:"calibration"`  // default "default"; a built-in calibration or a file written by valnet calibrate, relative to the scenario file
+	SharedCores *int64  `yaml:"shared_cores"` // default 0: every node its own CPU, as on a real chain; k > 0: all nodes share k cores, as on one test host
 }
 
 // rawNode says what runs a validator's node. Top level: every validator;

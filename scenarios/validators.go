@@ -75,8 +75,8 @@ func (d *decoder) resolveValidators(raws []rawValidator, profiles profileSet, de
 			switch c := *rv.Count; {
 			case c < 1:
 				d.fail(d.valuePos(k+".count"), k+".count", fmt.Sprintf("must be at least 1, got %d", c))
-			case c > maxValidators:
-				d.fail(d.valuePos(k+".count"), k+".count", fmt.Sprintf("must be at most %d, got %d (valnet runs at most %d validators)", maxValidators, c, maxValidators))
+			case c > int64(maxValidatorsFor(run.Backend)):
+				d.fail(d.valuePos(k+".count"), k+".count", fmt.Sprintf("must be at most %d, got %d (%s)", maxValidatorsFor(run.Backend), c, validatorLimitText))
 			default:
 				counts[i] = c
 			}
@@ -123,8 +123,8 @@ func (d *decoder) resolveValidators(raws []rawValidator, profiles profileSet, de
 			vs.plans = append(vs.plans, ValidatorPlan{Name: n, Power: power, Signer: signer.clone(), Binary: binary})
 		}
 	}
-	if n := len(vs.plans); n > maxValidators {
-		d.fail(d.valuePos(key), key, fmt.Sprintf("%d validators after count expansion; valnet runs at most %d", n, maxValidators))
+	if n := len(vs.plans); n > maxValidatorsFor(run.Backend) {
+		d.fail(d.valuePos(key), key, fmt.Sprintf("%d validators after count expansion; %s", n, validatorLimitText))
 	}
 	var total int64
 	for _, v := range vs.plans {

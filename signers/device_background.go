@@ -104,7 +104,7 @@ func (d *Device) SetBackground(spec BackgroundSpec, p profiles.Profile, seed int
 	if err := spec.Validate(); err != nil {
 		return err
 	}
-	stream := "device:" + d.name + "/background"
+	stream := backgroundStream(d.name)
 	// The background's signatures are real ones, with a key of its own
 	// (not any validator's), so the device's work is real work.
 	key := ed25519.GenPrivKeyFromSecret([]byte(stream + "/" + strconv.FormatInt(seed, 10)))
@@ -113,15 +113,58 @@ func (d *Device) SetBackground(spec BackgroundSpec, p profiles.Profile, seed int
 		return err
 	}
 	bg := &background{spec: spec, signer: sim}
-	for i := range spec.Chains {
-		rng := latency.NewRand(seed, fmt.Sprintf("%s/%d", stream, i))
-		bg.chains = append(bg.chains, bgChain{spec: spec,
-			offset: time.Duration(rng.Float64() * float64(spec.BlockTime)), turn: rng.Float64()})
-		bg.rngs = append(bg.rngs, rng)
+	for _, c := range NewBackgroundChains(d.name, spec, seed) {
+		bg.chains = append(bg.chains, c.chain)
+		bg.rngs = append(bg.rngs, c.rng)
 	}
 	d.bg = bg
 	return nil
 }
+
+func backgroundStream(device string) string { return "device:" + device + "/background" }
+
+// BackgroundChain is one background chain of a device, drawn from the
+// seed exactly as SetBackground draws it, for a driver with its own clock
+// (the simulator): Block gives its requests of each block, in order.
+type BackgroundChain struct {
+	chain bgChain
+	rng   *latency.Rand
+	// ChainID is what the chain's sign bytes carry.
+	ChainID string
+}
+
+// BackgroundRequest is one signature a background chain asks for: At is
+// its arrival, measured from the start of the load.
+type BackgroundRequest = bgRequest
+
+// NewBackgroundChains draws the chains of spec on device from seed (draws
+// from (seed, "device:<name>/background/<i>")).
+func NewBackgroundChains(device string, spec BackgroundSpec, seed int64) []*BackgroundChain {
+	stream := backgroundStream(device)
+	var out []*BackgroundChain
+	for i := range spec.Chains {
+		rng := latency.NewRand(seed, fmt.Sprintf("%s/%d", stream, i))
+		c := bgChain{spec: spec, offset: time.Duration(rng.Float64() * float64(spec.BlockTime)), turn: rng.Float64()}
+		out = append(out, &BackgroundChain{chain: c, rng: rng, ChainID: "valnet-background-" + strconv.Itoa(i)})
+	}
+	return out
+}
+
+// Block draws block k's jitter and lists its requests, in arrival order.
+// Call it for k = 0, 1, 2, ... as the real load does.
+func (c *BackgroundChain) Block(k int64) []BackgroundRequest {
+	jitter := time.Duration(c.rng.Float64() * float64(c.chain.spec.Jitter))
+	return c.chain.block(k, jitter)
+}
+
+// BackgroundTiming is the device time of the background's signatures:
+// the stream SetBackground's signer draws from.
+func BackgroundTiming(device string, p profiles.Profile, seed int64) (*DeviceTiming, error) {
+	return NewDeviceTiming(p, seed, backgroundStream(device))
+}
+
+// BackgroundSignBytes are the sign bytes of a background chain's message.
+func BackgroundSignBytes(chainID string, height int64, ph string) []byte { return bgSignBytes(chainID, height, ph) }
 
 // Start starts the clock of Stats and the background load, which runs
 // until ctx ends or Close.
@@ -143,14 +186,13 @@ func (d *Device) Start(ctx context.Context) {
 // for the device.
 func (bg *background) run(ctx context.Context, d *Device, i int, t0 time.Time) {
 	defer bg.wg.Done()
-	c, rng := bg.chains[i], bg.rngs[i]
+	c := &BackgroundChain{chain: bg.chains[i], rng: bg.rngs[i]}
 	chainID := "valnet-background-" + strconv.Itoa(i)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	<-timer.C
 	for k := int64(0); ; k++ {
-		jitter := time.Duration(rng.Float64() * float64(bg.spec.Jitter))
-		for _, req := range c.block(k, jitter) {
+		for _, req := range c.Block(k) {
 			if wait := time.Until(t0.Add(req.At)); wait > 0 {
 				timer.Reset(wait)
 				select {

@@ -1,0 +1,426 @@
+package sim
+
+import (
+	"github.com/valnet/valnet/internal/phase"
+	"github.com/valnet/valnet/results"
+)
+
+// The consensus rules of one node, after CometBFT v1.0.1's
+// internal/consensus/state.go. Each function names the function of
+// state.go it follows; docs/sim.md lists them with what is simplified.
+// Every transition runs at the node's own clock n.t: the consensus
+// routine handles one message at a time, and a signature holds it
+// (signAddVote and decideProposal sign synchronously).
+
+// Round steps, as cstypes.RoundStepType orders them.
+const (
+	stepNewHeight uint8 = iota + 1
+	stepNewRound
+	stepPropose
+	stepPrevote
+	stepPrevoteWait
+	stepPrecommit
+	stepPrecommitWait
+	stepCommit
+)
+
+var stepNames = [...]string{"", "new_height", "new_round", "propose", "prevote", "prevote_wait", "precommit", "precommit_wait", "commit"}
+
+const noBlock int32 = -1
+
+type node struct {
+	i    int32
+	name string
+	// up: the node runs (not stopped, killed or paused).
+	up bool
+	// t is the node's clock while it handles an event; busy is when its
+	// consensus routine is free again.
+	t, busy int64
+
+	h    int64
+	r    int32
+	step uint8
+	// startTime: when round 0 of h starts (commit time + timeout_commit).
+	startTime int64
+
+	votes heightVotes
+	// lastCommit: the precommits of h-1 in its commit round, which the
+	// next proposer puts in its block; open while step is new_height.
+	lastCommit      *voteSet
+	lastCommitRound int32
+	lastCommitBlock int32
+
+	proposal    int32 // block of this round's proposal; noBlock: none
+	polRound    int32
+	partsFor    int32 // block whose parts are being collected; noBlock: none
+	partsGot    int32
+	propBlock   int32 // block whose parts are complete; noBlock: none
+	locked      int32
+	lockedRound int32
+	valid       int32
+	validRound  int32
+	commitRound int32
+	commitBlock int32
+	triggeredPC bool
+
+	// held are messages for a later round or height, handed in when the
+	// node gets there (a peer's gossip sends them once the peer state
+	// says so).
+	held []event
+}
+
+// enterNewRound follows State.enterNewRound.
+func (w *world) enterNewRound(n *node, h int64, r int32) {
+	if n.h != h || r < n.r || (n.r == r && n.step != stepNewHeight) {
+		return
+	}
+	n.r, n.step = r, stepNewRound
+	if r != 0 {
+		n.proposal, n.polRound, n.partsFor, n.partsGot, n.propBlock = noBlock, -1, noBlock, 0, noBlock
+	}
+	n.triggeredPC = false
+	if w.recordNode(n) {
+		w.emit(results.Event{Time: w.at(n.t), Kind: results.KindNewRound, Node: n.name, Height: h, Round: r,
+			Proposer: w.names[w.proposer(h, r)]})
+	}
+	w.releaseHeld(n)
+	w.enterPropose(n, h, r)
+}
+
+// enterPropose follows State.enterPropose and defaultDecideProposal.
+func (w *world) enterPropose(n *node, h int64, r int32) {
+	if n.h != h || r < n.r || (n.r == r && n.step >= stepPropose) {
+		return
+	}
+	w.scheduleTimeout(n, w.timeouts.propose(r), h, r, stepPropose)
+	if w.proposer(h, r) == n.i {
+		w.decideProposal(n, h, r)
+	}
+	n.r, n.step = r, stepPropose
+	w.stepEvent(n)
+	if w.proposalComplete(n) {
+		w.enterPrevote(n, h, r)
+	}
+}
+
+// decideProposal follows defaultDecideProposal: the valid block if there
+// is one, else a new block with the LastCommit the node holds now; the
+// proposal is signed (the routine waits), then it and the parts go out.
+func (w *world) decideProposal(n *node, h int64, r int32) {
+	block, pol := n.valid, n.validRound
+	if block == noBlock {
+		n.t += w.p.ProposeCost.Nanoseconds()
+		block, pol = w.createBlock(n, h, r), -1
+	}
+	if !w.sign(n, phase.Proposal, h, r, block) {
+		return
+	}
+	w.q.push(event{at: n.t, kind: evInternal, mk: mProposal, node: n.i, from: n.i, height: h, round: r, block: block, part: pol})
+	w.broadcastProposal(n, h, r, block, pol)
+}
+
+// proposalComplete follows isProposalComplete.
+func (w *world) proposalComplete(n *node) bool {
+	if n.proposal == noBlock || n.propBlock != n.proposal {
+		return false
+	}
+	if n.polRound < 0 {
+		return true
+	}
+	_, ok := n.votes.set(n.polRound, false).majority(w.total)
+	return ok
+}
+
+// enterPrevote follows State.enterPrevote and defaultDoPrevote (PBTS off,
+// as valnet's genesis leaves it, and every block valid).
+func (w *world) enterPrevote(n *node, h int64, r int32) {
+	if n.h != h || r < n.r || (n.r == r && n.step >= stepPrevote) {
+		return
+	}
+	vote := noBlock
+	switch {
+	case n.proposal == noBlock || n.propBlock != n.proposal:
+		// no proposal, or its block is incomplete: nil
+	case n.polRound == -1:
+		if n.lockedRound == -1 || n.locked == n.propBlock {
+			vote = n.propBlock
+		}
+	default:
+		b, ok := n.votes.set(n.polRound, false).majority(w.total)
+		if ok && b != noBlock && b == n.propBlock && n.polRound < r &&
+			(n.lockedRound <= n.polRound || n.locked == n.propBlock) {
+			vote = n.propBlock
+		}
+	}
+	w.signVote(n, h, r, false, vote)
+	n.r, n.step = r, stepPrevote
+	w.stepEvent(n)
+}
+
+// enterPrevoteWait follows State.enterPrevoteWait: the prevote timeout
+// starts on +2/3 of any prevotes.
+func (w *world) enterPrevoteWait(n *node, h int64, r int32) {
+	if n.h != h || r < n.r || (n.r == r && n.step >= stepPrevoteWait) {
+		return
+	}
+	w.scheduleTimeout(n, w.timeouts.prevote(r), h, r, stepPrevoteWait)
+	n.r, n.step = r, stepPrevoteWait
+	w.stepEvent(n)
+}
+
+// enterPrecommit follows State.enterPrecommit.
+func (w *world) enterPrecommit(n *node, h int64, r int32) {
+	if n.h != h || r < n.r || (n.r == r && n.step >= stepPrecommit) {
+		return
+	}
+	vote := noBlock
+	if b, ok := n.votes.set(r, false).majority(w.total); ok && b != noBlock {
+		switch {
+		case n.locked == b:
+			n.lockedRound = r
+			vote = b
+		case n.propBlock == b:
+			n.locked, n.lockedRound = b, r
+			vote = b
+		default:
+			// a polka for a block we do not have: fetch it, precommit nil
+			if n.partsFor != b {
+				n.partsFor, n.partsGot, n.propBlock = b, 0, noBlock
+			}
+		}
+	}
+	w.signVote(n, h, r, true, vote)
+	n.r, n.step = r, stepPrecommit
+	w.stepEvent(n)
+}
+
+// enterPrecommitWait follows State.enterPrecommitWait: the precommit
+// timeout starts on +2/3 of any precommits; the step is unchanged.
+func (w *world) enterPrecommitWait(n *node, h int64, r int32) {
+	if n.h != h || r < n.r || (n.r == r && n.triggeredPC) {
+		return
+	}
+	w.scheduleTimeout(n, w.timeouts.precommit(r), h, r, stepPrecommitWait)
+	n.triggeredPC = true
+	w.stepEvent(n)
+}
+
+// enterCommit follows State.enterCommit and tryFinalizeCommit.
+func (w *world) enterCommit(n *node, h int64, r int32, block int32) {
+	if n.h != h || n.step >= stepCommit {
+		return
+	}
+	if n.locked == block {
+		n.propBlock = block
+	}
+	if n.propBlock != block && n.partsFor != block {
+		n.partsFor, n.partsGot = block, 0
+	}
+	n.step, n.commitRound, n.commitBlock = stepCommit, r, block
+	w.stepEvent(n)
+	w.tryFinalize(n)
+}
+
+func (w *world) tryFinalize(n *node) {
+	if n.step != stepCommit || n.propBlock != n.commitBlock {
+		return
+	}
+	w.finalizeCommit(n)
+}
+
+// finalizeCommit follows State.finalizeCommit and updateToState: execute
+// the block, move to the next height, whose round 0 starts timeout_commit
+// after now (scheduleRound0).
+func (w *world) finalizeCommit(n *node) {
+	h := n.h
+	n.t += w.p.CommitCost.Nanoseconds()
+	w.committedBy(n, h, n.commitRound, n.commitBlock)
+	lc := n.votes.set(n.commitRound, true)
+	n.lastCommit, n.lastCommitRound, n.lastCommitBlock = lc, n.commitRound, n.commitBlock
+	w.newHeight(n, h+1, n.t)
+	w.scheduleTimeout(n, n.startTime-n.t, n.h, 0, stepNewHeight)
+}
+
+// newHeight resets the round state for height h (updateToState).
+func (w *world) newHeight(n *node, h int64, commitTime int64) {
+	n.h, n.r, n.step = h, 0, stepNewHeight
+	n.startTime = commitTime + w.timeouts.commit
+	n.votes.reset(w.n)
+	n.proposal, n.polRound, n.partsFor, n.partsGot, n.propBlock = noBlock, -1, noBlock, 0, noBlock
+	n.locked, n.lockedRound, n.valid, n.validRound = noBlock, -1, noBlock, -1
+	n.commitRound, n.commitBlock, n.triggeredPC = -1, noBlock, false
+	w.stepEvent(n)
+}
+
+// handleTimeout follows State.handleTimeout.
+func (w *world) handleTimeout(n *node, e event) {
+	if e.height != n.h || e.round < n.r || (e.round == n.r && e.step < n.step) {
+		return
+	}
+	switch e.step {
+	case stepNewHeight:
+		w.enterNewRound(n, e.height, 0)
+	case stepPropose:
+		w.enterPrevote(n, e.height, e.round)
+	case stepPrevoteWait:
+		w.enterPrecommit(n, e.height, e.round)
+	case stepPrecommitWait:
+		w.enterPrecommit(n, e.height, e.round)
+		w.enterNewRound(n, e.height, e.round+1)
+	}
+}
+
+// addProposal follows defaultSetProposal: one proposal per round, for
+// the node's height and round.
+func (w *world) addProposal(n *node, e event) {
+	if e.height != n.h || e.round != n.r || n.proposal != noBlock {
+		return
+	}
+	n.t += w.p.ProposalCost.Nanoseconds()
+	n.proposal, n.polRound = e.block, e.part
+	if n.partsFor != e.block {
+		n.partsFor, n.partsGot = e.block, 0
+	}
+	w.relayProposal(n, e)
+}
+
+// addPart follows addProposalBlockPart and handleCompleteProposal; all
+// set: all of the block's parts at once (the proposer's own).
+func (w *world) addPart(n *node, e event, all bool) {
+	if e.height != n.h || e.block != n.partsFor || n.propBlock == e.block {
+		return
+	}
+	b := w.block(e.height, e.block)
+	if all {
+		n.partsGot = b.parts
+	} else {
+		n.t += w.p.PartCost.Nanoseconds()
+		n.partsGot++
+		w.relayPart(n, e)
+	}
+	if n.partsGot < b.parts {
+		return
+	}
+	n.propBlock = e.block
+	if w.recordNode(n) {
+		w.emit(results.Event{Time: w.at(n.t), Kind: results.KindProposal, Node: n.name, Height: n.h, Round: n.r, BlockID: b.hash})
+	}
+	// handleCompleteProposal
+	pv := n.votes.set(n.r, false)
+	maj, two := pv.majority(w.total)
+	if two && maj != noBlock && n.validRound < n.r && maj == n.propBlock {
+		n.valid, n.validRound = n.propBlock, n.r
+	}
+	switch {
+	case n.step <= stepPropose && w.proposalComplete(n):
+		w.enterPrevote(n, n.h, n.r)
+		if two {
+			w.enterPrecommit(n, n.h, n.r)
+		}
+	case n.step == stepCommit:
+		w.tryFinalize(n)
+	}
+}
+
+// addVote follows State.addVote.
+func (w *world) addVote(n *node, e event) {
+	precommit := e.mk == mPrecommit
+	if e.height+1 == n.h && precommit {
+		// a precommit of the previous height, while waiting timeout_commit
+		if n.step != stepNewHeight || n.lastCommit == nil || e.round != n.lastCommitRound {
+			return
+		}
+		if n.lastCommit.add(e.from, w.power[e.from], e.block) {
+			n.t += w.p.VoteCost.Nanoseconds()
+			w.voteEvent(n, e)
+		}
+		return
+	}
+	if e.height != n.h {
+		return
+	}
+	vs := n.votes.set(e.round, precommit)
+	if !vs.add(e.from, w.power[e.from], e.block) {
+		return
+	}
+	n.t += w.p.VoteCost.Nanoseconds()
+	w.voteEvent(n, e)
+	w.relayVote(n, e)
+	h := n.h
+	if !precommit {
+		if b, ok := vs.majority(w.total); ok && b != noBlock && n.validRound < e.round && e.round == n.r {
+			if n.propBlock == b {
+				n.valid, n.validRound = b, e.round
+			} else {
+				n.propBlock = noBlock
+			}
+			if n.partsFor != b {
+				n.partsFor, n.partsGot = b, 0
+			}
+		}
+		switch {
+		case n.r < e.round && vs.anyTwoThirds(w.total):
+			w.enterNewRound(n, h, e.round)
+		case n.r == e.round && n.step >= stepPrevote:
+			if b, ok := vs.majority(w.total); ok && (w.proposalComplete(n) || b == noBlock) {
+				w.enterPrecommit(n, h, e.round)
+			} else if vs.anyTwoThirds(w.total) {
+				w.enterPrevoteWait(n, h, e.round)
+			}
+		case n.proposal != noBlock && n.polRound >= 0 && n.polRound == e.round:
+			if w.proposalComplete(n) {
+				w.enterPrevote(n, h, n.r)
+			}
+		}
+		return
+	}
+	if b, ok := vs.majority(w.total); ok {
+		w.enterNewRound(n, h, e.round)
+		w.enterPrecommit(n, h, e.round)
+		if b != noBlock {
+			w.enterCommit(n, h, e.round, b)
+		} else {
+			w.enterPrecommitWait(n, h, e.round)
+		}
+	} else if n.r <= e.round && vs.anyTwoThirds(w.total) {
+		w.enterNewRound(n, h, e.round)
+		w.enterPrecommitWait(n, h, e.round)
+	}
+}
+
+// signVote follows signAddVote: sign (the routine waits), then the vote
+// reaches the node's own receive routine and its peers.
+func (w *world) signVote(n *node, h int64, r int32, precommit bool, block int32) {
+	ph, mk := phase.Prevote, mPrevote
+	if precommit {
+		ph, mk = phase.Precommit, mPrecommit
+	}
+	if !w.sign(n, ph, h, r, block) {
+		return
+	}
+	w.q.push(event{at: n.t, kind: evInternal, mk: mk, node: n.i, from: n.i, height: h, round: r, block: block})
+	w.broadcastVote(n, mk, h, r, block)
+}
+
+func (w *world) stepEvent(n *node) {
+	if w.recordNode(n) {
+		s := stepNames[n.step]
+		w.emit(results.Event{Time: w.at(n.t), Kind: results.KindStep, Node: n.name, Height: n.h, Round: n.r, Step: s})
+	}
+}
+
+func (w *world) voteEvent(n *node, e event) {
+	if !w.voteEvents {
+		return
+	}
+	ph := phase.Prevote
+	if e.mk == mPrecommit {
+		ph = phase.Precommit
+	}
+	w.emit(results.Event{Time: w.at(n.t), Kind: results.KindVote, Node: n.name, Validator: w.names[e.from],
+		Height: e.height, Round: e.round, Phase: ph, BlockID: w.blockHash(e.height, e.block)})
+}
+
+func (w *world) scheduleTimeout(n *node, d int64, h int64, r int32, step uint8) {
+	w.q.push(event{at: n.t + max(d, 0), kind: evTimeout, node: n.i, height: h, round: r, step: step})
+}

@@ -1,0 +1,259 @@
+package sim
+
+import (
+	"github.com/valnet/valnet/internal/links"
+	"github.com/valnet/valnet/latency"
+	"github.com/valnet/valnet/network"
+)
+
+// The network in virtual time. A message from i to j leaves when i's
+// gossip routine for j next looks (the routine sleeps
+// peer_gossip_sleep_duration whenever it found nothing to send: reactor.go
+// gossipVotesRoutine, gossipDataRoutine), is serialised at the link's
+// bandwidth (at most p2p send_rate), waits for the connection's throttled
+// flush (flush_throttle_timeout), and arrives after the link's delay,
+// drawn from the same model the fabric uses. A connection keeps order.
+
+// Channels: each peer has a vote routine and a data routine.
+const (
+	chVotes = 0
+	chData  = 1
+)
+
+// Wire sizes of consensus messages, close to their protobuf encodings.
+const (
+	voteBytes     = 180
+	proposalBytes = 220
+	partBytes     = 65536 + 300 // a 64 KiB part with its Merkle proof
+)
+
+type link struct {
+	delay   latency.Model // nil: 0
+	rate    float64       // bytes per second: the link's bandwidth, capped at send_rate
+	blocked bool
+	// routine wake-up grid of the vote and data routines i->j, the
+	// connection's serialiser, pending flush and last arrival (order).
+	nextCheck [2]int64
+	free      int64
+	flushAt   int64
+	last      int64
+}
+
+type netModel struct {
+	n     int
+	mesh  bool
+	peers [][]int32 // sparse topologies: whom each node gossips with
+	links []link    // n*n, from*n + to
+	sleep int64
+	flush int64
+	cap   float64
+}
+
+func (nm *netModel) link(from, to int32) *link { return &nm.links[int(from)*nm.n+int(to)] }
+
+func newNet(p Params, names []string, all map[links.Pair]network.Link, peers map[string][]string, mesh bool, seed int64) *netModel {
+	n := len(names)
+	nm := &netModel{n: n, mesh: mesh, links: make([]link, n*n), sleep: p.GossipSleep.Nanoseconds(),
+		flush: p.FlushThrottle.Nanoseconds(), cap: p.SendRate}
+	// Each routine started when its peer connected: its wake-ups are at
+	// its own phase of the sleep, drawn from the run seed.
+	phases := latency.NewRand(seed, "sim/gossip-phase")
+	for i, from := range names {
+		for j, to := range names {
+			if i == j {
+				continue
+			}
+			nm.setLink(int32(i), int32(j), all[links.Pair{from, to}])
+			lk := nm.link(int32(i), int32(j))
+			for ch := range lk.nextCheck {
+				lk.nextCheck[ch] = int64(phases.Float64() * float64(nm.sleep))
+			}
+		}
+	}
+	if !mesh {
+		idx := map[string]int32{}
+		for i, name := range names {
+			idx[name] = int32(i)
+		}
+		nm.peers = make([][]int32, n)
+		for i, name := range names {
+			for _, p := range peers[name] {
+				nm.peers[i] = append(nm.peers[i], idx[p])
+			}
+		}
+	}
+	return nm
+}
+
+// setLink gives the directed link its setting (latency and bandwidth).
+func (nm *netModel) setLink(from, to int32, l network.Link) {
+	lk := nm.link(from, to)
+	lk.delay = l.Latency
+	lk.rate = nm.cap
+	if l.Bandwidth > 0 && l.Bandwidth < lk.rate {
+		lk.rate = l.Bandwidth
+	}
+}
+
+// send is when a message of size bytes, ready at t on channel ch, reaches
+// to over from's link; false when the link is blocked.
+func (nm *netModel) send(from, to int32, t int64, size int, ch int) (int64, bool) {
+	lk := nm.link(from, to)
+	if lk.blocked {
+		return 0, false
+	}
+	s := lk.nextCheck[ch]
+	if t > s {
+		// asleep since s: it looks again every sleep
+		s += (t - s + nm.sleep - 1) / nm.sleep * nm.sleep
+	}
+	lk.nextCheck[ch] = s
+	start := max(s, lk.free)
+	lk.free = start + int64(float64(size)/lk.rate*1e9)
+	if lk.flushAt < lk.free {
+		lk.flushAt = lk.free + nm.flush
+	}
+	arrive := lk.flushAt
+	if lk.delay != nil {
+		arrive += lk.delay.Draw().Nanoseconds()
+	}
+	arrive = max(arrive, lk.last)
+	lk.last = arrive
+	return arrive, true
+}
+
+// neighbours are whom node i sends to: everyone in a mesh, its peers
+// otherwise.
+func (w *world) neighbours(i int32, f func(j int32)) {
+	if w.net.mesh {
+		for j := int32(0); j < int32(w.n); j++ {
+			if j != i {
+				f(j)
+			}
+		}
+		return
+	}
+	for _, j := range w.net.peers[i] {
+		f(j)
+	}
+}
+
+// deliver sends a message from n to j if both are up and the link is
+// open.
+func (w *world) deliver(from *node, j int32, e event, size int, ch int) {
+	to := w.nodes[j]
+	if !from.up || !to.up {
+		return
+	}
+	at, ok := w.net.send(from.i, j, from.t, size, ch)
+	if !ok {
+		return
+	}
+	e.at, e.due, e.kind, e.node = at, 0, evMsg, j
+	w.q.push(e)
+}
+
+// broadcastVote sends n's own vote to every neighbour.
+func (w *world) broadcastVote(n *node, mk msgKind, h int64, r int32, block int32) {
+	e := event{mk: mk, from: n.i, height: h, round: r, block: block}
+	w.neighbours(n.i, func(j int32) { w.deliver(n, j, e, voteBytes, chVotes) })
+}
+
+// relayVote passes a vote on to peers that lack it (a sparse topology's
+// gossip; in a mesh every peer has it from its voter).
+func (w *world) relayVote(n *node, e event) {
+	if w.net.mesh {
+		return
+	}
+	for _, j := range w.net.peers[n.i] {
+		if !w.lacksVote(j, e) {
+			continue
+		}
+		w.deliver(n, j, event{mk: e.mk, from: e.from, height: e.height, round: e.round, block: e.block}, voteBytes, chVotes)
+	}
+}
+
+// lacksVote reports whether node j does not have vote e yet, as its
+// peer state tells.
+func (w *world) lacksVote(j int32, e event) bool {
+	p := w.nodes[j]
+	switch {
+	case p.h > e.height:
+		return false
+	case p.h < e.height:
+		return true
+	}
+	return !p.votes.set(e.round, e.mk == mPrecommit).has(e.from)
+}
+
+// broadcastProposal sends the proposal, then its parts, to every
+// neighbour: the data routine sends them one after the other.
+func (w *world) broadcastProposal(n *node, h int64, r int32, block, pol int32) {
+	parts := w.block(h, block).parts
+	w.neighbours(n.i, func(j int32) {
+		w.deliver(n, j, event{mk: mProposal, from: n.i, height: h, round: r, block: block, part: pol}, proposalBytes, chData)
+		for k := int32(0); k < parts; k++ {
+			w.deliver(n, j, event{mk: mPart, from: n.i, height: h, round: r, block: block, part: k}, partBytes, chData)
+		}
+	})
+}
+
+// relayProposal and relayPart gossip what a node got to peers that lack
+// it (sparse topologies).
+func (w *world) relayProposal(n *node, e event) {
+	if w.net.mesh || e.from == n.i {
+		return
+	}
+	for _, j := range w.net.peers[n.i] {
+		p := w.nodes[j]
+		if p.h < e.height || p.h == e.height && p.proposal == noBlock {
+			w.deliver(n, j, event{mk: mProposal, from: n.i, height: e.height, round: e.round, block: e.block, part: e.part}, proposalBytes, chData)
+		}
+	}
+}
+
+func (w *world) relayPart(n *node, e event) {
+	if w.net.mesh {
+		return
+	}
+	for _, j := range w.net.peers[n.i] {
+		p := w.nodes[j]
+		if p.h < e.height || p.h == e.height && p.propBlock != e.block && (p.partsFor != e.block || p.partsGot < w.block(e.height, e.block).parts) {
+			w.deliver(n, j, event{mk: mPart, from: n.i, height: e.height, round: e.round, block: e.block, part: e.part}, partBytes, chData)
+		}
+	}
+}
+
+// resync is what a peer's gossip sends a node that was out of reach (a
+// healed link, a node back up): i's votes of j's height, and i's proposal
+// and parts of j's round, when j lacks them.
+func (w *world) resync(i, j int32) {
+	src, dst := w.nodes[i], w.nodes[j]
+	if !src.up || !dst.up || src.h != dst.h {
+		return
+	}
+	src.t = max(src.t, w.now)
+	for r := range src.votes.rounds {
+		for _, precommit := range []bool{false, true} {
+			vs := src.votes.set(int32(r), precommit)
+			mk := mPrevote
+			if precommit {
+				mk = mPrecommit
+			}
+			for v := int32(0); v < int32(w.n); v++ {
+				if !vs.has(v) || dst.votes.set(int32(r), precommit).has(v) {
+					continue
+				}
+				w.deliver(src, j, event{mk: mk, from: v, height: src.h, round: int32(r), block: vs.of[v]}, voteBytes, chVotes)
+			}
+		}
+	}
+	if src.r == dst.r && src.proposal != noBlock && dst.propBlock == noBlock {
+		w.deliver(src, j, event{mk: mProposal, from: src.i, height: src.h, round: src.r, block: src.proposal, part: src.polRound}, proposalBytes, chData)
+		if src.propBlock == src.proposal {
+			for k := int32(0); k < w.block(src.h, src.proposal).parts; k++ {
+				w.deliver(src, j, event{mk: mPart, from: src.i, height: src.h, round: src.r, block: src.proposal, part: k}, partBytes, chData)
+			}
+		}
+	}
+}

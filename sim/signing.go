@@ -1,0 +1,283 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	cmtproto "github.com/cometbft/cometbft/api/cometbft/types/v1"
+	"github.com/cometbft/cometbft/types"
+
+	"github.com/valnet/valnet/internal/phase"
+	"github.com/valnet/valnet/latency"
+	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/scenarios"
+	"github.com/valnet/valnet/signers"
+	"github.com/valnet/valnet/signers/ledger"
+)
+
+// signer is one validator's signer chain in virtual time: the same
+// decorators in the same order as signers.Build (latency, then faults,
+// then the double-sign guard, then a shared device's queue, then the
+// backend), each drawing from the same models and random streams, with
+// the waits spent on the node's clock instead of in real time.
+type signer struct {
+	label   string
+	latency latency.Model
+	phases  map[string]bool // nil: every phase
+	faults  *signers.Faults
+	device  *signers.DeviceTiming // simulated: the profile's time
+	ledger  *ledgerModel          // ledger emulator: its modelled time
+	queue   *deviceQueue          // shared device; nil: none
+	remote  bool                  // via tcp or unix: the remote-signer hop
+	decrypt time.Duration         // keyfile every-sign: bcrypt before each signature
+	// outage: the remote signer is disconnected (signer-outage,
+	// signer-restart): a request waits for the node's read timeout.
+	outage bool
+	// hwm is the double-sign guard's high-water mark, as FilePV keeps it:
+	// height, round, step and what was signed there.
+	hwm struct {
+		h     int64
+		r     int32
+		step  int8
+		block int32
+		set   bool
+	}
+}
+
+type ledgerModel struct {
+	chunk   int
+	timing  ledger.EmulatorTiming
+	confirm time.Duration // waited once, before the first signature
+	signed  bool
+}
+
+// deviceQueue is a shared signing device in virtual time: one signature
+// at a time, first come first served (signers.Device in real time).
+type deviceQueue struct {
+	name       string
+	profile    string
+	busyUntil  int64
+	busy       int64 // ns spent signing
+	signatures int64
+	bg         *deviceBackground // other chains' load; nil: none
+}
+
+// remoteTimeout is how long a node waits for its remote signer before the
+// request fails: CometBFT's privval defaultTimeoutReadWriteSeconds.
+const remoteTimeout = 5 * time.Second
+
+// newSigner builds the model of v's signer. A signer whose timing the
+// model cannot know (a real PKCS#11 token, a Ledger over USB, a key file
+// decrypted on every signature) is refused: the sim says it cannot run
+// rather than guess.
+func newSigner(plan *scenarios.Plan, params Params, v scenarios.ValidatorPlan, seed int64, devices map[string]*deviceQueue) (*signer, error) {
+	sp := v.Signer
+	s := &signer{label: sp.Type, faults: signers.WithFaults(nil), remote: sp.Via == scenarios.ViaTCP || sp.Via == scenarios.ViaUnix}
+	switch sp.Type {
+	case scenarios.SignerLocal:
+	case scenarios.SignerKeyfile:
+		s.label = "keyfile(" + sp.Keyfile.Decrypt + ")"
+		if sp.Keyfile.Decrypt == scenarios.DecryptEverySign {
+			// bcrypt doubles per cost step; the calibration measured cost 10.
+			s.decrypt = time.Duration(float64(params.KeyfileDecrypt) * math.Pow(2, float64(sp.Keyfile.BcryptCost-10)))
+		}
+	case scenarios.SignerSimulated:
+		p, err := plan.DeviceProfile(sp.Profile)
+		if err != nil {
+			return nil, fmt.Errorf("validator %s: %w", v.Name, err)
+		}
+		if s.device, err = signers.NewDeviceTiming(p, seed, v.Name); err != nil {
+			return nil, fmt.Errorf("validator %s: %w", v.Name, err)
+		}
+		s.label = "simulated(" + p.Label() + ")"
+	case scenarios.SignerLedger:
+		lp := sp.Ledger
+		if lp.Connection != "emulator" {
+			return nil, fmt.Errorf("validator %s: the sim cannot time a real Ledger (connection: %s); use connection: emulator", v.Name, lp.Connection)
+		}
+		s.ledger = &ledgerModel{chunk: lp.ChunkSize, timing: ledger.NanoSPlus.With(lp.HostStall, lp.Wire, lp.DeviceSign), confirm: lp.ConfirmDelay}
+		s.label = "ledger(emulator, model)"
+	case scenarios.SignerPKCS11:
+		return nil, fmt.Errorf("validator %s: the sim cannot time a real PKCS#11 token; give it a simulated signer with a device profile (valnet profiles) to model it", v.Name)
+	default:
+		return nil, fmt.Errorf("validator %s: the sim has no model of signer type %q", v.Name, sp.Type)
+	}
+	if sp.CPUScale != 0 && sp.CPUScale != 1 {
+		s.label += fmt.Sprintf("+cpu_scale(%g)", sp.CPUScale)
+	}
+	if sp.Device != "" {
+		s.queue = devices[sp.Device]
+		s.label += "+device(" + sp.Device + ")"
+	}
+	if l := sp.Latency; l != nil {
+		m, err := latency.New(l.Spec, seed, v.Name)
+		if err != nil {
+			return nil, fmt.Errorf("validator %s: %w", v.Name, err)
+		}
+		s.latency = m
+		if len(l.Phases) > 0 {
+			s.phases = map[string]bool{}
+			for _, p := range l.Phases {
+				s.phases[p] = true
+			}
+		}
+		s.label += "+latency(" + m.String() + ")"
+	}
+	if s.remote {
+		s.label += " via " + sp.Via
+	}
+	return s, nil
+}
+
+// guardStep orders phases within a round as FilePV's step does.
+func guardStep(ph string) int8 {
+	switch ph {
+	case phase.Proposal:
+		return 1
+	case phase.Prevote:
+		return 2
+	}
+	return 3
+}
+
+// guard follows the double-sign guard: a regression is refused, the same
+// height, round and step signs again only what was signed there.
+func (s *signer) guard(h int64, r int32, ph string, block int32) error {
+	st := guardStep(ph)
+	m := &s.hwm
+	if m.set {
+		switch {
+		case h < m.h || h == m.h && (r < m.r || r == m.r && st < m.step):
+			return fmt.Errorf("double-sign guard: height/round/step regression (%d/%d/%d after %d/%d/%d)", h, r, st, m.h, m.r, m.step)
+		case h == m.h && r == m.r && st == m.step && block != m.block:
+			return fmt.Errorf("double-sign guard: conflicting data at %d/%d/%d", h, r, st)
+		}
+	}
+	m.h, m.r, m.step, m.block, m.set = h, r, st, block, true
+	return nil
+}
+
+// sign is one signature of validator n at its clock: the consensus
+// routine waits for it (signAddVote, decideProposal). It records the
+// request and the signature as the real chain's instrumentation does, and
+// reports whether a signature came back.
+func (w *world) sign(n *node, ph string, h int64, r int32, block int32) bool {
+	s := w.signers[n.i]
+	start := n.t
+	w.emit(results.Event{Time: w.at(start), Kind: results.KindSignRequest, Node: n.name, Validator: n.name,
+		Height: h, Round: r, Phase: ph})
+	var injected, queued time.Duration
+	var err error
+	t := start
+	if s.latency != nil && (s.phases == nil || s.phases[ph]) {
+		d := s.latency.Draw()
+		t += d.Nanoseconds()
+		injected += d
+	}
+	delay, ferr := s.faults.Plan(ph, h, r)
+	switch {
+	case s.outage:
+		t += remoteTimeout.Nanoseconds()
+		err = fmt.Errorf("remote signer unreachable: no answer within %v", remoteTimeout)
+	case ferr != nil:
+		err = ferr
+	default:
+		t += delay.Nanoseconds()
+		injected += delay
+		err = s.guard(h, r, ph, block)
+	}
+	if err == nil {
+		if q := s.queue; q != nil {
+			if q.busyUntil > t {
+				queued = time.Duration(q.busyUntil - t)
+				t = q.busyUntil
+			}
+		}
+		service := w.p.SignLocal + s.decrypt
+		switch {
+		case s.device != nil:
+			dev := s.device.Draw(w.signBytesLen(ph, h, r, block))
+			injected += dev
+			service = max(service, dev)
+		case s.ledger != nil:
+			lm := s.ledger
+			dev := ledger.ModelledSignTime(w.signBytesLen(ph, h, r, block), lm.chunk, lm.timing)
+			if !lm.signed {
+				dev += lm.confirm
+				lm.signed = true
+			}
+			injected += dev
+			service = max(service, dev)
+		}
+		if q := s.queue; q != nil {
+			q.busyUntil = t + service.Nanoseconds()
+			q.busy += service.Nanoseconds()
+			q.signatures++
+		}
+		t += service.Nanoseconds()
+		if s.remote {
+			t += w.p.RemoteHop.Nanoseconds()
+		}
+	}
+	n.t = t
+	e := results.Event{Time: w.at(t), Kind: results.KindSign, Node: n.name, Validator: n.name, Height: h, Round: r,
+		Phase: ph, LatencyMS: msOf(time.Duration(t - start)), InjectedMS: msOf(injected)}
+	if s.queue != nil {
+		q := msOf(queued)
+		e.QueueMS = &q
+	}
+	if err != nil {
+		e.Error = err.Error()
+	} else {
+		e.BlockID = w.blockHash(h, block)
+	}
+	w.emit(e)
+	return err == nil
+}
+
+func msOf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// signBytesLen is the length of the sign bytes CometBFT would hand the
+// signer (a device's time may depend on it), computed from the real
+// encoding and cached by what changes it.
+func (w *world) signBytesLen(ph string, h int64, r int32, block int32) int {
+	key := signLenKey{ph: ph, nilVote: block == noBlock, h: digits(h), r: r}
+	if n, ok := w.signLens[key]; ok {
+		return n
+	}
+	hash := make([]byte, 32)
+	bid := cmtproto.BlockID{Hash: hash, PartSetHeader: cmtproto.PartSetHeader{Total: 1, Hash: hash}}
+	if block == noBlock {
+		bid = cmtproto.BlockID{}
+	}
+	var n int
+	if ph == phase.Proposal {
+		n = len(types.ProposalSignBytes(w.chainID, &cmtproto.Proposal{Type: cmtproto.ProposalType, Height: h, Round: r,
+			PolRound: -1, BlockID: bid, Timestamp: w.epoch}))
+	} else {
+		typ := cmtproto.PrevoteType
+		if ph == phase.Precommit {
+			typ = cmtproto.PrecommitType
+		}
+		n = len(types.VoteSignBytes(w.chainID, &cmtproto.Vote{Type: typ, Height: h, Round: r, BlockID: bid, Timestamp: w.epoch}))
+	}
+	w.signLens[key] = n
+	return n
+}
+
+type signLenKey struct {
+	ph      string
+	nilVote bool
+	h       int
+	r       int32
+}
+
+func digits(h int64) int {
+	n := 0
+	for h > 0 {
+		h >>= 7
+		n++
+	}
+	return n
+}

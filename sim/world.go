@@ -1,0 +1,489 @@
+package sim
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cometbft/cometbft/crypto"
+	"github.com/cometbft/cometbft/types"
+
+	"github.com/valnet/valnet/internal/links"
+	"github.com/valnet/valnet/network"
+	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/scenarios"
+)
+
+// Epoch is where virtual time starts: every event of a sim run is stamped
+// Epoch plus the virtual time since the network started, so the same
+// scenario and seed give the same events.jsonl, byte for byte.
+var Epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// VoteEventsMax is the largest network whose per-node vote receipts the
+// sim records (n² events per height and phase); above it run_start says
+// vote_events: false and the summary says what it cannot tell.
+const VoteEventsMax = 32
+
+type timeouts struct {
+	proposeBase, proposeDelta, prevoteBase, prevoteDelta, precommitBase, precommitDelta, commit int64
+}
+
+func (t timeouts) propose(r int32) int64   { return t.proposeBase + t.proposeDelta*int64(r) }
+func (t timeouts) prevote(r int32) int64   { return t.prevoteBase + t.prevoteDelta*int64(r) }
+func (t timeouts) precommit(r int32) int64 { return t.precommitBase + t.precommitDelta*int64(r) }
+
+// blockInfo is a block as its proposer made it.
+type blockInfo struct {
+	height     int64
+	round      int32 // the round it was created in: its id within the height
+	proposer   int32
+	parts      int32
+	bytes      int
+	txs        []simTx
+	hash       string
+	createdAt  int64
+	lcRound    int32
+	lcAbsent   []string
+	lcNil      []string
+	lcIncluded bool
+}
+
+type world struct {
+	p        Params
+	plan     *scenarios.Plan
+	timeouts timeouts
+	chainID  string
+	epoch    time.Time
+	seed     int64
+
+	n       int
+	names   []string
+	power   []int64
+	total   int64
+	nodes   []*node
+	signers []*signer
+	devices map[string]*deviceQueue
+	// deviceNames: the devices, sorted (events name a device by index)
+	deviceNames []string
+	net     *netModel
+	cores   *cores // nil: every node has its own CPU
+
+	q   queue
+	now int64
+
+	sink       func(results.Event)
+	voteEvents bool
+
+	// the chain as the first node to commit each height saw it
+	committed int64
+	blocks    map[int64][]*blockInfo
+	vsets     map[int64]*types.ValidatorSet
+	proposers map[[2]int64]int32
+	addrIdx   map[string]int32
+	valOrder  []int32 // validator indexes in validator-set order (LastCommit order)
+
+	signLens map[signLenKey]int
+	timeline *timeline
+	load     *loadModel
+	stop     string
+}
+
+// newWorld builds the model of plan's network. keys are the validators'
+// public keys, in plan order.
+func newWorld(plan *scenarios.Plan, p Params, seed int64, keys []crypto.PubKey, sharedCores int, sink func(results.Event)) (*world, error) {
+	t := plan.Timeouts
+	w := &world{p: p, plan: plan, chainID: plan.ChainID, epoch: Epoch, seed: seed, n: len(plan.Validators), sink: sink,
+		timeouts: timeouts{t.Propose.Nanoseconds(), t.ProposeDelta.Nanoseconds(), t.Prevote.Nanoseconds(), t.PrevoteDelta.Nanoseconds(),
+			t.Precommit.Nanoseconds(), t.PrecommitDelta.Nanoseconds(), t.Commit.Nanoseconds()},
+		blocks: map[int64][]*blockInfo{}, vsets: map[int64]*types.ValidatorSet{}, proposers: map[[2]int64]int32{},
+		addrIdx: map[string]int32{}, signLens: map[signLenKey]int{}, devices: map[string]*deviceQueue{}}
+	w.voteEvents = w.n <= VoteEventsMax
+	if sharedCores > 0 {
+		w.cores = newCores(sharedCores)
+	}
+	for name, d := range plan.Devices {
+		w.devices[name] = &deviceQueue{name: name, profile: d.Profile}
+	}
+	w.deviceNames = sortedKeys(w.devices)
+	vals := make([]*types.Validator, w.n)
+	for i, v := range plan.Validators {
+		w.names = append(w.names, v.Name)
+		w.power = append(w.power, v.Power)
+		w.total += v.Power
+		vals[i] = types.NewValidator(keys[i], v.Power)
+		w.addrIdx[string(keys[i].Address())] = int32(i)
+		s, err := newSigner(plan, p, v, seed, w.devices)
+		if err != nil {
+			return nil, err
+		}
+		w.signers = append(w.signers, s)
+		w.nodes = append(w.nodes, &node{i: int32(i), name: v.Name, up: true})
+	}
+	// The genesis set as state.MakeGenesisState builds it: height 1 is
+	// NewValidatorSet's (which increments once).
+	vs := types.NewValidatorSet(vals)
+	w.vsets[1] = vs
+	for _, v := range vs.Validators {
+		w.valOrder = append(w.valOrder, w.addrIdx[string(v.Address)])
+	}
+	all, err := links.Resolve(plan.Network, w.names, seed)
+	if err != nil {
+		return nil, err
+	}
+	topo := plan.Network.Topology
+	peers, err := network.Peers(w.names, network.Topology{Kind: topo.Kind, K: topo.K, Explicit: topo.Peers}, seed)
+	if err != nil {
+		return nil, err
+	}
+	w.net = newNet(p, w.names, all, undirected(peers), topo.Kind == "" || topo.Kind == scenarios.TopologyMesh, seed)
+	if w.timeline, err = newTimeline(w); err != nil {
+		return nil, err
+	}
+	if plan.Load != nil {
+		w.load = newLoad(w, *plan.Load)
+	}
+	return w, nil
+}
+
+// undirected: a connection carries gossip both ways, whoever dialled.
+func undirected(dials map[string][]string) map[string][]string {
+	set := map[string]map[string]bool{}
+	add := func(a, b string) {
+		if set[a] == nil {
+			set[a] = map[string]bool{}
+		}
+		set[a][b] = true
+	}
+	for a, bs := range dials {
+		for _, b := range bs {
+			add(a, b)
+			add(b, a)
+		}
+	}
+	out := map[string][]string{}
+	for a, bs := range set {
+		for b := range bs {
+			out[a] = append(out[a], b)
+		}
+		sort.Strings(out[a])
+	}
+	return out
+}
+
+func (w *world) at(t int64) time.Time { return w.epoch.Add(time.Duration(t)) }
+
+func (w *world) emit(e results.Event) { w.sink(e) }
+
+// recordNode: the node's own view (rounds, steps, proposals) is recorded
+// for every node, as the real backends do.
+func (w *world) recordNode(*node) bool { return true }
+
+// valSet is the validator set of height h: state.go's Validators, which
+// updateState derives from the last one with IncrementProposerPriority(1).
+func (w *world) valSet(h int64) *types.ValidatorSet {
+	if vs, ok := w.vsets[h]; ok {
+		return vs
+	}
+	// From the nearest kept set below: every keepHeights-th is never
+	// forgotten, so a lagging node's height can always be reached.
+	from := h - 1
+	for ; from > 1; from-- {
+		if _, ok := w.vsets[from]; ok {
+			break
+		}
+	}
+	vs := w.vsets[from]
+	for k := from + 1; k <= h; k++ {
+		vs = vs.CopyIncrementProposerPriority(1)
+		w.vsets[k] = vs
+	}
+	return vs
+}
+
+// proposer is whose turn it is at h, round r: enterNewRound's
+// validators.IncrementProposerPriority(round) on a copy.
+func (w *world) proposer(h int64, r int32) int32 {
+	k := [2]int64{h, int64(r)}
+	if p, ok := w.proposers[k]; ok {
+		return p
+	}
+	vs := w.valSet(h)
+	if r > 0 {
+		vs = vs.Copy()
+		vs.IncrementProposerPriority(r)
+	}
+	p := w.addrIdx[string(vs.GetProposer().Address)]
+	w.proposers[k] = p
+	return p
+}
+
+// blockHash is a block's id in events: a hash of chain, height and
+// creation round (the model has no real blocks).
+func (w *world) blockHash(h int64, block int32) string {
+	if block == noBlock {
+		return ""
+	}
+	var b [12]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(h))
+	binary.BigEndian.PutUint32(b[8:], uint32(block))
+	sum := sha256.Sum256(append([]byte(w.chainID+"/sim/"), b[:]...))
+	return hex.EncodeToString(sum[:])
+}
+
+func (w *world) block(h int64, c int32) *blockInfo {
+	for _, b := range w.blocks[h] {
+		if b.round == c {
+			return b
+		}
+	}
+	return nil
+}
+
+// keepHeights is how many heights back the model keeps blocks and
+// validator sets.
+const keepHeights = 64
+
+// Block size: header and commit overhead, as a real block's encoding
+// grows with its LastCommit, plus the transactions.
+const (
+	blockHeaderBytes = 720
+	commitSigBytes   = 110
+	blockPartBytes   = 65536 // types.BlockPartSizeBytes
+)
+
+// createBlock follows createProposalBlock: the node's LastCommit and what
+// its mempool holds go in.
+func (w *world) createBlock(n *node, h int64, r int32) int32 {
+	if b := w.block(h, r); b != nil {
+		return r
+	}
+	b := &blockInfo{height: h, round: r, proposer: n.i, hash: w.blockHash(h, r), createdAt: n.t, lcRound: n.lastCommitRound}
+	b.bytes = blockHeaderBytes
+	if h > 1 && n.lastCommit != nil {
+		b.lcIncluded = true
+		for _, v := range w.valOrder {
+			switch {
+			case !n.lastCommit.has(v):
+				b.lcAbsent = append(b.lcAbsent, w.names[v])
+			case n.lastCommit.of[v] == noBlock:
+				b.lcNil = append(b.lcNil, w.names[v])
+			}
+		}
+		b.bytes += commitSigBytes * w.n
+	}
+	if w.load != nil {
+		b.txs = w.load.reap(b.bytes)
+		for _, tx := range b.txs {
+			b.bytes += tx.size
+		}
+	}
+	b.parts = int32((b.bytes + blockPartBytes - 1) / blockPartBytes)
+	w.blocks[h] = append(w.blocks[h], b)
+	return r
+}
+
+// committedBy: node n committed h with block; the first to do so reports
+// the block.
+func (w *world) committedBy(n *node, h int64, r int32, block int32) {
+	if h <= w.committed {
+		return
+	}
+	w.committed = h
+	b := w.block(h, block)
+	bt := w.at(b.createdAt)
+	e := results.Event{Time: w.at(n.t), Kind: results.KindBlock, Node: n.name, Height: h, BlockID: b.hash,
+		Proposer: w.names[b.proposer], BlockTime: &bt, Txs: len(b.txs), BlockBytes: b.bytes}
+	if b.lcIncluded {
+		e.LastCommitRound, e.LastCommitAbsent, e.LastCommitNil = b.lcRound, b.lcAbsent, b.lcNil
+	}
+	for _, tx := range b.txs {
+		e.TxHashes = append(e.TxHashes, tx.hash)
+	}
+	w.emit(e)
+	if w.load != nil {
+		w.load.committed(b.txs)
+	}
+	// Heights far behind are settled: forget them (memory stays flat). A
+	// node lagging further catches up by blocksync, which needs none of it.
+	if h%keepHeights == 0 {
+		for old := range w.blocks {
+			if old < h-keepHeights {
+				delete(w.blocks, old)
+			}
+		}
+		for old := range w.vsets {
+			if old < h-keepHeights && old%keepHeights != 0 && old != 1 {
+				delete(w.vsets, old)
+			}
+		}
+		for k := range w.proposers {
+			if k[0] < h-keepHeights {
+				delete(w.proposers, k)
+			}
+		}
+	}
+	if h > w.plan.Run.Heights {
+		w.stop = results.StopHeights
+	}
+	w.timeline.step()
+}
+
+// work spends cost of CPU on node n: its own core, or one of the shared
+// cores when the run says the nodes share k.
+func (w *world) work(n *node, cost time.Duration) {
+	if w.cores == nil {
+		n.t += cost.Nanoseconds()
+		return
+	}
+	n.t = w.cores.run(n.t, cost.Nanoseconds())
+}
+
+// run runs the model until the target height is committed, max_duration
+// of virtual time has passed or ctx ends.
+func (w *world) run(ctx context.Context) (string, error) {
+	for _, n := range w.nodes {
+		w.emit(results.Event{Time: w.epoch, Kind: results.KindNodeUp, Node: n.name})
+	}
+	for _, n := range w.nodes {
+		n.h, n.step = 1, stepNewHeight
+		w.newHeightQuiet(n, 1, 0)
+		w.scheduleTimeout(n, n.startTime, 1, 0, stepNewHeight)
+	}
+	w.timeline.begin()
+	if err := w.startBackground(); err != nil {
+		return "", err
+	}
+	if w.load != nil {
+		w.load.begin()
+	}
+	maxDur := w.plan.Run.MaxDuration.Nanoseconds()
+	for steps := 0; ; steps++ {
+		if steps&0x3fff == 0 && ctx.Err() != nil {
+			return results.StopInterrupted, nil
+		}
+		e, ok := w.q.pop()
+		if !ok {
+			return "", fmt.Errorf("sim: nothing left to happen at %v (a bug in the model)", time.Duration(w.now))
+		}
+		if e.at > maxDur {
+			w.now = maxDur
+			return results.StopMaxDuration, nil
+		}
+		w.now = e.at
+		w.dispatch(e)
+		if w.stop != "" {
+			return w.stop, nil
+		}
+	}
+}
+
+func (w *world) dispatch(e event) {
+	switch e.kind {
+	case evWake:
+		w.timeline.wake(e)
+		return
+	case evLoad:
+		w.load.next(e)
+		return
+	case evDevice:
+		w.serveBackground(e)
+		return
+	}
+	n := w.nodes[e.node]
+	if e.kind == evRestart {
+		w.restarted(n, e)
+		return
+	}
+	if !n.up {
+		return // a down node neither sends nor receives; its timers died with it
+	}
+	if n.busy > e.at {
+		w.q.repush(e, n.busy)
+		return
+	}
+	n.t = e.at
+	switch e.kind {
+	case evTimeout:
+		w.handleTimeout(n, e)
+	case evMsg, evInternal:
+		w.handleMsg(n, e)
+	case evCatchUp:
+		w.catchUp(n, e)
+	}
+	n.busy = n.t
+}
+
+// handleMsg follows State.handleMsg: proposal, block part, vote. A message
+// for a later height, or a proposal for a later round, waits until the
+// node gets there.
+func (w *world) handleMsg(n *node, e event) {
+	if e.height > n.h || e.height == n.h && e.round > n.r && (e.mk == mProposal || e.mk == mPart) {
+		n.held = append(n.held, e)
+		return
+	}
+	switch e.mk {
+	case mProposal:
+		w.addProposal(n, e)
+		if e.kind == evInternal {
+			w.addPart(n, event{height: e.height, round: e.round, block: e.block}, true)
+		}
+	case mPart:
+		w.addPart(n, e, false)
+	default:
+		w.addVote(n, e)
+	}
+}
+
+// releaseHeld hands in the messages that waited for the node's new round
+// or height; their senders' gossip sends them once it knows, a link delay
+// later.
+func (w *world) releaseHeld(n *node) {
+	if len(n.held) == 0 {
+		return
+	}
+	keep := n.held[:0]
+	var due []event
+	for _, e := range n.held {
+		if e.height > n.h || e.height == n.h && e.round > n.r && (e.mk == mProposal || e.mk == mPart) {
+			keep = append(keep, e)
+			continue
+		}
+		due = append(due, e)
+	}
+	n.held = keep
+	for _, e := range due {
+		at := n.t
+		if e.from != n.i {
+			if lk := w.net.link(n.i, e.from); lk.delay != nil {
+				at += lk.delay.Draw().Nanoseconds() // the peer learns where n is
+			}
+		}
+		e.at, e.due = at, 0
+		w.q.push(e)
+	}
+}
+
+// newHeightQuiet resets n for height h without a step event (a node's
+// first height starts before valnet listens, as with real nodes).
+func (w *world) newHeightQuiet(n *node, h int64, commitTime int64) {
+	n.h, n.r, n.step = h, 0, stepNewHeight
+	n.startTime = commitTime + w.timeouts.commit
+	n.votes.reset(w.n)
+	n.proposal, n.polRound, n.partsFor, n.partsGot, n.propBlock = noBlock, -1, noBlock, 0, noBlock
+	n.locked, n.lockedRound, n.valid, n.validRound = noBlock, -1, noBlock, -1
+	n.commitRound, n.commitBlock, n.triggeredPC = -1, noBlock, false
+}
+
+// Label describes the model in run_start and reports.
+func (w *world) label() string {
+	parts := []string{"valnet-sim MODEL (virtual time)", "calibration " + w.p.Name}
+	if w.cores != nil {
+		parts = append(parts, fmt.Sprintf("nodes share %d cores", w.cores.k))
+	}
+	return strings.Join(parts, ", ")
+}
