@@ -264,4 +264,3 @@ func (r *run) pkcs11Config(name string, p *scenarios.PKCS11Plan) (*pkcs11.Config
 	}
 	return &pkcs11.Config{Module: p.Module, Token: p.Token, Slot: p.Slot, HasSlot: p.HasSlot, KeyLabel: p.Key, PIN: pin}, nil
 }
-

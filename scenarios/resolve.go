@@ -13,15 +13,15 @@ import (
 
 // Limits and defaults of schema v1 that are not CometBFT's.
 const (
-	maxNameLen     = 48
-	maxValidators  = 200
+	maxNameLen    = 48
+	maxValidators = 200
 	// maxSimValidators: the sim models networks no host could run.
 	maxSimValidators = 5000
-	defaultPower   = 10
-	defaultHeights = 20
-	defaultMaxDur  = 10 * time.Minute
-	defaultSeed    = 1
-	chainIDPrefix  = "valnet-"
+	defaultPower     = 10
+	defaultHeights   = 20
+	defaultMaxDur    = 10 * time.Minute
+	defaultSeed      = 1
+	chainIDPrefix    = "valnet-"
 )
 
 // Backends.

@@ -164,7 +164,9 @@ func BackgroundTiming(device string, p profiles.Profile, seed int64) (*DeviceTim
 }
 
 // BackgroundSignBytes are the sign bytes of a background chain's message.
-func BackgroundSignBytes(chainID string, height int64, ph string) []byte { return bgSignBytes(chainID, height, ph) }
+func BackgroundSignBytes(chainID string, height int64, ph string) []byte {
+	return bgSignBytes(chainID, height, ph)
+}
 
 // Start starts the clock of Stats and the background load, which runs
 // until ctx ends or Close.

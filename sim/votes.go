@@ -17,7 +17,9 @@ type blockPower struct {
 	power int64
 }
 
-func newVoteSet(n int) *voteSet { return &voteSet{have: make([]uint64, (n+63)/64), of: make([]int32, n)} }
+func newVoteSet(n int) *voteSet {
+	return &voteSet{have: make([]uint64, (n+63)/64), of: make([]int32, n)}
+}
 
 func (v *voteSet) has(i int32) bool { return v.have[i/64]&(1<<(uint(i)%64)) != 0 }
 

@@ -70,8 +70,8 @@ type world struct {
 	devices map[string]*deviceQueue
 	// deviceNames: the devices, sorted (events name a device by index)
 	deviceNames []string
-	net     *netModel
-	cores   *cores // nil: every node has its own CPU
+	net         *netModel
+	cores       *cores // nil: every node has its own CPU
 
 	q   queue
 	now int64

@@ -66,4 +66,3 @@ func TestTxMaker(t *testing.T) {
 		t.Errorf("seeds 7 and 8 give the same tx %q", a)
 	}
 }
-
