@@ -1,0 +1,268 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cometbft/cometbft/crypto"
+	"github.com/cometbft/cometbft/crypto/ed25519"
+	"github.com/cometbft/cometbft/types"
+
+	"github.com/valnet/valnet/nodes"
+	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/scenarios"
+)
+
+// exactCalibration costs nothing and gossips at once, so a timeline can
+// be worked out by hand from the consensus rules and timeouts alone.
+const exactCalibration = `name: exact
+source: tests
+sign_local: 0s
+remote_hop: 0s
+keyfile_decrypt: 0s
+vote_cost: 0s
+part_cost: 0s
+proposal_cost: 0s
+propose_cost: 0s
+commit_cost: 0s
+gossip_sleep: 1ns
+flush_throttle: 0s
+send_rate: 1e15
+restart_delay: 0s
+catchup_cost: 0s
+tx_rpc: 0s
+`
+
+// simRun runs scenario text on the sim with calibration (written to a
+// file) and returns every event.
+func simRun(t *testing.T, yaml, calibration string) ([]results.Event, string) {
+	t.Helper()
+	dir := t.TempDir()
+	cal := filepath.Join(dir, "cal.yaml")
+	if err := os.WriteFile(cal, []byte(calibration), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	yaml = strings.ReplaceAll(yaml, "CALIBRATION", cal)
+	plan, err := scenarios.Parse("test.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := make([]crypto.PubKey, len(plan.Validators))
+	infos := make([]results.ValidatorInfo, len(plan.Validators))
+	for i, v := range plan.Validators {
+		keys[i] = ed25519.GenPrivKeyFromSecret([]byte(v.Name)).PubKey()
+		infos[i] = results.ValidatorInfo{Name: v.Name, Power: v.Power}
+	}
+	var events []results.Event
+	sink := nodes.SinkFunc(func(e results.Event) { events = append(events, e) })
+	reason, err := Backend{}.Simulate(context.Background(), plan, plan.Run.Seed, keys,
+		results.Event{Kind: results.KindRunStart, Scenario: plan.Name, Validators: infos}, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return events, reason
+}
+
+// proposerOf is CometBFT's proposer at (h, r) for these validators: the
+// genesis set (NewValidatorSet), incremented once per height
+// (updateState) and r times within the height (enterNewRound).
+func proposerOf(names []string, h int64, r int32) string {
+	vals := make([]*types.Validator, len(names))
+	byAddr := map[string]string{}
+	for i, n := range names {
+		pk := ed25519.GenPrivKeyFromSecret([]byte(n)).PubKey()
+		vals[i] = types.NewValidator(pk, 10)
+		byAddr[string(pk.Address())] = n
+	}
+	vs := types.NewValidatorSet(vals)
+	for k := int64(1); k < h; k++ {
+		vs = vs.CopyIncrementProposerPriority(1)
+	}
+	if r > 0 {
+		vs = vs.Copy()
+		vs.IncrementProposerPriority(r)
+	}
+	return byAddr[string(vs.GetProposer().Address)]
+}
+
+func blocks(events []results.Event) map[int64]results.Event {
+	out := map[int64]results.Event{}
+	for _, e := range events {
+		if e.Kind == results.KindBlock {
+			out[e.Height] = e
+		}
+	}
+	return out
+}
+
+// TestSlowSignerTimeline: 4 validators, 0 latency, slow signs every
+// message in 1.5 s, default timeouts (propose 3s +0.5s/round, prevote and
+// precommit 1s +0.5s/round, commit 1s). Worked out from state.go:
+//
+//   - The three fast validators are 3 × 10 of 40 power: more than 2/3.
+//     When one of them proposes at round 0's start T, every fast node
+//     completes the proposal at T, prevotes at T, has 3 prevotes (a
+//     polka) at T, precommits at T and commits at T. The next height
+//     starts at T + timeout_commit = T + 1s.
+//   - When slow proposes (after height 1, where it is still in step and
+//     its proposal comes 1.5 s into round 0), it is busy signing an older
+//     height: the fast
+//     nodes' timeout_propose fires at T + 3s (prevote nil), +2/3 nil
+//     prevotes and then +2/3 nil precommits come at once, so
+//     timeout_precommit runs: round 1 starts at T + 3s + 1s. If round 1's
+//     proposer is fast, the height commits at T + 4s (round 1).
+//   - slow never keeps up: each of its precommits is signed 1.5 s after it
+//     gets to the height, after the next proposer has made its block, so
+//     every block's LastCommit lacks v-4.
+func TestSlowSignerTimeline(t *testing.T) {
+	events, reason := simRun(t, `name: slow
+run: {backend: sim, heights: 12, max_duration: 5m, sim: {calibration: CALIBRATION}}
+validators:
+  - {name: v, count: 3}
+  - {name: slow, signer: {type: local, latency: 1.5s}}
+`, exactCalibration)
+	if reason != results.StopHeights {
+		t.Fatalf("stop reason %s", reason)
+	}
+	names := []string{"v-1", "v-2", "v-3", "slow"}
+	bs := blocks(events)
+	start := time.Second // round 0 of height 1: timeout_commit after start
+	for h := int64(1); h <= 12; h++ {
+		want, round := start, int32(0)
+		if h == 1 && proposerOf(names, 1, 0) == "slow" {
+			// At height 1 slow starts with everyone: its proposal is
+			// signed by 2.5 s, before timeout_propose, and the fast
+			// nodes commit at once.
+			want += 1500 * time.Millisecond
+		}
+		for h > 1 && proposerOf(names, h, round) == "slow" {
+			// timeout_propose(r) then timeout_precommit(r)
+			want += 3*time.Second + time.Duration(round)*500*time.Millisecond + time.Second + time.Duration(round)*500*time.Millisecond
+			round++
+		}
+		b, ok := bs[h]
+		if !ok {
+			t.Fatalf("height %d not committed", h)
+		}
+		got := b.Time.Sub(Epoch)
+		if d := got - want; d < -time.Millisecond || d > time.Millisecond {
+			t.Errorf("height %d (proposer %s, commit round %d): committed at %v, want %v", h, proposerOf(names, h, 0), round, got, want)
+		}
+		if b.Proposer != proposerOf(names, h, round) {
+			t.Errorf("height %d: proposer %s, want %s", h, b.Proposer, proposerOf(names, h, round))
+		}
+		if h > 1 {
+			if !contains(b.LastCommitAbsent, "slow") {
+				t.Errorf("height %d: LastCommit has slow's precommit for %d, which is signed too late", h, h-1)
+			}
+			if len(b.LastCommitAbsent) != 1 {
+				t.Errorf("height %d: absent %v, want only slow", h, b.LastCommitAbsent)
+			}
+		}
+		start = want + time.Second
+	}
+	// Every signature of slow takes 1.5 s, all of it injected.
+	for _, e := range events {
+		if e.Kind == results.KindSign && e.Validator == "slow" && e.Error == "" && (e.LatencyMS != 1500 || e.InjectedMS != 1500) {
+			t.Fatalf("slow's %s at %d/%d: latency %v ms, injected %v ms; want 1500", e.Phase, e.Height, e.Round, e.LatencyMS, e.InjectedMS)
+		}
+	}
+}
+
+// TestPartitionWaitsInPrevote: a 2/2 partition gives no side +2/3 of any
+// prevotes, so no prevote timeout starts (state.go addVote enters
+// PrevoteWait only on HasTwoThirdsAny): the nodes wait in the prevote
+// step of round 0 and do not advance rounds until the partition heals.
+func TestPartitionWaitsInPrevote(t *testing.T) {
+	events, _ := simRun(t, `name: part
+run: {backend: sim, heights: 6, max_duration: 5m, sim: {calibration: CALIBRATION}}
+validators:
+  - {name: v, count: 4}
+faults:
+  - {action: partition, at: {height: 3}, duration: 15s, groups: [[v-1, v-2], [v-3, v-4]]}
+`, exactCalibration)
+	var cut, healed time.Time
+	for _, e := range events {
+		if e.Kind == results.KindFault && e.Action == "partition" {
+			if e.State == results.FaultStart {
+				cut = e.Time
+			} else {
+				healed = e.Time
+			}
+		}
+	}
+	if cut.IsZero() || healed.Sub(cut) != 15*time.Second {
+		t.Fatalf("partition from %v to %v, want 15s", cut, healed)
+	}
+	for _, e := range events {
+		if e.Kind == results.KindNewRound && e.Height == 3 && e.Round > 0 && e.Time.Before(healed) {
+			t.Errorf("%s entered round %d of height 3 at %v, during the partition", e.Node, e.Round, e.Time.Sub(Epoch))
+		}
+		if e.Kind == results.KindStep && e.Height == 3 && e.Step == "prevote_wait" && e.Time.Before(healed) {
+			t.Errorf("%s started the prevote timeout at %v without +2/3 prevotes", e.Node, e.Time.Sub(Epoch))
+		}
+	}
+	b3, ok := blocks(events)[3]
+	if !ok || b3.Time.Before(healed) {
+		t.Fatalf("height 3 committed at %v, before the heal at %v", b3.Time, healed)
+	}
+	if b4 := blocks(events)[4]; b4.LastCommitRound == 0 {
+		t.Errorf("height 3 committed in round 0; after the heal its round 0 had a split prevote, so it needs round 1")
+	}
+}
+
+// TestSameSeedSameEvents: one seed, one stream, byte for byte; another
+// seed draws other delays.
+func TestSameSeedSameEvents(t *testing.T) {
+	const yaml = `name: det
+run: {backend: sim, heights: 15, seed: SEED}
+network: {latency: {dist: lognormal, p50: 40ms, p99: 120ms}}
+validators:
+  - {name: v, count: 5}
+  - {name: hsm, signer: {type: simulated, profile: yubihsm2}}
+faults:
+  - {action: signer-delay, target: v-2, at: {height: 4}, duration: 5s, latency: {dist: uniform, min: 100ms, max: 900ms}}
+`
+	encode := func(seed string) []byte {
+		events, _ := simRun(t, strings.Replace(yaml, "SEED", seed, 1), mustDefault(t))
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		for _, e := range events {
+			if err := enc.Encode(e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return b.Bytes()
+	}
+	a, b, c := encode("3"), encode("3"), encode("4")
+	if !bytes.Equal(a, b) {
+		t.Error("two runs with seed 3 wrote different events")
+	}
+	if bytes.Equal(a, c) {
+		t.Error("seeds 3 and 4 wrote the same events")
+	}
+}
+
+func mustDefault(t *testing.T) string {
+	data, err := calibrations.ReadFile("calibration/default.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
