@@ -265,4 +265,3 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
-

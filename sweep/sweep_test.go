@@ -387,7 +387,7 @@ func TestBackendFlag(t *testing.T) {
 		want string
 	}{
 		{Config{Source: "testdata/slow4.yaml", Repeat: 1, Backend: "nope", Axes: axes},
-			"--backend nope: unknown backend; allowed: inprocess, process, docker"},
+			"--backend nope: unknown backend; allowed: "+strings.Join(scenarios.Backends(), ", ")},
 		{Config{Source: "testdata/slow4.yaml", Repeat: 1, Axes: []Axis{{Path: "run.backend", Values: []string{"process", "inprocess"}}}},
 			"--set run.backend: the backend is one per sweep or search and is recorded in its identity; choose it with --backend"},
 	} {
@@ -398,7 +398,7 @@ func TestBackendFlag(t *testing.T) {
 	}
 	sp := slow4Spec()
 	sp.Backend = "nope"
-	if _, err := sp.Prepare(context.Background(), noRuns{t}, io.Discard); err == nil || err.Error() != "--backend nope: unknown backend; allowed: inprocess, process, docker" {
+	if _, err := sp.Prepare(context.Background(), noRuns{t}, io.Discard); err == nil || err.Error() != "--backend nope: unknown backend; allowed: "+strings.Join(scenarios.Backends(), ", ") {
 		t.Errorf("threshold --backend nope: %v", err)
 	}
 	sp = slow4Spec()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -74,9 +75,16 @@ func newRunCmd() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if keep && plan.Run.Backend == scenarios.BackendSim {
+				return &exitError{exitBadInput, errors.New("--keep: the sim backend runs no network to keep (it is a model in virtual time)")}
+			}
 			if !quiet {
-				fmt.Fprintf(stderr, "valnet: running %s (%d validators, backend %s) into %s\n",
-					plan.Name, len(plan.Validators), plan.Run.Backend, out)
+				what := "backend " + plan.Run.Backend
+				if plan.Run.Backend == scenarios.BackendSim {
+					what += ": a MODEL in virtual time, no real nodes"
+				}
+				fmt.Fprintf(stderr, "valnet: running %s (%d validators, %s) into %s\n",
+					plan.Name, len(plan.Validators), what, out)
 			}
 			outcome, err := runner.Run(ctx, plan, opts)
 			if err != nil {
@@ -109,7 +117,7 @@ func printOutcome(w io.Writer, o *runner.Outcome, quiet bool) {
 		return
 	}
 	results.WriteTable(w, o.Summary)
-	fmt.Fprintf(w, "\nrun directory: %s (report.html, summary.json, summary.md, junit.xml, heights.csv, missed.csv, events.jsonl, network.json, nodes/)\n", o.OutDir)
+	fmt.Fprintf(w, "\nrun directory: %s (%s)\n", o.OutDir, runDirContents(o.OutDir))
 }
 
 // exitFor maps a summary to the exit code CI reads.
@@ -121,4 +129,22 @@ func exitFor(s *results.Summary) error {
 		return &exitError{code: exitFailed}
 	}
 	return nil
+}
+
+// runDirContents lists what a run directory holds, as it is: a sim run
+// has no network.json and no node homes.
+func runDirContents(dir string) string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err.Error()
+	}
+	var names []string
+	for _, e := range entries {
+		n := e.Name()
+		if e.IsDir() {
+			n += "/"
+		}
+		names = append(names, n)
+	}
+	return strings.Join(names, ", ")
 }
