@@ -121,8 +121,9 @@ func (w *world) notes() []string {
 func (w *world) recordDevices() {
 	for _, name := range w.deviceNames {
 		d := w.devices[name]
+		busy := d.busy - max(d.busyUntil-w.now, 0) // a signature still going counts up to now
 		smp := &results.DeviceSample{Name: name, Profile: d.profile, Signatures: d.signatures,
-			BusyMS: msOf(timeDur(d.busy)), WallMS: msOf(timeDur(w.now))}
+			BusyMS: msOf(timeDur(busy)), WallMS: msOf(timeDur(w.now))}
 		if d.bg != nil {
 			smp.BackgroundSignatures, smp.BackgroundChains = d.bg.served, d.bg.n
 		}

@@ -63,6 +63,8 @@ type node struct {
 	commitBlock int32
 	triggeredPC bool
 
+	catchUpPending bool // a block fetch is queued (catchUp)
+
 	// held are messages for a later round or height, handed in when the
 	// node gets there (a peer's gossip sends them once the peer state
 	// says so).
@@ -109,7 +111,7 @@ func (w *world) enterPropose(n *node, h int64, r int32) {
 func (w *world) decideProposal(n *node, h int64, r int32) {
 	block, pol := n.valid, n.validRound
 	if block == noBlock {
-		n.t += w.p.ProposeCost.Nanoseconds()
+		w.work(n, w.p.ProposeCost)
 		block, pol = w.createBlock(n, h, r), -1
 	}
 	if !w.sign(n, phase.Proposal, h, r, block) {
@@ -233,7 +235,7 @@ func (w *world) tryFinalize(n *node) {
 // after now (scheduleRound0).
 func (w *world) finalizeCommit(n *node) {
 	h := n.h
-	n.t += w.p.CommitCost.Nanoseconds()
+	w.work(n, w.p.CommitCost)
 	w.committedBy(n, h, n.commitRound, n.commitBlock)
 	lc := n.votes.set(n.commitRound, true)
 	n.lastCommit, n.lastCommitRound, n.lastCommitBlock = lc, n.commitRound, n.commitBlock
@@ -276,7 +278,7 @@ func (w *world) addProposal(n *node, e event) {
 	if e.height != n.h || e.round != n.r || n.proposal != noBlock {
 		return
 	}
-	n.t += w.p.ProposalCost.Nanoseconds()
+	w.work(n, w.p.ProposalCost)
 	n.proposal, n.polRound = e.block, e.part
 	if n.partsFor != e.block {
 		n.partsFor, n.partsGot = e.block, 0
@@ -294,7 +296,7 @@ func (w *world) addPart(n *node, e event, all bool) {
 	if all {
 		n.partsGot = b.parts
 	} else {
-		n.t += w.p.PartCost.Nanoseconds()
+		w.work(n, w.p.PartCost)
 		n.partsGot++
 		w.relayPart(n, e)
 	}
@@ -331,7 +333,7 @@ func (w *world) addVote(n *node, e event) {
 			return
 		}
 		if n.lastCommit.add(e.from, w.power[e.from], e.block) {
-			n.t += w.p.VoteCost.Nanoseconds()
+			w.work(n, w.p.VoteCost)
 			w.voteEvent(n, e)
 		}
 		return
@@ -343,7 +345,7 @@ func (w *world) addVote(n *node, e event) {
 	if !vs.add(e.from, w.power[e.from], e.block) {
 		return
 	}
-	n.t += w.p.VoteCost.Nanoseconds()
+	w.work(n, w.p.VoteCost)
 	w.voteEvent(n, e)
 	w.relayVote(n, e)
 	h := n.h

@@ -24,8 +24,17 @@ const (
 const (
 	voteBytes     = 180
 	proposalBytes = 220
-	partBytes     = 65536 + 300 // a 64 KiB part with its Merkle proof
+	partProof     = 300 // a part's Merkle proof and framing
 )
+
+// partSize is the wire size of part k of a block: 64 KiB, the last one
+// what is left.
+func partSize(b *blockInfo, k int32) int {
+	if k < b.parts-1 {
+		return blockPartBytes + partProof
+	}
+	return b.bytes - int(b.parts-1)*blockPartBytes + partProof
+}
 
 type link struct {
 	delay   latency.Model // nil: 0
@@ -47,6 +56,7 @@ type netModel struct {
 	sleep int64
 	flush int64
 	cap   float64
+	rng   *latency.Rand // flush timer phases
 }
 
 func (nm *netModel) link(from, to int32) *link { return &nm.links[int(from)*nm.n+int(to)] }
@@ -58,6 +68,7 @@ func newNet(p Params, names []string, all map[links.Pair]network.Link, peers map
 	// Each routine started when its peer connected: its wake-ups are at
 	// its own phase of the sleep, drawn from the run seed.
 	phases := latency.NewRand(seed, "sim/gossip-phase")
+	nm.rng = latency.NewRand(seed, "sim/flush")
 	for i, from := range names {
 		for j, to := range names {
 			if i == j {
@@ -111,7 +122,10 @@ func (nm *netModel) send(from, to int32, t int64, size int, ch int) (int64, bool
 	start := max(s, lk.free)
 	lk.free = start + int64(float64(size)/lk.rate*1e9)
 	if lk.flushAt < lk.free {
-		lk.flushAt = lk.free + nm.flush
+		// The connection's flush timer is set by every write, consensus
+		// chatter (HasVote, NewRoundStep) included, which the model does
+		// not send: it fires somewhere within flush_throttle.
+		lk.flushAt = lk.free + int64(nm.rng.Float64()*float64(nm.flush))
 	}
 	arrive := lk.flushAt
 	if lk.delay != nil {
@@ -189,11 +203,11 @@ func (w *world) lacksVote(j int32, e event) bool {
 // broadcastProposal sends the proposal, then its parts, to every
 // neighbour: the data routine sends them one after the other.
 func (w *world) broadcastProposal(n *node, h int64, r int32, block, pol int32) {
-	parts := w.block(h, block).parts
+	b := w.block(h, block)
 	w.neighbours(n.i, func(j int32) {
 		w.deliver(n, j, event{mk: mProposal, from: n.i, height: h, round: r, block: block, part: pol}, proposalBytes, chData)
-		for k := int32(0); k < parts; k++ {
-			w.deliver(n, j, event{mk: mPart, from: n.i, height: h, round: r, block: block, part: k}, partBytes, chData)
+		for k := int32(0); k < b.parts; k++ {
+			w.deliver(n, j, event{mk: mPart, from: n.i, height: h, round: r, block: block, part: k}, partSize(b, k), chData)
 		}
 	})
 }
@@ -219,7 +233,7 @@ func (w *world) relayPart(n *node, e event) {
 	for _, j := range w.net.peers[n.i] {
 		p := w.nodes[j]
 		if p.h < e.height || p.h == e.height && p.propBlock != e.block && (p.partsFor != e.block || p.partsGot < w.block(e.height, e.block).parts) {
-			w.deliver(n, j, event{mk: mPart, from: n.i, height: e.height, round: e.round, block: e.block, part: e.part}, partBytes, chData)
+			w.deliver(n, j, event{mk: mPart, from: n.i, height: e.height, round: e.round, block: e.block, part: e.part}, partSize(w.block(e.height, e.block), e.part), chData)
 		}
 	}
 }
@@ -251,8 +265,9 @@ func (w *world) resync(i, j int32) {
 	if src.r == dst.r && src.proposal != noBlock && dst.propBlock == noBlock {
 		w.deliver(src, j, event{mk: mProposal, from: src.i, height: src.h, round: src.r, block: src.proposal, part: src.polRound}, proposalBytes, chData)
 		if src.propBlock == src.proposal {
-			for k := int32(0); k < w.block(src.h, src.proposal).parts; k++ {
-				w.deliver(src, j, event{mk: mPart, from: src.i, height: src.h, round: src.r, block: src.proposal, part: k}, partBytes, chData)
+			b := w.block(src.h, src.proposal)
+			for k := int32(0); k < b.parts; k++ {
+				w.deliver(src, j, event{mk: mPart, from: src.i, height: src.h, round: src.r, block: src.proposal, part: k}, partSize(b, k), chData)
 			}
 		}
 	}

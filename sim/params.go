@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"time"
 
@@ -92,6 +93,23 @@ func ParseParams(src string, data []byte) (Params, error) {
 	dec.KnownFields(true)
 	if err := dec.Decode(&p); err != nil {
 		return Params{}, fmt.Errorf("%s: %w", src, err)
+	}
+	// Every figure must be given: a missing one would silently be 0.
+	var keys map[string]any
+	if err := yaml.Unmarshal(data, &keys); err != nil {
+		return Params{}, fmt.Errorf("%s: %w", src, err)
+	}
+	var missing []string
+	t := reflect.TypeOf(p)
+	for i := range t.NumField() {
+		if k := t.Field(i).Tag.Get("yaml"); k != "" {
+			if _, ok := keys[k]; !ok {
+				missing = append(missing, k)
+			}
+		}
+	}
+	if len(missing) > 0 {
+		return Params{}, fmt.Errorf("%s: missing %s (every figure of a calibration must be given)", src, strings.Join(missing, ", "))
 	}
 	if err := p.Validate(); err != nil {
 		return Params{}, fmt.Errorf("%s: %w", src, err)

@@ -46,8 +46,11 @@ func (w *world) reconnect(a, b int32) {
 }
 
 // scheduleCatchUp queues the fetch of n's next block from the first
-// reachable peer that has committed it.
+// reachable peer that has committed it (one fetch at a time).
 func (w *world) scheduleCatchUp(n *node) {
+	if n.catchUpPending {
+		return
+	}
 	var best int32 = -1
 	w.neighbours(n.i, func(j int32) {
 		p := w.nodes[j]
@@ -66,6 +69,7 @@ func (w *world) scheduleCatchUp(n *node) {
 	if d := w.net.link(best, n.i).delay; d != nil {
 		rtt += d.Draw().Nanoseconds()
 	}
+	n.catchUpPending = true
 	w.q.push(event{at: at + rtt + w.p.CatchUpCost.Nanoseconds(), kind: evCatchUp, node: n.i, from: best, height: n.h})
 }
 
@@ -73,7 +77,9 @@ func (w *world) scheduleCatchUp(n *node) {
 // peer is ahead the node is in consensus with the others, and they send
 // it what they have of its new height.
 func (w *world) catchUp(n *node, e event) {
+	n.catchUpPending = false
 	if e.height != n.h {
+		w.scheduleCatchUp(n) // it moved on by itself; more may be missing
 		return
 	}
 	src := w.nodes[e.from]
@@ -84,7 +90,12 @@ func (w *world) catchUp(n *node, e event) {
 	h := n.h
 	n.t = max(n.t, w.now)
 	w.committedBy(n, h, -1, noBlock)
-	n.lastCommit = nil
+	// The fetched block comes with its commit, the next proposer's
+	// LastCommit if this node proposes next.
+	n.lastCommit, n.lastCommitRound = nil, -1
+	if c, ok := w.commits[h]; ok {
+		n.lastCommit, n.lastCommitRound, n.lastCommitBlock = c.votes.clone(), c.round, c.block
+	}
 	w.newHeight(n, h+1, n.t)
 	w.scheduleTimeout(n, n.startTime-n.t, n.h, 0, stepNewHeight)
 	w.releaseHeld(n)

@@ -230,7 +230,7 @@ faults:
   - {action: signer-delay, target: v-2, at: {height: 4}, duration: 5s, latency: {dist: uniform, min: 100ms, max: 900ms}}
 `
 	encode := func(seed string) []byte {
-		events, _ := simRun(t, strings.Replace(yaml, "SEED", seed, 1), mustDefault(t))
+		events, _ := simRun(t, strings.Replace(yaml, "SEED", seed, 1), mustDefaultText(t))
 		var b bytes.Buffer
 		enc := json.NewEncoder(&b)
 		for _, e := range events {
@@ -247,14 +247,6 @@ faults:
 	if bytes.Equal(a, c) {
 		t.Error("seeds 3 and 4 wrote the same events")
 	}
-}
-
-func mustDefault(t *testing.T) string {
-	data, err := calibrations.ReadFile("calibration/default.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(data)
 }
 
 func contains(list []string, s string) bool {

@@ -32,8 +32,10 @@ type signer struct {
 	remote  bool                  // via tcp or unix: the remote-signer hop
 	decrypt time.Duration         // keyfile every-sign: bcrypt before each signature
 	// outage: the remote signer is disconnected (signer-outage,
-	// signer-restart): a request waits for the node's read timeout.
-	outage bool
+	// signer-restart) until outageUntil (virtual ns; 0: no end known).
+	outage      bool
+	outageUntil int64
+	cpuScale    float64 // cpu_scale: multiplies the software signing cost
 	// hwm is the double-sign guard's high-water mark, as FilePV keeps it:
 	// height, round, step and what was signed there.
 	hwm struct {
@@ -63,14 +65,22 @@ type deviceQueue struct {
 	bg         *deviceBackground // other chains' load; nil: none
 }
 
-// remoteTimeout is how long a node waits for its remote signer before the
-// request fails: CometBFT's privval defaultTimeoutReadWriteSeconds.
-const remoteTimeout = 5 * time.Second
+// A node whose remote signer is gone retries: node/setup.go wraps the
+// signer client in privval.NewRetrySignerClient(pvsc, 50, 100ms), and each
+// attempt waits for the signer to connect for up to the listener's accept
+// timeout (privval/socket_listeners.go defaultTimeoutAcceptSeconds, 3 s).
+// A signer back within that budget signs; after it the request fails.
+const (
+	remoteRetries    = 50
+	remoteRetryWait  = 100 * time.Millisecond
+	remoteAcceptWait = 3 * time.Second
+	remoteBudget     = remoteRetries * (remoteAcceptWait + remoteRetryWait)
+)
 
 // newSigner builds the model of v's signer. A signer whose timing the
-// model cannot know (a real PKCS#11 token, a Ledger over USB, a key file
-// decrypted on every signature) is refused: the sim says it cannot run
-// rather than guess.
+// model cannot know (a real PKCS#11 token, a Ledger over USB) is refused:
+// the sim says it cannot run rather than guess. A key file decrypted on
+// every signature costs the calibration's bcrypt time at its cost.
 func newSigner(plan *scenarios.Plan, params Params, v scenarios.ValidatorPlan, seed int64, devices map[string]*deviceQueue) (*signer, error) {
 	sp := v.Signer
 	s := &signer{label: sp.Type, faults: signers.WithFaults(nil), remote: sp.Via == scenarios.ViaTCP || sp.Via == scenarios.ViaUnix}
@@ -103,7 +113,9 @@ func newSigner(plan *scenarios.Plan, params Params, v scenarios.ValidatorPlan, s
 	default:
 		return nil, fmt.Errorf("validator %s: the sim has no model of signer type %q", v.Name, sp.Type)
 	}
+	s.cpuScale = 1
 	if sp.CPUScale != 0 && sp.CPUScale != 1 {
+		s.cpuScale = sp.CPUScale
 		s.label += fmt.Sprintf("+cpu_scale(%g)", sp.CPUScale)
 	}
 	if sp.Device != "" {
@@ -177,12 +189,15 @@ func (w *world) sign(n *node, ph string, h int64, r int32, block int32) bool {
 	}
 	delay, ferr := s.faults.Plan(ph, h, r)
 	switch {
-	case s.outage:
-		t += remoteTimeout.Nanoseconds()
-		err = fmt.Errorf("remote signer unreachable: no answer within %v", remoteTimeout)
+	case s.outage && (s.outageUntil == 0 || s.outageUntil-t > remoteBudget.Nanoseconds()):
+		t += remoteBudget.Nanoseconds()
+		err = fmt.Errorf("exhausted all attempts to sign: the remote signer did not come back within %d retries", remoteRetries)
 	case ferr != nil:
 		err = ferr
 	default:
+		if s.outage {
+			t = s.outageUntil // the retries reach the signer once it is back
+		}
 		t += delay.Nanoseconds()
 		injected += delay
 		err = s.guard(h, r, ph, block)
@@ -194,7 +209,7 @@ func (w *world) sign(n *node, ph string, h int64, r int32, block int32) bool {
 				t = q.busyUntil
 			}
 		}
-		service := w.p.SignLocal + s.decrypt
+		service := time.Duration(float64(w.p.SignLocal+s.decrypt) * s.cpuScale)
 		switch {
 		case s.device != nil:
 			dev := s.device.Draw(w.signBytesLen(ph, h, r, block))

@@ -122,8 +122,8 @@ func (t *timeline) start(tk *task) {
 	case action.SignerOutage:
 		s := w.signers[t.idx[f.Target]]
 		t.emit(tk, results.FaultStart, "remote signer disconnected; the node cannot reach it")
-		s.outage = true
-		onEnd("remote signer reconnecting", func() { s.outage = false })
+		s.outage, s.outageUntil = true, w.now+f.Duration.Nanoseconds()
+		onEnd("remote signer reconnecting", func() { s.outage, s.outageUntil = false, 0 })
 	case action.SignerRestart:
 		s := w.signers[t.idx[f.Target]]
 		t.emit(tk, results.FaultStart, fmt.Sprintf("remote signer killed; restarting from its state file after %v", f.Duration))
@@ -131,8 +131,8 @@ func (t *timeline) start(tk *task) {
 			t.emit(tk, results.FaultEnd, "remote signer started and redialing the node")
 			return
 		}
-		s.outage = true
-		onEnd("remote signer started and redialing the node", func() { s.outage = false })
+		s.outage, s.outageUntil = true, w.now+f.Duration.Nanoseconds()
+		onEnd("remote signer started and redialing the node", func() { s.outage, s.outageUntil = false, 0 })
 	case action.Partition:
 		pairs := links.PartitionPairs(f.Groups, w.names)
 		t.block(pairs, true)

@@ -99,3 +99,11 @@ func (h *heightVotes) set(r int32, precommit bool) *voteSet {
 	}
 	return rv.prevotes
 }
+
+func (v *voteSet) clone() *voteSet {
+	c := *v
+	c.have = append([]uint64(nil), v.have...)
+	c.of = append([]int32(nil), v.of...)
+	c.byBlock = append([]blockPower(nil), v.byBlock...)
+	return &c
+}

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/cometbft/cometbft/crypto"
@@ -87,6 +86,11 @@ type world struct {
 	addrIdx   map[string]int32
 	valOrder  []int32 // validator indexes in validator-set order (LastCommit order)
 
+	// commits are the seen commits of recent heights (the precommits the
+	// first node to commit had), which a node catching up gets with the
+	// block, as blocksync gives it the next block's LastCommit.
+	commits map[int64]seenCommit
+
 	signLens map[signLenKey]int
 	timeline *timeline
 	load     *loadModel
@@ -101,7 +105,7 @@ func newWorld(plan *scenarios.Plan, p Params, seed int64, keys []crypto.PubKey, 
 		timeouts: timeouts{t.Propose.Nanoseconds(), t.ProposeDelta.Nanoseconds(), t.Prevote.Nanoseconds(), t.PrevoteDelta.Nanoseconds(),
 			t.Precommit.Nanoseconds(), t.PrecommitDelta.Nanoseconds(), t.Commit.Nanoseconds()},
 		blocks: map[int64][]*blockInfo{}, vsets: map[int64]*types.ValidatorSet{}, proposers: map[[2]int64]int32{},
-		addrIdx: map[string]int32{}, signLens: map[signLenKey]int{}, devices: map[string]*deviceQueue{}}
+		addrIdx: map[string]int32{}, signLens: map[signLenKey]int{}, devices: map[string]*deviceQueue{}, commits: map[int64]seenCommit{}}
 	w.voteEvents = w.n <= VoteEventsMax
 	if sharedCores > 0 {
 		w.cores = newCores(sharedCores)
@@ -244,6 +248,12 @@ func (w *world) block(h int64, c int32) *blockInfo {
 	return nil
 }
 
+type seenCommit struct {
+	votes *voteSet
+	round int32
+	block int32
+}
+
 // keepHeights is how many heights back the model keeps blocks and
 // validator sets.
 const keepHeights = 64
@@ -294,6 +304,9 @@ func (w *world) committedBy(n *node, h int64, r int32, block int32) {
 		return
 	}
 	w.committed = h
+	if r >= 0 {
+		w.commits[h] = seenCommit{votes: n.votes.set(r, true).clone(), round: r, block: block}
+	}
 	b := w.block(h, block)
 	bt := w.at(b.createdAt)
 	e := results.Event{Time: w.at(n.t), Kind: results.KindBlock, Node: n.name, Height: h, BlockID: b.hash,
@@ -324,6 +337,11 @@ func (w *world) committedBy(n *node, h int64, r int32, block int32) {
 		for k := range w.proposers {
 			if k[0] < h-keepHeights {
 				delete(w.proposers, k)
+			}
+		}
+		for old := range w.commits {
+			if old < h-keepHeights {
+				delete(w.commits, old)
 			}
 		}
 	}
@@ -456,14 +474,18 @@ func (w *world) releaseHeld(n *node) {
 		due = append(due, e)
 	}
 	n.held = keep
+	// A peer sends once it learns where n is, a link delay later; what one
+	// peer sends keeps its order (a proposal before its parts).
+	delay := map[int32]int64{}
 	for _, e := range due {
-		at := n.t
-		if e.from != n.i {
+		d, ok := delay[e.from]
+		if !ok && e.from != n.i {
 			if lk := w.net.link(n.i, e.from); lk.delay != nil {
-				at += lk.delay.Draw().Nanoseconds() // the peer learns where n is
+				d = lk.delay.Draw().Nanoseconds()
 			}
+			delay[e.from] = d
 		}
-		e.at, e.due = at, 0
+		e.at, e.due = n.t+d, 0
 		w.q.push(e)
 	}
 }
@@ -477,13 +499,4 @@ func (w *world) newHeightQuiet(n *node, h int64, commitTime int64) {
 	n.proposal, n.polRound, n.partsFor, n.partsGot, n.propBlock = noBlock, -1, noBlock, 0, noBlock
 	n.locked, n.lockedRound, n.valid, n.validRound = noBlock, -1, noBlock, -1
 	n.commitRound, n.commitBlock, n.triggeredPC = -1, noBlock, false
-}
-
-// Label describes the model in run_start and reports.
-func (w *world) label() string {
-	parts := []string{"valnet-sim MODEL (virtual time)", "calibration " + w.p.Name}
-	if w.cores != nil {
-		parts = append(parts, fmt.Sprintf("nodes share %d cores", w.cores.k))
-	}
-	return strings.Join(parts, ", ")
 }
