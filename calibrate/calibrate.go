@@ -242,7 +242,9 @@ func fitError(ctx context.Context, cfg Config, p sim.Params, points []Point, kee
 	return math.Sqrt(sum / float64(n)), nil
 }
 
-func msDur(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)).Round(time.Microsecond) }
+func msDur(ms float64) time.Duration {
+	return time.Duration(ms * float64(time.Millisecond)).Round(time.Microsecond)
+}
 
 func intsText(ns []int) string {
 	parts := make([]string, len(ns))
