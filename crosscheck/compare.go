@@ -179,7 +179,9 @@ func compareMissed(model, real Values, tol float64) GoalResult {
 			problems = append(problems, fmt.Sprintf("%s has counted precommits on the %s side only", name, sideOf(okM)))
 			continue
 		}
-		if d := math.Abs(m-re) * 100; d > worst {
+		// The worst validator; among equals the one missing most, which
+		// says more than a healthy one.
+		if d := math.Abs(m-re) * 100; d > worst || d == worst && max(m, re)*100 > max(*r.Model, *r.Real) {
 			worst = d
 			r.Validator = name
 			mp, rp, diff := m*100, re*100, (m-re)*100

@@ -192,7 +192,7 @@ func (c *Check) WriteMarkdown(w io.Writer, o *Outcome) error {
 	var over []string
 	for i := range o.Cases {
 		if sides := o.Cases[i].Overloaded(); len(sides) > 0 {
-			over = append(over, fmt.Sprintf("`%s` (%s side)", o.Cases[i].Name, joinSides(sides)))
+			over = append(over, fmt.Sprintf("`%s` (%s)", o.Cases[i].Name, joinSides(sides)))
 		}
 	}
 	if len(over) > 0 {
@@ -300,12 +300,12 @@ func hostCell(sides []Side) string {
 	return "**" + joinSides(sides) + " overloaded**"
 }
 
+// joinSides is "real side", "model side" or "both sides".
 func joinSides(sides []Side) string {
-	parts := make([]string, len(sides))
-	for i, s := range sides {
-		parts[i] = string(s)
+	if len(sides) == len(Sides) {
+		return "both sides"
 	}
-	return strings.Join(parts, ", ")
+	return string(sides[0]) + " side"
 }
 
 // signed is a difference with its sign: +1.5, −0.3 (a true minus), 0.0.
