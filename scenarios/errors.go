@@ -26,13 +26,7 @@ func (e Error) Error() string {
 		writeAllowed(&b, e.Allowed)
 		return b.String()
 	}
-	b.WriteString(e.Pos.File)
-	if e.Pos.Line > 0 {
-		fmt.Fprintf(&b, ":%d", e.Pos.Line)
-		if e.Pos.Col > 0 {
-			fmt.Fprintf(&b, ":%d", e.Pos.Col)
-		}
-	}
+	b.WriteString(e.Pos.String())
 	b.WriteString(": ")
 	if e.Key != "" {
 		b.WriteString(e.Key)
@@ -41,6 +35,18 @@ func (e Error) Error() string {
 	b.WriteString(e.Msg)
 	writeAllowed(&b, e.Allowed)
 	return b.String()
+}
+
+// String is file:line:col, without the column when it is unknown and
+// without both for a position with no line.
+func (p Pos) String() string {
+	switch {
+	case p.Line <= 0:
+		return p.File
+	case p.Col <= 0:
+		return fmt.Sprintf("%s:%d", p.File, p.Line)
+	}
+	return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col)
 }
 
 // message is Msg with its allowed values, without position and key.
@@ -83,6 +89,21 @@ func AsErrors(err error) (Errors, bool) {
 		return Errors{e}, true
 	}
 	return nil, false
+}
+
+// SplitErrors is each scenario problem carried by err on its own (err
+// itself when it carries none), so that callers resolving a scenario many
+// times can say each problem once.
+func SplitErrors(err error) []error {
+	es, ok := AsErrors(err)
+	if !ok {
+		return []error{err}
+	}
+	out := make([]error, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
 }
 
 // sorted orders by position (stable, so problems found at one spot keep the

@@ -7,13 +7,13 @@ import (
 	"path/filepath"
 )
 
-// claimOutDir is the one rule for the output directory of sweep and
-// threshold: a new or empty directory is made, and one that holds the
+// ClaimOutDir is the one rule for the output directory of sweep,
+// threshold and crosscheck: a new or empty directory is made, and one that holds the
 // command's record (file) is resumed only if that record is the same
 // search, which differs says by naming what is not the same ("" when
 // nothing). what names the command in messages. found reports whether a
 // record was there (then it is resumed).
-func claimOutDir(dir, file, what string, differs func(record []byte) (string, error)) (found bool, err error) {
+func ClaimOutDir(dir, file, what string, differs func(record []byte) (string, error)) (found bool, err error) {
 	data, err := os.ReadFile(filepath.Join(dir, file))
 	if errors.Is(err, os.ErrNotExist) {
 		entries, rerr := os.ReadDir(dir)

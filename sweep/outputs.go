@@ -2,7 +2,6 @@ package sweep
 
 import (
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -66,6 +65,10 @@ func pointStats(runs []RunRecord) stats {
 	return st
 }
 
+// MetricMeans is the mean of each metric over the finished runs that
+// have it (what sweep.json's mean is per point).
+func MetricMeans(runs []RunRecord) map[string]float64 { return pointStats(runs).mean }
+
 // attempted is the runs that ran or failed (not those still to do).
 func attempted(runs []RunRecord) []RunRecord {
 	return slices.DeleteFunc(slices.Clone(runs), func(r RunRecord) bool { return r.StopReason == "" && r.Error == "" })
@@ -94,11 +97,7 @@ func (s *Sweep) fileJSON(o *Outcome) fileJSON {
 }
 
 func (s *Sweep) writeJSON(o *Outcome) error {
-	return atomicfile.WriteWith(filepath.Join(s.OutDir, JSONFile), 0o644, func(w io.Writer) error {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(s.fileJSON(o))
-	})
+	return atomicfile.WriteJSON(filepath.Join(s.OutDir, JSONFile), 0o644, s.fileJSON(o))
 }
 
 // WriteFiles writes sweep.json, sweep.csv, sweep.md and sweep.html for

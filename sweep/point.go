@@ -90,11 +90,16 @@ func Resolve(src *scenarios.Source, set []scenarios.Setting, backend string) (*s
 
 // checkBackend refuses a --backend that is not a backend, as a flag
 // error (the scenario would report it at a file position it is not at).
-func checkBackend(backend string) error {
+func checkBackend(backend string) error { return CheckBackend("--backend", backend) }
+
+// CheckBackend refuses a backend flag (--backend, valnet crosscheck's
+// --model and --real) that names no backend a scenario may name; "" is
+// the scenario's own and passes.
+func CheckBackend(flag, backend string) error {
 	if backend == "" || slices.Contains(scenarios.Backends(), backend) {
 		return nil
 	}
-	return fmt.Errorf("--backend %s: unknown backend; allowed: %s", backend, strings.Join(scenarios.Backends(), ", "))
+	return fmt.Errorf("%s %s: unknown backend; allowed: %s", flag, backend, strings.Join(scenarios.Backends(), ", "))
 }
 
 // backendPath is the key --backend sets: one backend per sweep or search
@@ -124,17 +129,28 @@ func RunPoint(ctx context.Context, r Runner, src *scenarios.Source, set []scenar
 // (summary.json with a stop reason of a run that ran to its end). ok is
 // false for a directory with no run, or an unfinished one.
 func LoadFinished(dir string) (res Result, ok bool, err error) {
+	s, err := ReadSummary(dir)
+	if s == nil || err != nil {
+		return Result{}, false, err
+	}
+	res = fromSummary(s, s.Seed, dir)
+	return res, res.Finished(), nil
+}
+
+// ReadSummary reads the summary.json of a run directory: nil and no
+// error for a directory with no summary (no run, or one that did not get
+// that far).
+func ReadSummary(dir string) (*results.Summary, error) {
 	data, err := os.ReadFile(filepath.Join(dir, runner.SummaryFile))
 	if errors.Is(err, os.ErrNotExist) {
-		return Result{}, false, nil
+		return nil, nil
 	}
 	if err != nil {
-		return Result{}, false, err
+		return nil, err
 	}
 	var s results.Summary
 	if err := json.Unmarshal(data, &s); err != nil {
-		return Result{}, false, fmt.Errorf("%s: %w", filepath.Join(dir, runner.SummaryFile), err)
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, runner.SummaryFile), err)
 	}
-	res = fromSummary(&s, s.Seed, dir)
-	return res, res.Finished(), nil
+	return &s, nil
 }

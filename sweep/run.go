@@ -3,6 +3,7 @@ package sweep
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -127,7 +128,7 @@ func (s *Sweep) Run(ctx context.Context, r Runner, progress io.Writer, now func(
 				break
 			}
 			fmt.Fprintf(progress, "valnet sweep: point %d/%d (%s) repeat %d/%d, elapsed %s%s\n",
-				i+1, len(out.Points), describeSet(pr.Set), rep, s.Repeat, round(now().Sub(start)), eta(spent, attempts, todo-attempts))
+				i+1, len(out.Points), describeSet(pr.Set), rep, s.Repeat, round(now().Sub(start)), ETA(spent, attempts, todo-attempts))
 			t0 := now()
 			s.runOne(ctx, r, pr.Point, rec)
 			spent += now().Sub(t0)
@@ -154,30 +155,39 @@ func (s *Sweep) Run(ctx context.Context, r Runner, progress io.Writer, now func(
 	return out, s.WriteFiles(out)
 }
 
-// runOne runs one repeat into rec; a directory left by an unfinished run
-// is moved aside first.
+// runOne runs one repeat into rec (RunFresh).
 func (s *Sweep) runOne(ctx context.Context, r Runner, p Point, rec *RunRecord) {
-	dir := filepath.Join(s.OutDir, rec.Dir)
+	res, err := RunFresh(ctx, r, p.Plan, rec.Seed, filepath.Join(s.OutDir, rec.Dir))
+	res.Seed, res.Dir = rec.Seed, rec.Dir
+	rec.Result, rec.Resumed = res, false
+	var setup setupError
+	if err != nil && (ctx.Err() == nil || errors.As(err, &setup)) {
+		rec.Error = err.Error()
+	}
+}
+
+// setupError is RunFresh's failure before the run started (moving an
+// unfinished run aside, making the directory): never an interruption.
+type setupError struct{ error }
+
+// RunFresh runs plan once with seed into dir, a run directory of a
+// resumable command (sweep, crosscheck): a directory left there by an
+// unfinished run is moved aside first (DIR.unfinished, replacing an
+// older one), since the runner refuses a directory that holds a run.
+func RunFresh(ctx context.Context, r Runner, plan *scenarios.Plan, seed int64, dir string) (Result, error) {
 	if _, err := os.Stat(dir); err == nil {
 		aside := dir + unfinishedSuffix
 		if err := os.RemoveAll(aside); err == nil {
 			err = os.Rename(dir, aside)
 		}
 		if err != nil {
-			rec.Error = fmt.Sprintf("moving the unfinished run aside: %v", err)
-			return
+			return Result{Seed: seed, Dir: dir}, setupError{fmt.Errorf("moving the unfinished run aside: %w", err)}
 		}
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		rec.Error = err.Error()
-		return
+		return Result{Seed: seed, Dir: dir}, setupError{err}
 	}
-	res, err := r.Run(ctx, p.Plan, rec.Seed, dir)
-	res.Seed, res.Dir = rec.Seed, rec.Dir
-	rec.Result, rec.Resumed = res, false
-	if err != nil && ctx.Err() == nil {
-		rec.Error = err.Error()
-	}
+	return r.Run(ctx, plan, seed, dir)
 }
 
 // ClaimDir makes the sweep directory, or checks that the one there holds
@@ -185,7 +195,7 @@ func (s *Sweep) runOne(ctx context.Context, r Runner, p Point, rec *RunRecord) {
 // is harmless); a command claims first to announce only a sweep that goes
 // ahead.
 func (s *Sweep) ClaimDir() error {
-	_, err := claimOutDir(s.OutDir, JSONFile, "sweep", func(data []byte) (string, error) {
+	_, err := ClaimOutDir(s.OutDir, JSONFile, "sweep", func(data []byte) (string, error) {
 		var old struct{ Identity }
 		if err := json.Unmarshal(data, &old); err != nil {
 			return "", err
@@ -233,9 +243,10 @@ func describeSet(set []scenarios.Setting) string {
 	return "set " + strings.Join(parts, " ")
 }
 
-// eta is ", ~2m10s left" from the mean duration of the runs done so far
-// by this invocation, or "" before any.
-func eta(spent time.Duration, done, left int) string {
+// ETA is ", ~2m10s left" from the mean duration of the runs done so far
+// by this invocation (done runs took spent, left are to do), or "" before
+// any: the end of sweep's and crosscheck's progress lines.
+func ETA(spent time.Duration, done, left int) string {
 	if done == 0 || left <= 0 {
 		return ""
 	}

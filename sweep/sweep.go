@@ -116,7 +116,7 @@ func Prepare(cfg Config) (*Sweep, error) {
 	for _, set := range crossProduct(cfg.Axes) {
 		plan, err := Resolve(src, set, cfg.Backend)
 		if err != nil {
-			for _, e := range splitErrors(err) {
+			for _, e := range scenarios.SplitErrors(err) {
 				msg := e.Error()
 				if _, ok := at[msg]; !ok {
 					problems = append(problems, msg)
@@ -184,15 +184,25 @@ func RunDir(p Point, r int) string { return p.Name + "/r" + fmt.Sprint(r) }
 // Preflight runs runner.Preflight once per distinct shape of plan (what it
 // checks: backend, binaries, signer secrets and modules), before any run.
 func (s *Sweep) Preflight(ctx context.Context) error {
+	plans := make([]*scenarios.Plan, len(s.Points))
+	for i, p := range s.Points {
+		plans[i] = p.Plan
+	}
+	return PreflightPlans(ctx, plans)
+}
+
+// PreflightPlans runs runner.Preflight once per distinct shape of plan
+// among plans; the problems found, each once, or nil.
+func PreflightPlans(ctx context.Context, plans []*scenarios.Plan) error {
 	done := map[string]bool{}
 	var ps runner.Problems
-	for _, p := range s.Points {
-		key := preflightShape(p.Plan)
+	for _, plan := range plans {
+		key := preflightShape(plan)
 		if done[key] {
 			continue
 		}
 		done[key] = true
-		for _, pr := range runner.Preflight(ctx, p.Plan) {
+		for _, pr := range runner.Preflight(ctx, plan) {
 			if !slices.Contains(ps, pr) {
 				ps = append(ps, pr)
 			}
@@ -235,19 +245,6 @@ func crossProduct(axes []Axis) [][]scenarios.Setting {
 			}
 		}
 		out = next
-	}
-	return out
-}
-
-// splitErrors is each scenario problem in err on its own.
-func splitErrors(err error) []error {
-	es, ok := scenarios.AsErrors(err)
-	if !ok {
-		return []error{err}
-	}
-	out := make([]error, len(es))
-	for i, e := range es {
-		out[i] = e
 	}
 	return out
 }

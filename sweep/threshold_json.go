@@ -3,7 +3,6 @@ package sweep
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -126,12 +125,7 @@ func (r *ThresholdReport) write(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return atomicfile.WriteWith(filepath.Join(dir, ThresholdFile), 0o644, func(w io.Writer) error {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false) // the target reads "<= 0.05", not "\u003c= 0.05"
-		return enc.Encode(r)
-	})
+	return atomicfile.WriteJSON(filepath.Join(dir, ThresholdFile), 0o644, r)
 }
 
 // ReadThreshold reads dir's threshold.json.
@@ -151,7 +145,7 @@ func ReadThreshold(dir string) (*ThresholdReport, error) {
 // threshold.json with the same stamp (its finished runs are reused).
 func (st Stamp) claim(dir string) error {
 	var old *ThresholdReport
-	found, err := claimOutDir(dir, ThresholdFile, "threshold search", func(data []byte) (string, error) {
+	found, err := ClaimOutDir(dir, ThresholdFile, "threshold search", func(data []byte) (string, error) {
 		old = &ThresholdReport{}
 		if err := json.Unmarshal(data, old); err != nil {
 			return "", err

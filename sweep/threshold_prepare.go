@@ -99,7 +99,7 @@ func (sp ThresholdSpec) Prepare(ctx context.Context, runs Runner, out io.Writer)
 		set := []scenarios.Setting{{Path: sp.Key, Value: value, Flag: "--vary"}}
 		plan, err := Resolve(src, set, sp.Backend)
 		if err != nil {
-			for _, e := range splitErrors(err) {
+			for _, e := range scenarios.SplitErrors(err) {
 				if !fromSetting(e) { // the scenario's problem at this end
 					e = fmt.Errorf("at %s: %w", settingsString(set), e)
 				}

@@ -4,6 +4,7 @@ package atomicfile
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -15,6 +16,19 @@ func Write(path string, data []byte, perm os.FileMode) error {
 	return WriteWith(path, perm, func(w io.Writer) error {
 		_, err := io.Copy(w, bytes.NewReader(data))
 		return err
+	})
+}
+
+// WriteJSON writes v as indented JSON, atomically: the records valnet
+// keeps for people and tools (sweep.json, threshold.json,
+// crosscheck.json). Text is not HTML-escaped (a target reads "<= 0.05",
+// not "\u003c= 0.05").
+func WriteJSON(path string, perm os.FileMode, v any) error {
+	return WriteWith(path, perm, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		return enc.Encode(v)
 	})
 }
 

@@ -1,0 +1,80 @@
+//go:build integ
+
+package crosscheck
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/valnet/valnet/runner"
+	"github.com/valnet/valnet/sweep"
+)
+
+// integCases are the subset of the default grid make integ runs (a few
+// minutes on 2 cores): the 4-validator base at default timeouts, a 1 s
+// slow signer, and the partition.
+const integCases = `^(base|slow-1s|partition)$`
+
+// TestIntegCrosscheckSimAgainstInprocess runs integCases on the sim MODEL
+// and on real in-process nodes, prints the table, and fails on every goal
+// the sim misses, unless the real side's host was overloaded (then the
+// miss is logged: the real numbers reflect the machine). Until package
+// sim registers its backend it skips, saying so; once it does, the test
+// runs.
+func TestIntegCrosscheckSimAgainstInprocess(t *testing.T) {
+	if !slices.Contains(runner.BackendNames(), DefaultModel) {
+		t.Skipf("backend %q is not in this build (the runner has: %s): nothing to cross-check yet", DefaultModel, strings.Join(runner.BackendNames(), ", "))
+	}
+	g, err := ReadGrid("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "cc")
+	c, err := Prepare(Config{Grid: g, Model: DefaultModel, Real: DefaultReal, Repeat: 1, Only: regexp.MustCompile(integCases), OutDir: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Cases) != 3 {
+		t.Fatalf("%d cases match %s, want 3", len(c.Cases), integCases)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	if err := c.Preflight(ctx); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	o, err := c.Run(ctx, sweep.RealRunner{}, os.Stderr, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table bytes.Buffer
+	if err := c.WriteMarkdown(&table, o); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("crosscheck in %s:\n%s", time.Since(start).Round(time.Second), table.String())
+	if o.ExitCode() == ExitBadInput {
+		t.Fatalf("runs could not be done or were interrupted: %v", o.Failed)
+	}
+	for i := range o.Cases {
+		cr := &o.Cases[i]
+		overloaded := slices.Contains(cr.Overloaded(), Real)
+		for _, gr := range cr.Goals {
+			if gr.Verdict != VerdictFail {
+				continue
+			}
+			msg := cr.Name + ", " + goalColumns[gr.Goal] + ": " + goalDetail(gr)
+			if overloaded {
+				t.Logf("%s (not counted: the real side's host was overloaded)", msg)
+				continue
+			}
+			t.Errorf("%s", msg)
+		}
+	}
+}
