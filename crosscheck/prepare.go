@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/valnet/valnet/scenarios"
@@ -42,6 +43,10 @@ type Config struct {
 	Seed   *int64         // base seed; nil: each case's run.seed. Repeat r runs with base + r - 1 on both sides
 	Only   *regexp.Regexp // the cases to run; nil: all
 	OutDir string
+	// ModelSet are settings the model side alone gets, after each case's
+	// own: run.sim.shared_cores=2 makes the sim share this host's 2 cores
+	// as the real side's nodes do.
+	ModelSet []scenarios.Setting
 }
 
 // Check is a crosscheck ready to run: every selected case resolved on
@@ -133,7 +138,11 @@ func Prepare(cfg Config) (*Check, error) {
 		var order []string
 		sides := map[string][]Side{}
 		for _, s := range Sides {
-			plan, err := sweep.Resolve(src, pc.Set, c.Backend(s))
+			set := pc.Set
+			if s == Model {
+				set = append(slices.Clone(pc.Set), cfg.ModelSet...)
+			}
+			plan, err := sweep.Resolve(src, set, c.Backend(s))
 			if err != nil {
 				for _, e := range scenarios.SplitErrors(err) {
 					if sides[e.Error()] == nil {
@@ -157,6 +166,9 @@ func Prepare(cfg Config) (*Check, error) {
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
+	}
+	for _, st := range cfg.ModelSet {
+		fmt.Fprintf(hash, "\x00model:%s=%s", st.Path, st.Value)
 	}
 	c.Identity = Identity{Grid: cfg.Grid.Name, GridFile: cfg.Grid.File, Model: cfg.Model, Real: cfg.Real,
 		BaseSeed: cfg.Seed, SHA256: hex.EncodeToString(hash.Sum(nil))}

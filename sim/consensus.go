@@ -252,6 +252,9 @@ func (w *world) newHeight(n *node, h int64, commitTime int64) {
 	n.locked, n.lockedRound, n.valid, n.validRound = noBlock, -1, noBlock, -1
 	n.commitRound, n.commitBlock, n.triggeredPC = -1, noBlock, false
 	w.stepEvent(n)
+	// Votes of the new height are taken at once, in new_height too
+	// (addVote: vote.Height == cs.Height).
+	w.releaseHeld(n)
 }
 
 // handleTimeout follows State.handleTimeout.

@@ -474,18 +474,32 @@ func (w *world) releaseHeld(n *node) {
 		due = append(due, e)
 	}
 	n.held = keep
-	// A peer sends once it learns where n is, a link delay later; what one
-	// peer sends keeps its order (a proposal before its parts).
-	delay := map[int32]int64{}
+	// A peer sends them once it learns where n is (its NewRoundStep, a
+	// link delay away), each through its own gossip routine: the data
+	// routine for a proposal and parts, the vote routine for votes, so
+	// which comes first is up to the routines, as with real peers.
 	for _, e := range due {
-		d, ok := delay[e.from]
-		if !ok && e.from != n.i {
-			if lk := w.net.link(n.i, e.from); lk.delay != nil {
-				d = lk.delay.Draw().Nanoseconds()
-			}
-			delay[e.from] = d
+		if e.from == n.i {
+			e.at, e.due = n.t, 0
+			w.q.push(e)
+			continue
 		}
-		e.at, e.due = n.t+d, 0
+		learn := n.t
+		if lk := w.net.link(n.i, e.from); lk.delay != nil {
+			learn += lk.delay.Draw().Nanoseconds()
+		}
+		size, ch := voteBytes, chVotes
+		switch e.mk {
+		case mProposal:
+			size, ch = proposalBytes, chData
+		case mPart:
+			size, ch = partSize(w.block(e.height, e.block), e.part), chData
+		}
+		at, ok := w.net.send(e.from, n.i, learn, size, ch)
+		if !ok {
+			continue
+		}
+		e.at, e.due = at, 0
 		w.q.push(e)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -23,6 +24,7 @@ func init() { commands = append(commands, newCrosscheckCmd) }
 func newCrosscheckCmd() *cobra.Command {
 	var (
 		grid, model, real, out, only string
+		sharedCores                  int
 		repeat                       int
 		seed                         int64
 	)
@@ -63,6 +65,10 @@ failed, 2 bad input, or a run could not be done or was interrupted.`,
 				return &exitError{exitBadInput, err}
 			}
 			cfg := crosscheck.Config{Grid: g, Model: model, Real: real, Repeat: repeat, OutDir: out}
+			if model == scenarios.BackendSim && sharedCores > 0 {
+				// The real side's nodes share this host's cores: so does the model.
+				cfg.ModelSet = append(cfg.ModelSet, scenarios.Setting{Path: "run.sim.shared_cores", Value: fmt.Sprint(sharedCores), Flag: "--shared-cores"})
+			}
 			if cmd.Flags().Changed("seed") {
 				cfg.Seed = &seed
 			}
@@ -106,6 +112,7 @@ failed, 2 bad input, or a run could not be done or was interrupted.`,
 	f.Int64Var(&seed, "seed", 0, "base seed S, the same on both sides (default: each case's run.seed)")
 	f.StringVar(&out, "out", "", "crosscheck directory (default runs/crosscheck-<grid>-<time>; give the same --out to resume)")
 	f.StringVar(&only, "only", "", "run only the cases whose name matches this regular expression")
+	f.IntVar(&sharedCores, "shared-cores", runtime.NumCPU(), "with --model sim: the sim's nodes share this many cores, as the real side's do on this host (run.sim.shared_cores); 0: each node its own CPU")
 	return cmd
 }
 
