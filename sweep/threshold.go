@@ -49,6 +49,10 @@ type Threshold struct {
 	OutDir    string
 	// RunPoint runs the scenario once with Key set to value.
 	RunPoint RunPointFunc
+	// ConfirmPoint runs it on ConfirmBackend (--confirm); nil: no
+	// confirmation.
+	ConfirmPoint   RunPointFunc
+	ConfirmBackend string
 	// Finished reads a run directory left by an earlier search, if that run
 	// finished (ok false: run it again); LoadFinished.
 	Finished func(dir string) (res Result, ok bool, err error)
@@ -100,10 +104,59 @@ func (t *Threshold) Search(ctx context.Context) (*ThresholdReport, error) {
 	s, err := Bisect(ctx, t.Grid, t.Direction, probe)
 	rep.conclude(t, s, err)
 	fmt.Fprintln(t.Out, rep.Line(t.Key))
+	if err == nil && t.ConfirmPoint != nil && rep.Verdict == Found {
+		err = t.confirm(ctx, rep, s)
+	}
 	if werr := rep.write(t.OutDir); werr != nil && err == nil {
 		err = werr
 	}
 	return rep, err
+}
+
+// Confirmation is threshold.json's "confirm": the two values that bracket
+// the threshold, run again on another backend with the same seeds.
+type Confirmation struct {
+	Backend string           `json:"backend"`
+	Probes  []ThresholdProbe `json:"probes"` // the held value, then the failed one
+	// Agrees: on the confirming backend too the held value holds and the
+	// failed one fails.
+	Agrees bool `json:"agrees"`
+}
+
+// confirm reruns the bracketing values on ConfirmBackend into
+// OutDir/confirm-BACKEND and says whether they agree.
+func (t *Threshold) confirm(ctx context.Context, rep *ThresholdReport, s Search) error {
+	c := &Confirmation{Backend: t.ConfirmBackend}
+	rep.Confirm = c
+	fmt.Fprintf(t.Out, "confirming on %s: the two values that bracket it, %d run(s) each\n", t.ConfirmBackend, len(t.Seeds))
+	sub := *t
+	sub.RunPoint = t.ConfirmPoint
+	sub.OutDir = filepath.Join(t.OutDir, "confirm-"+t.ConfirmBackend)
+	want := []bool{true, false}
+	c.Agrees = true
+	for i, idx := range []int{s.Held, s.Failed} {
+		p, err := sub.probe(ctx, t.Grid.Format(s.Probes[idx].Value))
+		if err != nil {
+			return fmt.Errorf("--confirm %s: %w", t.ConfirmBackend, err)
+		}
+		for j := range p.Runs {
+			p.Runs[j].Dir = filepath.Join("confirm-"+t.ConfirmBackend, p.Runs[j].Dir)
+		}
+		c.Probes = append(c.Probes, p)
+		c.Agrees = c.Agrees && p.Held == want[i]
+		on := map[bool]string{true: "held", false: "failed"}
+		fmt.Fprintf(t.Out, "  %s=%s  %s: %s on %s, %s on %s\n", t.Key, p.Value, t.Target.Metric,
+			on[s.Probes[idx].Held], t.Stamp.Backend, on[p.Held], t.ConfirmBackend)
+		if err := rep.write(t.OutDir); err != nil {
+			return err
+		}
+	}
+	if c.Agrees {
+		fmt.Fprintf(t.Out, "confirmed on %s: the same bracket\n", t.ConfirmBackend)
+	} else {
+		fmt.Fprintf(t.Out, "NOT confirmed on %s: the real runs bracket the threshold elsewhere; trust them over the model\n", t.ConfirmBackend)
+	}
+	return nil
 }
 
 // Claim makes OutDir this search's (Stamp.claim). Search claims it too

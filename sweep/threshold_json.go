@@ -55,6 +55,9 @@ type ThresholdReport struct {
 	OverloadedRuns int `json:"overloaded_runs"`
 	// Error says why an incomplete search stopped.
 	Error string `json:"error,omitempty"`
+	// Confirm is --confirm's rerun of the bracketing values on another
+	// backend; absent without it.
+	Confirm *Confirmation `json:"confirm,omitempty"`
 }
 
 func (t *Threshold) newReport() *ThresholdReport {

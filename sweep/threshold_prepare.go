@@ -26,6 +26,10 @@ type ThresholdSpec struct {
 	Seed       *int64 // --seed; nil = the scenario's run.seed
 	Backend    string // --backend; "" = the scenario's run.backend
 	OutDir     string // --out; "" = DefaultThresholdDir
+	// Confirm (--confirm) reruns the two values that bracket the
+	// threshold on this backend (real nodes after a search on the sim),
+	// with the same seeds; "" = none.
+	Confirm string
 }
 
 // Prepare checks the whole command line before any run: the key is a
@@ -71,6 +75,15 @@ func (sp ThresholdSpec) Prepare(ctx context.Context, runs Runner, out io.Writer)
 	th.RunPoint = func(ctx context.Context, key, value string, seed int64, dir string) (Result, error) {
 		return RunPoint(ctx, runs, src, []scenarios.Setting{{Path: key, Value: value, Flag: "--vary"}}, sp.Backend, seed, dir)
 	}
+	if sp.Confirm != "" {
+		if err := CheckBackend("--confirm", sp.Confirm); err != nil {
+			return nil, errors.Join(append(errs, err)...)
+		}
+		th.ConfirmBackend = sp.Confirm
+		th.ConfirmPoint = func(ctx context.Context, key, value string, seed int64, dir string) (Result, error) {
+			return RunPoint(ctx, runs, src, []scenarios.Setting{{Path: key, Value: value, Flag: "--vary"}}, sp.Confirm, seed, dir)
+		}
+	}
 	base, err := src.Resolve(scenarios.Overrides{Backend: sp.Backend})
 	if err != nil {
 		return nil, errors.Join(append(errs, err)...) // nothing else can be checked
@@ -94,10 +107,28 @@ func (sp ThresholdSpec) Prepare(ctx context.Context, runs Runner, out io.Writer)
 			bad(err)
 		}
 	}
-	for _, v := range []float64{grid.Lo, grid.Hi} {
-		value := grid.Format(v)
+	backends := []string{sp.Backend}
+	if sp.Confirm != "" {
+		backends = append(backends, sp.Confirm) // its runs must be possible too (a real backend runs at most 200 validators)
+	}
+	type end struct {
+		value   string
+		backend string
+	}
+	var ends []end
+	for _, b := range backends {
+		ends = append(ends, end{grid.Format(grid.Lo), b}, end{grid.Format(grid.Hi), b})
+	}
+	for _, e := range ends {
+		backend, value := e.backend, e.value
 		set := []scenarios.Setting{{Path: sp.Key, Value: value, Flag: "--vary"}}
-		plan, err := Resolve(src, set, sp.Backend)
+		plan, err := Resolve(src, set, backend)
+		if err != nil && backend == sp.Confirm && backend != sp.Backend {
+			for _, e := range scenarios.SplitErrors(err) {
+				once(value, fmt.Errorf("--confirm %s: %w", backend, e))
+			}
+			continue
+		}
 		if err != nil {
 			for _, e := range scenarios.SplitErrors(err) {
 				if !fromSetting(e) { // the scenario's problem at this end

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -356,5 +357,51 @@ func TestThresholdOverloadedHost(t *testing.T) {
 		if !strings.Contains(output(th), want) {
 			t.Errorf("output lacks %q:\n%s", want, output(th))
 		}
+	}
+}
+
+// TestThresholdConfirm: --confirm reruns the two bracketing values on the
+// other backend with the same seeds, under confirm-BACKEND, and says
+// whether they agree; a confirming backend whose limit is elsewhere is
+// "NOT confirmed".
+func TestThresholdConfirm(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		real   func(time.Duration, int64) float64
+		agrees bool
+		says   string
+	}{
+		{"same bracket", rate, true, "confirmed on inprocess: the same bracket"},
+		{"real limit lower", func(v time.Duration, s int64) float64 { return rate(v+100*time.Millisecond, s) }, false, "NOT confirmed on inprocess"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := t.TempDir()
+			model := &fakeRuns{metric: rate}
+			real := &fakeRuns{metric: tc.real}
+			th := newSearch(t, out, model, 1, 2)
+			th.ConfirmBackend, th.ConfirmPoint = "inprocess", real.run
+			rep, err := th.Search(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := rep.Confirm
+			if c == nil || len(c.Probes) != 2 || c.Probes[0].Value != "550ms" || c.Probes[1].Value != "600ms" {
+				t.Fatalf("confirm %+v", c)
+			}
+			if want := []string{"validators[hsm].signer.latency=550ms/1", "validators[hsm].signer.latency=550ms/2",
+				"validators[hsm].signer.latency=600ms/1", "validators[hsm].signer.latency=600ms/2"}; !slices.Equal(real.calls, want) {
+				t.Errorf("confirming runs %v, want %v", real.calls, want)
+			}
+			if c.Agrees != tc.agrees || !strings.Contains(output(th), tc.says) {
+				t.Errorf("agrees %v, want %v; output:\n%s", c.Agrees, tc.agrees, output(th))
+			}
+			if _, err := os.Stat(filepath.Join(out, "confirm-inprocess", "600ms", "r2", "fake-run.json")); err != nil {
+				t.Errorf("confirming run not under confirm-inprocess: %v", err)
+			}
+			back, err := ReadThreshold(out)
+			if err != nil || back.Confirm == nil || back.Confirm.Agrees != tc.agrees {
+				t.Errorf("threshold.json confirm: %+v, %v", back.Confirm, err)
+			}
+		})
 	}
 }

@@ -97,6 +97,7 @@ not be done, or Ctrl-C (threshold.json keeps the probes done).`,
 	f.StringVar(&spec.Direction, "direction", "largest", "largest: the largest value that holds; smallest: the smallest")
 	f.IntVar(&spec.Repeat, "repeat", 1, "runs per probe (distinct seeds; a probe holds when every run holds)")
 	f.StringVar(&spec.OutDir, "out", "", "search directory (default runs/threshold-<scenario>-<key>-<hash of the backend and seed>: the same command resumes)")
+	f.StringVar(&spec.Confirm, "confirm", "", "after the search, rerun the two values that bracket the threshold on this backend (e.g. inprocess after --backend sim), with the same seeds, and print both")
 	f.StringVar(&spec.Backend, "backend", "", "run on this backend instead of the scenario's run.backend ("+strings.Join(scenarios.Backends(), ", ")+")")
 	f.Int64Var(&seed, "seed", 0, "base seed S; repeat r of every probe runs with seed S + r - 1 (default: the scenario's run.seed)")
 	f.BoolVar(&quiet, "quiet", false, "no live status of each run; only the probes and the result")
