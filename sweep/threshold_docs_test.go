@@ -79,7 +79,7 @@ func thresholdSpecOf(t *testing.T, args []string) ThresholdSpec {
 				t.Fatal(err)
 			}
 			sp.Repeat = n
-		case "--out", "--backend", "--seed":
+		case "--out", "--backend", "--seed", "--confirm":
 		default:
 			t.Fatalf("flag %s is not known to this test", args[i])
 		}
