@@ -179,3 +179,14 @@ func latencyOf(l *scenarios.LatencyPlan) string {
 	}
 	return l.Value.String()
 }
+
+// TestIntegGridResolves: the grid make integ runs is valid on both sides.
+func TestIntegGridResolves(t *testing.T) {
+	g, err := ReadGrid("integ.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Prepare(Config{Grid: g, Model: DefaultModel, Real: DefaultReal, Repeat: 1}); err != nil {
+		t.Fatal(err)
+	}
+}
