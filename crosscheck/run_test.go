@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/valnet/valnet/scenarios"
 	"testing"
 	"time"
 
@@ -260,7 +262,7 @@ cases:
 		want string
 	}{
 		{Config{Grid: g, Model: "simx", Real: "", Repeat: 0},
-			"--repeat 0: give at least 1\n--model simx: unknown backend; allowed: inprocess, process, docker\n--real: give a backend (inprocess, process, docker)"},
+			"--repeat 0: give at least 1\n--model simx: unknown backend; allowed: " + strings.Join(scenarios.Backends(), ", ") + "\n--real: give a backend (" + strings.Join(scenarios.Backends(), ", ") + ")"},
 		{Config{Grid: g, Model: "inprocess", Real: "inprocess", Repeat: 1, Only: regexp.MustCompile("x")},
 			"--only x matches no case of grid p (cases: bad-value, no-file, fine)"},
 		{Config{Grid: g, Model: "inprocess", Real: "process", Repeat: 1},
