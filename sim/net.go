@@ -106,6 +106,16 @@ func (nm *netModel) setLink(from, to int32, l network.Link) {
 	}
 }
 
+// wake is when from's routine for to on channel ch next looks for
+// something to send at or after t (no state changes).
+func (nm *netModel) wake(from, to int32, t int64, ch int) int64 {
+	s := nm.link(from, to).nextCheck[ch]
+	if t > s {
+		s += (t - s + nm.sleep - 1) / nm.sleep * nm.sleep
+	}
+	return s
+}
+
 // send is when a message of size bytes, ready at t on channel ch, reaches
 // to over from's link; false when the link is blocked.
 func (nm *netModel) send(from, to int32, t int64, size int, ch int) (int64, bool) {
@@ -157,6 +167,14 @@ func (w *world) neighbours(i int32, f func(j int32)) {
 func (w *world) deliver(from *node, j int32, e event, size int, ch int) {
 	to := w.nodes[j]
 	if !from.up || !to.up {
+		return
+	}
+	if to.h < e.height || to.h == e.height && e.round > to.r && (e.mk == mProposal || e.mk == mPart) {
+		// A peer sends a node only what its peer state says it can use
+		// (its height; for a proposal, its round): it gets this from the
+		// first peer to see it arrive there (releaseHeld).
+		e.kind, e.node = evMsg, j
+		to.held = append(to.held, e)
 		return
 	}
 	at, ok := w.net.send(from.i, j, from.t, size, ch)

@@ -474,28 +474,64 @@ func (w *world) releaseHeld(n *node) {
 		due = append(due, e)
 	}
 	n.held = keep
-	// A peer sends them once it learns where n is (its NewRoundStep, a
-	// link delay away), each through its own gossip routine: the data
-	// routine for a proposal and parts, the vote routine for votes, so
-	// which comes first is up to the routines, as with real peers.
+	// Every peer learns where n is (its NewRoundStep, a link delay away)
+	// and gossips it what it lacks: the first peer whose vote routine
+	// wakes sends all the votes, the first whose data routine wakes the
+	// proposal and parts (reactor.go gossipVotesForHeight, pickPartToSend:
+	// a peer sends any vote or part it has, not only its own). So a node
+	// catching up gets +2/3 votes from its fastest peer, and which of
+	// votes and proposal comes first is up to the routines.
+	var votes, data []event
 	for _, e := range due {
-		if e.from == n.i {
+		switch {
+		case e.from == n.i:
 			e.at, e.due = n.t, 0
 			w.q.push(e)
-			continue
+		case e.mk == mProposal || e.mk == mPart:
+			data = append(data, e)
+		default:
+			votes = append(votes, e)
+		}
+	}
+	w.resend(n, votes, chVotes)
+	w.resend(n, data, chData)
+}
+
+// resend sends held messages to n from the peer (that has reached their
+// height) whose routine on ch wakes first once it learns where n is.
+func (w *world) resend(n *node, msgs []event, ch int) {
+	if len(msgs) == 0 {
+		return
+	}
+	h := msgs[0].height
+	var best int32 = -1
+	var bestWake, bestLearn int64
+	w.neighbours(n.i, func(j int32) {
+		p := w.nodes[j]
+		if !p.up || p.h < h || w.net.link(j, n.i).blocked {
+			return
 		}
 		learn := n.t
-		if lk := w.net.link(n.i, e.from); lk.delay != nil {
+		if lk := w.net.link(n.i, j); lk.delay != nil {
 			learn += lk.delay.Draw().Nanoseconds()
 		}
-		size, ch := voteBytes, chVotes
+		if wk := w.net.wake(j, n.i, learn, ch); best < 0 || wk < bestWake {
+			best, bestWake, bestLearn = j, wk, learn
+		}
+	})
+	if best < 0 {
+		n.held = append(n.held, msgs...) // nobody can send them yet
+		return
+	}
+	for _, e := range msgs {
+		size := voteBytes
 		switch e.mk {
 		case mProposal:
-			size, ch = proposalBytes, chData
+			size = proposalBytes
 		case mPart:
-			size, ch = partSize(w.block(e.height, e.block), e.part), chData
+			size = partSize(w.block(e.height, e.block), e.part)
 		}
-		at, ok := w.net.send(e.from, n.i, learn, size, ch)
+		at, ok := w.net.send(best, n.i, bestLearn, size, ch)
 		if !ok {
 			continue
 		}
