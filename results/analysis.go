@@ -1,16 +1,17 @@
 package results
 
 // summarizeConsensus adds what needs the nodes' view of consensus (votes,
-// steps, proposals) rather than the signers' view: missed-precommit causes
-// (each one kept in s.Missed for missed.csv), late votes and round-change
-// causes. Validators it names that are not in
-// s.Validators (e.g. an unknown address in a vote) are left out.
-func summarizeConsensus(s *Summary, x *index, c *chain) {
+// steps, proposals) rather than the signers' view, as the Summarizer
+// judged it height by height: missed-precommit causes (each one kept in
+// s.Missed for missed.csv), late votes and round-change causes.
+// Validators it names that are not in s.Validators (e.g. an unknown
+// address in a vote) are left out.
+func (z *Summarizer) summarizeConsensus(s *Summary) {
 	rows := map[string]*ValidatorSummary{}
 	for i := range s.Validators {
 		rows[s.Validators[i].Name] = &s.Validators[i]
 	}
-	s.Missed = missedPrecommits(c, x)
+	s.Missed = z.missed
 	for _, m := range s.Missed {
 		if v := rows[m.Validator]; v != nil {
 			if p := v.MissedByCause.field(m.Cause); p != nil {
@@ -18,23 +19,19 @@ func summarizeConsensus(s *Summary, x *index, c *chain) {
 			}
 		}
 	}
-	runs := consecutiveMissed(c)
-	prevotes, precommits := x.lateVotes()
-	changes, notReceived := x.roundChanges(c)
-	s.RoundChanges = changes
-	critical := x.quorumCritical(c)
-	s.QuorumHeights = len(critical)
-	for _, voters := range critical {
-		for _, name := range voters {
-			if v := rows[name]; v != nil {
-				v.QuorumCritical++
-			}
+	runs := consecutiveMissed(z.c)
+	s.RoundChanges = append(s.RoundChanges, z.changes...)
+	s.QuorumHeights = z.quorumHeights
+	for id, n := range z.critical {
+		if v := rows[z.names.name(id)]; v != nil {
+			v.QuorumCritical += n
 		}
 	}
 	for name, v := range rows {
+		id := z.names.id(name)
 		v.MissedBlocks = v.MissedPrecommits
 		v.ConsecutiveMissedMax = runs[name]
-		v.LatePrevotes, v.LatePrecommits = prevotes[name], precommits[name]
-		v.ProposalsNotReceived = notReceived[name]
+		v.LatePrevotes, v.LatePrecommits = z.latePrevotes[id], z.latePrecommits[id]
+		v.ProposalsNotReceived = z.notReceived[name]
 	}
 }

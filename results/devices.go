@@ -37,8 +37,9 @@ type DeviceSummary struct {
 }
 
 // summarizeDevices lists the devices of run_start's validators and of
-// device events, each with its last device event's counters.
-func summarizeDevices(events []Event, start *Event) map[string]*DeviceSummary {
+// device events, each with its last device event's counters (last: the
+// last device event of each device named by one).
+func summarizeDevices(start *Event, last map[string]DeviceSample) map[string]*DeviceSummary {
 	out := map[string]*DeviceSummary{}
 	get := func(name string) *DeviceSummary {
 		d, ok := out[name]
@@ -56,12 +57,8 @@ func summarizeDevices(events []Event, start *Event) map[string]*DeviceSummary {
 			}
 		}
 	}
-	for i := range events {
-		ev := &events[i]
-		if ev.Kind != KindDevice || ev.Device == nil || ev.Device.Name == "" {
-			continue
-		}
-		d, smp := get(ev.Device.Name), *ev.Device
+	for name, smp := range last {
+		d := get(name)
 		d.Profile, d.BackgroundChains = smp.Profile, smp.BackgroundChains
 		d.Signatures, d.BackgroundSignatures = &smp.Signatures, &smp.BackgroundSignatures
 		busy, wall := roundMS(smp.BusyMS), roundMS(smp.WallMS)

@@ -37,19 +37,37 @@ type genConfig struct {
 	precommitErr map[int64]int      // height -> validator whose commit-round precommit signature fails
 	nodeDown     map[int64]int      // height -> validator whose node is paused for the whole height (node-pause fault)
 	names        func(i int) string // validator name, default v1..vN
+
+	// every > 0 repeats the script of heights 1..every over all heights:
+	// height h does what height (h-1)%every+1 says (a long run in little
+	// memory).
+	every int64
 }
 
 // gen returns the event stream of the scripted run.
 func gen(c genConfig) []Event {
+	var evs []Event
+	genEach(c, func(ev *Event) { evs = append(evs, *ev) })
+	return evs
+}
+
+// genEach hands the events of the scripted run to fn one by one, in
+// stream order (fn must copy what it keeps).
+func genEach(c genConfig, fn func(*Event)) {
 	if c.names == nil {
 		c.names = func(i int) string { return fmt.Sprintf("v%d", i+1) }
 	}
 	name := c.names
 	t := c.start
-	var evs []Event
 	emit := func(ev Event) {
 		ev.Time = t
-		evs = append(evs, ev)
+		fn(&ev)
+	}
+	at := func(h int64) int64 {
+		if c.every > 0 && h > 0 {
+			return (h-1)%c.every + 1
+		}
+		return h
 	}
 	advance := func(ms float64) { t = t.Add(time.Duration(ms * float64(time.Millisecond))) }
 	// Deterministic "local signer" latency in 0.05..0.5 ms.
@@ -132,9 +150,9 @@ func gen(c genConfig) []Event {
 	}
 
 	for h := int64(1); h <= c.heights; h++ {
-		cr := c.commitRound[h]
+		cr := c.commitRound[at(h)]
 		down = -1
-		if v, ok := c.nodeDown[h]; ok {
+		if v, ok := c.nodeDown[at(h)]; ok {
 			down = v
 			emit(Event{Kind: KindFault, Validator: name(v), Action: action.NodePause, State: FaultStart, Height: h, Detail: "node paused"})
 		}
@@ -145,7 +163,7 @@ func gen(c genConfig) []Event {
 			if r < cr {
 				// The proposer fails this round: its signer errors or it is
 				// silent; everyone times out, prevotes and precommits nil.
-				if c.signerFails[h] {
+				if c.signerFails[at(h)] {
 					advance(3)
 					emit(Event{Kind: KindSign, Node: name(p), Validator: name(p), Phase: phase.Proposal, Height: h, Round: r, LatencyMS: 3, Error: "signer: connection reset"})
 				}
@@ -170,7 +188,7 @@ func gen(c genConfig) []Event {
 				emit(Event{Kind: KindProposal, Node: name(i), Height: h, Round: r, BlockID: id})
 			})
 			vote := func(i int) string {
-				if in(c.nilVotes[h], i) {
+				if in(c.nilVotes[at(h)], i) {
 					return ""
 				}
 				return id
@@ -181,7 +199,7 @@ func gen(c genConfig) []Event {
 				cast(i, phase.Prevote, h, r, vote(i), false)
 			})
 			advance(4)
-			late, isLate := c.lateSign[h]
+			late, isLate := c.lateSign[at(h)]
 			var lateFrom time.Time
 			nodes(func(i int) {
 				emit(Event{Kind: KindStep, Node: name(i), Height: h, Round: r, Step: "precommit"})
@@ -189,16 +207,16 @@ func gen(c genConfig) []Event {
 					lateFrom = t // its signature returns after the commit
 					return
 				}
-				if v, ok := c.precommitErr[h]; ok && v == i {
+				if v, ok := c.precommitErr[at(h)]; ok && v == i {
 					advance(1)
 					emit(Event{Kind: KindSign, Node: name(i), Validator: name(i), Phase: phase.Precommit, Height: h, Round: r, LatencyMS: 1, Error: "signer: connection refused"})
 					return
 				}
 				sign(i, phase.Precommit, h, r, vote(i))
-				if v, ok := c.resign[h]; ok && v == i {
+				if v, ok := c.resign[at(h)]; ok && v == i {
 					sign(i, phase.Precommit, h, r, vote(i)) // FilePV retry: same vote again
 				}
-				cast(i, phase.Precommit, h, r, vote(i), in(c.absent[h], i))
+				cast(i, phase.Precommit, h, r, vote(i), in(c.absent[at(h)], i))
 			})
 			advance(4)
 			nodes(func(i int) {
@@ -214,11 +232,11 @@ func gen(c genConfig) []Event {
 		bt := t.Add(-7 * time.Millisecond)
 		blk := Event{Kind: KindBlock, Node: name(0), Height: h, Proposer: name(proposer(h, cr)), BlockTime: &bt, Txs: int(h % 3)}
 		if h > 1 {
-			blk.LastCommitRound = c.commitRound[h-1]
-			for _, v := range c.absent[h-1] {
+			blk.LastCommitRound = c.commitRound[at(h-1)]
+			for _, v := range c.absent[at(h-1)] {
 				blk.LastCommitAbsent = append(blk.LastCommitAbsent, name(v))
 			}
-			for _, v := range c.nilVotes[h-1] {
+			for _, v := range c.nilVotes[at(h-1)] {
 				blk.LastCommitNil = append(blk.LastCommitNil, name(v))
 			}
 		}
@@ -240,7 +258,6 @@ func gen(c genConfig) []Event {
 	}
 	advance(15)
 	emit(Event{Kind: KindRunEnd, StopReason: StopHeights})
-	return evs
 }
 
 // fixtureConfig is the run behind testdata/events.jsonl: 4 validators, 8

@@ -30,50 +30,24 @@ var HaltCauses = []string{HaltValidatorsDown, HaltPartition, HaltSignerFailed, H
 // of a step, so the others wait until a node restarts and signs again.
 const noRetry = "CometBFT does not retry a failed signature, so the round waits until a node restarts"
 
-// networkStart is when the chain could first commit: the first new_round
-// after the last node_up before the first commit (consensus started; the
-// nodes wait for the genesis time before it, which is no stall), or that
-// node_up when no node entered a round (a network that never started
-// consensus stalls from there), or run_start.
-func (x *index) networkStart(c *chain, start *Event) time.Time {
-	var t time.Time
-	if start != nil {
-		t = start.Time
-	}
-	for _, up := range x.nodeUps {
-		if len(c.heights) > 0 && up.After(c.blocks[c.heights[0]].Time) {
-			continue
-		}
-		if up.After(t) {
-			t = up
-		}
-	}
-	var consensus time.Time
-	for _, at := range x.roundStart {
-		if !at.Before(t) && (consensus.IsZero() || at.Before(consensus)) {
-			consensus = at
-		}
-	}
-	if !consensus.IsZero() {
-		return consensus
-	}
-	return t
-}
-
 // explainHalt says where the chain stood during sp and why. The evidence
 // is what the events show up to the moment the stretch became a halt
 // (threshold after its start): what happened later, such as the restart
-// that ended it, is named apart.
-func (x *index) explainHalt(c *chain, sp haltSpan, threshold time.Duration) Halt {
+// that ended it, is named apart. hd is the height that could not commit
+// (nil: no event named it).
+func (x *index) explainHalt(c *chain, hd *hdata, sp haltSpan, threshold time.Duration) Halt {
 	h := sp.Halt
 	h.Height = sp.FromHeight + 1
+	if hd == nil {
+		hd = &hdata{height: h.Height, rounds: map[int32]*rdata{}, stepCommit: noRound}
+	}
 	at := sp.from.Add(threshold)
 	if at.After(sp.to) {
 		at = sp.to
 	}
-	round, entered := x.highestRound(h.Height, at)
+	round, entered := highestRound(hd, at)
 	h.Round = round
-	h.Cause, h.Detail = x.haltCause(c, h.Height, round, entered, sp.from, at)
+	h.Cause, h.Detail = x.haltCause(c, hd, round, entered, sp.from, at)
 	h.needsVotes = h.Cause == HaltUnknown && strings.HasPrefix(h.Detail, cannotTellVotes)
 	if sp.Resumed {
 		h.Detail += x.resumedText(sp.from, at, sp.to)
@@ -81,12 +55,16 @@ func (x *index) explainHalt(c *chain, sp haltSpan, threshold time.Duration) Halt
 	return h
 }
 
-// highestRound is the highest round any node had entered at height by t.
-func (x *index) highestRound(height int64, t time.Time) (round int32, ok bool) {
-	for _, marks := range x.nodeAt {
-		for _, m := range marks {
-			if m.height == height && !m.t.After(t) && (!ok || m.round > round) {
-				round, ok = m.round, true
+// highestRound is the highest round any node had entered at height hd by t.
+func highestRound(hd *hdata, t time.Time) (round int32, ok bool) {
+	for r, rd := range hd.rounds {
+		if ok && r <= round {
+			continue
+		}
+		for _, at := range rd.marks {
+			if !at.After(t) {
+				round, ok = r, true
+				break
 			}
 		}
 	}
@@ -98,13 +76,14 @@ func (x *index) highestRound(height int64, t time.Time) (round int32, ok bool) {
 // the last round (signer failed, not answering, nodes down) or cast but
 // not delivered (network), rounds that keep failing for want of a
 // proposal, a saturated host, or unknown.
-func (x *index) haltCause(c *chain, height int64, round int32, entered bool, from, at time.Time) (cause, detail string) {
+func (x *index) haltCause(c *chain, hd *hdata, round int32, entered bool, from, at time.Time) (cause, detail string) {
+	height := hd.height
 	var down []string
 	var downPower int64
-	for _, v := range x.names {
-		if w := x.downs.downDuring(v, at, at); w != nil {
+	for i, v := range x.vals {
+		if w := x.downDuring(v, at, at); w != nil {
 			down = append(down, fmt.Sprintf("%s (%s)", v, w.action))
-			downPower += x.power[v]
+			downPower += x.powerOf(x.valIDs[i])
 		}
 	}
 	if len(down) > 0 && !x.quorum(x.totalPower-downPower) {
@@ -119,20 +98,20 @@ func (x *index) haltCause(c *chain, height int64, round int32, entered bool, fro
 			return HaltUnknown, cannotTellVotes + fmt.Sprintf("%s was in force; whether any node received prevotes of more than 2/3 of the power at h%d r%d is not recorded",
 				part, height, round)
 		}
-		if best, who := x.bestHeard(k, phase.Prevote, at); len(x.votes) > 0 && !x.quorum(best) {
+		if best, who := x.bestHeard(k, phase.Prevote, at); x.has(factVote) && !x.quorum(best) {
 			return HaltPartition, fmt.Sprintf("%s: no side holds +2/3 of the voting power (the most prevote power any node received at h%d r%d is %d of %d: %s)",
 				part, height, round, best, x.totalPower, joinNames(who))
 		}
 	}
 	if !entered {
 		switch {
-		case len(x.nodeAt) == 0 && len(x.nodeUps) > 0:
+		case !x.has(factMark) && x.has(factNodeUp):
 			// CometBFT v1.0.1 starts consensus once block sync is caught
 			// up, and block sync is never caught up without a peer
 			// (internal/blocksync/pool.go, IsCaughtUp) unless the node
 			// itself holds 1/3 of the power.
 			return HaltNetwork, "no node entered consensus: CometBFT starts it after block sync, which waits for a connected peer; no peers connected"
-		case len(x.nodeAt) == 0:
+		case !x.has(factMark):
 			return HaltUnknown, "no consensus event from any node"
 		}
 		return HaltUnknown, fmt.Sprintf("no node entered height %d", height)
@@ -142,7 +121,7 @@ func (x *index) haltCause(c *chain, height int64, round int32, entered bool, fro
 	// still under way; it is kept for when nothing else explains the halt.
 	var silent string
 	for _, phase := range []string{phase.Prevote, phase.Precommit} {
-		cause, detail, ok, onlySilent := x.voteShortfall(k, phase, from, at)
+		cause, detail, ok, onlySilent := x.voteShortfall(hd, k, phase, from, at)
 		if ok && !onlySilent {
 			return cause, detail
 		}
@@ -158,7 +137,7 @@ func (x *index) haltCause(c *chain, height int64, round int32, entered bool, fro
 		failedRound = round
 	}
 	if failedRound >= 0 {
-		rc := x.roundChange(c, height, failedRound)
+		rc := x.roundChange(c, hd, failedRound)
 		text := fmt.Sprintf("h%d r%d failed (%s): %s", height, failedRound, rc.Cause, rc.Detail)
 		if failedRound < round {
 			text = fmt.Sprintf("h%d reached round %d without a decision; round %d failed (%s): %s", height, round, failedRound, rc.Cause, rc.Detail)
@@ -186,36 +165,37 @@ func (x *index) haltCause(c *chain, height int64, round int32, entered bool, fro
 // too little power cast one (whose signers failed, did not answer, whose
 // nodes were down, or that cast nothing: onlySilent when that is all), or
 // enough cast but no node received +2/3. ok false: some node had +2/3.
-func (x *index) voteShortfall(k hr, phase string, from, t time.Time) (cause, detail string, ok, onlySilent bool) {
-	cast := map[string]bool{}
+func (x *index) voteShortfall(hd *hdata, k hr, ph string, from, t time.Time) (cause, detail string, ok, onlySilent bool) {
+	cast := map[int32]bool{}
 	for _, ev := range x.votesAt(k) {
-		if ev.Phase == phase && !ev.Time.After(t) {
-			cast[ev.Validator] = true
+		if ev.phase == ph && !ev.t.After(t) {
+			cast[ev.validator] = true
 		}
 	}
 	var failed, hung, hungWhy, down, silent []string
 	var castPower int64
-	for _, v := range x.names {
+	for i, v := range x.vals {
+		id := x.valIDs[i]
 		var err string
-		for _, ev := range x.signs[valHeight{v, k.height}] {
-			if ev.Phase != phase || ev.Round != k.round || ev.Time.After(t) {
+		for _, ev := range hd.signs[id] {
+			if ev.phase != ph || ev.round != k.round || ev.t.After(t) {
 				continue
 			}
-			if ev.Error == "" {
-				cast[v] = true
+			if ev.err == "" {
+				cast[id] = true
 			} else {
-				err = ev.Error
+				err = ev.err
 			}
 		}
 		switch {
-		case cast[v]:
-			castPower += x.power[v]
+		case cast[id]:
+			castPower += x.powerOf(id)
 		case err != "":
 			failed = append(failed, v)
-		case x.downs.downDuring(v, t, t) != nil:
+		case x.downDuring(v, t, t) != nil:
 			down = append(down, v)
 		default:
-			if s, busy := x.busyAt(v, t); busy {
+			if s, busy := x.busyAt(id, t); busy {
 				hung = append(hung, v)
 				hungWhy = append(hungWhy, fmt.Sprintf("%s's signer was still on %s", v, busyText(s, t)))
 			} else {
@@ -226,14 +206,14 @@ func (x *index) voteShortfall(k hr, phase string, from, t time.Time) (cause, det
 	if x.quorum(castPower) {
 		if x.noVotes {
 			return HaltUnknown, cannotTellVotes + fmt.Sprintf("%d of %d voting power cast a %s at h%d r%d; whether any node received +2/3 of them is not recorded",
-				castPower, x.totalPower, phase, k.height, k.round), true, false
+				castPower, x.totalPower, ph, k.height, k.round), true, false
 		}
-		best, who := x.bestHeard(k, phase, t)
-		if len(x.votes) == 0 || x.quorum(best) {
+		best, who := x.bestHeard(k, ph, t)
+		if !x.has(factVote) || x.quorum(best) {
 			return "", "", false, false
 		}
 		detail = fmt.Sprintf("no node received +2/3 %ss at h%d r%d: %d of %d voting power cast one, but the most any node received is %d (%s)",
-			phase, k.height, k.round, castPower, x.totalPower, best, joinNames(who))
+			ph, k.height, k.round, castPower, x.totalPower, best, joinNames(who))
 		if !x.foreignVote(from, t) {
 			detail += "; no node received a vote from another node: no peers connected"
 		}
@@ -244,18 +224,18 @@ func (x *index) voteShortfall(k hr, phase string, from, t time.Time) (cause, det
 	}
 	var clauses []string
 	if len(failed) > 0 {
-		clauses = append(clauses, fmt.Sprintf("%s failed to sign %s %s (signer error); %s", joinNames(failed), their(failed), phase, noRetry))
+		clauses = append(clauses, fmt.Sprintf("%s failed to sign %s %s (signer error); %s", joinNames(failed), their(failed), ph, noRetry))
 	}
 	if len(hung) > 0 {
-		clauses = append(clauses, fmt.Sprintf("%s cast no %s: %s (signer not answering)", joinNames(hung), phase, strings.Join(hungWhy, "; ")))
+		clauses = append(clauses, fmt.Sprintf("%s cast no %s: %s (signer not answering)", joinNames(hung), ph, strings.Join(hungWhy, "; ")))
 	}
 	if len(down) > 0 {
 		clauses = append(clauses, fmt.Sprintf("%s down", joinNames(down)))
 	}
 	if len(silent) > 0 {
-		clauses = append(clauses, fmt.Sprintf("%s cast no %s", joinNames(silent), phase))
+		clauses = append(clauses, fmt.Sprintf("%s cast no %s", joinNames(silent), ph))
 	}
-	detail = fmt.Sprintf("no +2/3 %ss at h%d r%d: %s", phase, k.height, k.round, strings.Join(clauses, "; "))
+	detail = fmt.Sprintf("no +2/3 %ss at h%d r%d: %s", ph, k.height, k.round, strings.Join(clauses, "; "))
 	switch {
 	case len(failed) > 0:
 		return HaltSignerFailed, detail, true, false
@@ -273,31 +253,35 @@ func (x *index) roundAdvanced(k hr, t time.Time) bool {
 	_, who := x.bestHeard(k, phase.Precommit, t)
 	var p int64
 	for _, v := range who {
-		p += x.power[v]
+		p += x.powerOf(x.names.id(v))
 	}
 	return x.quorum(p)
 }
 
 // bestHeard is the most voting power whose phase votes at k one node had
 // received by t (its own included), and whose they were.
-func (x *index) bestHeard(k hr, phase string, t time.Time) (best int64, who []string) {
-	heard := map[string][]string{}
-	seen := map[[2]string]bool{}
+func (x *index) bestHeard(k hr, ph string, t time.Time) (best int64, who []string) {
+	heard := map[int32][]int32{}
+	seen := map[[2]int32]bool{}
 	for _, ev := range x.votesAt(k) {
-		if ev.Phase != phase || ev.Time.After(t) || seen[[2]string{ev.Node, ev.Validator}] {
+		if ev.phase != ph || ev.t.After(t) || seen[[2]int32{ev.node, ev.validator}] {
 			continue
 		}
-		seen[[2]string{ev.Node, ev.Validator}] = true
-		heard[ev.Node] = append(heard[ev.Node], ev.Validator)
+		seen[[2]int32{ev.node, ev.validator}] = true
+		heard[ev.node] = append(heard[ev.node], ev.validator)
 	}
-	for _, node := range x.names { // a stable order for ties
+	var bestIDs []int32
+	for _, node := range x.valIDs { // a stable order for ties
 		var p int64
 		for _, v := range heard[node] {
-			p += x.power[v]
+			p += x.powerOf(v)
 		}
 		if p > best {
-			best, who = p, heard[node]
+			best, bestIDs = p, heard[node]
 		}
+	}
+	for _, v := range bestIDs {
+		who = append(who, x.names.name(v))
 	}
 	return best, who
 }
@@ -305,8 +289,10 @@ func (x *index) bestHeard(k hr, phase string, t time.Time) (best int64, who []st
 // foreignVote reports whether any node received a vote of another
 // validator in [from, t].
 func (x *index) foreignVote(from, t time.Time) bool {
-	for _, ev := range x.votes {
-		if ev.Node != ev.Validator && !ev.Time.Before(from) && !ev.Time.After(t) {
+	x.looked(lookForeign, from, t)
+	f, to := stampOf(from), stampOf(t)
+	for _, at := range x.foreign {
+		if at >= f && at <= to {
 			return true
 		}
 	}
@@ -316,8 +302,13 @@ func (x *index) foreignVote(from, t time.Time) bool {
 // proposalReceived reports whether a node other than the proposer's had
 // the proposal of k by t.
 func (x *index) proposalReceived(k hr, t time.Time) bool {
-	for nk, at := range x.proposalAt {
-		if nk.hr == k && nk.node != x.proposer[k] && !at.After(t) {
+	rd := x.roundOf(k)
+	if rd == nil {
+		return false
+	}
+	p := x.names.id(x.proposer(k))
+	for node, at := range rd.proposalAt {
+		if node != p && !at.After(t) {
 			return true
 		}
 	}
@@ -327,24 +318,25 @@ func (x *index) proposalReceived(k hr, t time.Time) bool {
 // partitionAt describes the partitions and isolations in force at t (a
 // partition or isolate fault started, neither ended nor healed).
 func (x *index) partitionAt(t time.Time) (string, bool) {
+	x.looked(lookFault, t, t)
 	type open struct{ key, detail string }
 	var active []open
 	for _, ev := range x.faults {
-		if ev.Time.After(t) {
+		if ev.t.After(t) {
 			break
 		}
-		key := ev.Action + "/" + ev.Validator
+		key := ev.action + "/" + ev.validator
 		switch {
-		case ev.Action == action.Heal:
+		case ev.action == action.Heal:
 			active = nil
-		case ev.Action != action.Partition && ev.Action != action.Isolate:
-		case ev.State == FaultStart:
-			d := ev.Detail
+		case ev.action != action.Partition && ev.action != action.Isolate:
+		case ev.state == FaultStart:
+			d := ev.detail
 			if d == "" {
-				d = strings.TrimSpace(ev.Action + " " + ev.Validator)
+				d = strings.TrimSpace(ev.action + " " + ev.validator)
 			}
 			active = append(active, open{key, d})
-		case ev.State == FaultEnd:
+		case ev.state == FaultEnd:
 			for i := range active {
 				if active[i].key == key {
 					active = append(active[:i], active[i+1:]...)
@@ -370,20 +362,21 @@ func (x *index) partitionAt(t time.Time) (string, bool) {
 // at +43.8s". So a reader sees what the chain came back after, and what it
 // did not.
 func (x *index) resumedText(began, at, to time.Time) string {
+	x.looked(lookFault, at, to)
 	since := func(t time.Time) string { return "+" + t.Sub(began).Round(100*time.Millisecond).String() }
 	var what []string
 	started := map[string]bool{}
 	for _, ev := range x.faults {
-		if !ev.Time.After(at) || ev.Time.After(to) {
+		if !ev.t.After(at) || ev.t.After(to) {
 			continue
 		}
-		name := strings.TrimSpace(ev.Action + " " + ev.Validator)
+		name := strings.TrimSpace(ev.action + " " + ev.validator)
 		switch {
-		case ev.State == FaultStart:
+		case ev.state == FaultStart:
 			started[name] = true
-			what = append(what, name+" ("+since(ev.Time)+")")
-		case ev.State == FaultEnd && !started[name]:
-			what = append(what, "the end of "+name+" ("+since(ev.Time)+")")
+			what = append(what, name+" ("+since(ev.t)+")")
+		case ev.state == FaultEnd && !started[name]:
+			what = append(what, "the end of "+name+" ("+since(ev.t)+")")
 		}
 	}
 	if len(what) == 0 {

@@ -55,7 +55,7 @@ func haltThreshold(start *Event, p50ms float64) time.Duration {
 	return max(floor, time.Duration(haltMedianFactor*p50ms*float64(time.Millisecond)))
 }
 
-// findHalts lists the stretches without a commit longer than haltAfter:
+// findHalts lists, once the chain is done, the stretches without a commit longer than haltAfter:
 // from netStart (the network up) to the first commit, or to the end when
 // nothing committed at all; between consecutive observed commits; and from
 // the last commit to the end of the run. haltAfter 0 finds none.
@@ -72,18 +72,18 @@ func findHalts(c *chain, haltAfter time.Duration, netStart, end time.Time) []hal
 	if !netStart.IsZero() {
 		switch {
 		case len(c.heights) > 0:
-			add(netStart, c.blocks[c.heights[0]].Time, 0, true)
+			add(netStart, c.rows[0].t.time(), 0, true)
 		case !end.IsZero():
 			add(netStart, end, 0, false)
 		}
 	}
-	for i := 1; i < len(c.heights); i++ {
-		prev, cur := c.blocks[c.heights[i-1]], c.blocks[c.heights[i]]
-		add(prev.Time, cur.Time, prev.Height, true)
+	for i := 1; i < len(c.rows); i++ {
+		prev, cur := &c.rows[i-1], &c.rows[i]
+		add(prev.t.time(), cur.t.time(), prev.height, true)
 	}
-	if n := len(c.heights); n > 0 && !end.IsZero() {
-		last := c.blocks[c.heights[n-1]]
-		add(last.Time, end, last.Height, false)
+	if n := len(c.rows); n > 0 && !end.IsZero() {
+		last := &c.rows[n-1]
+		add(last.t.time(), end, last.height, false)
 	}
 	return halts
 }

@@ -23,34 +23,41 @@ import (
 // the block's transactions and block_bytes its encoded size (empty for a
 // stream recorded before valnet reported block sizes).
 func WriteHeightsCSV(w io.Writer, events []Event) error {
-	c := newChain(events)
-	critical := newIndex(events, runStartOf(events)).quorumCritical(c)
+	return summarizeEvents(events).WriteHeightsCSV(w)
+}
+
+// WriteHeightsCSV writes heights.csv of the events added (see the
+// function WriteHeightsCSV), from the rows the Summarizer keeps; it calls
+// Summary first.
+func (z *Summarizer) WriteHeightsCSV(w io.Writer) error {
+	z.Summary()
+	c := z.c
 	cw := csv.NewWriter(w)
 	if err := cw.Write([]string{"height", "commit_round", "proposer", "block_time", "interval_ms", "absent", "nil", "quorum_critical", "txs", "block_bytes"}); err != nil {
 		return err
 	}
 	for _, h := range c.heights {
-		b := c.blocks[h]
+		b := c.row(h)
 		row := make([]string, 10)
 		row[0] = strconv.FormatInt(h, 10)
-		if r, ok := c.commitRound(h); ok {
+		if r, ok := c.commitRound(h, noRound); ok {
 			row[1] = strconv.FormatInt(int64(r), 10)
 		}
-		row[2] = b.Proposer
-		if b.BlockTime != nil {
-			row[3] = b.BlockTime.UTC().Format(time.RFC3339Nano)
+		row[2] = z.names.name(b.proposer)
+		if b.bt != noStamp {
+			row[3] = b.bt.time().UTC().Format(time.RFC3339Nano)
 		}
 		if ms, ok := c.intervalMS(h); ok {
 			row[4] = formatMS(ms)
 		}
 		if nb := c.lastCommit(h); nb != nil {
-			row[5] = strings.Join(nb.LastCommitAbsent, ";")
-			row[6] = strings.Join(nb.LastCommitNil, ";")
+			row[5] = strings.Join(c.namesOf(nb.absent), ";")
+			row[6] = strings.Join(c.namesOf(nb.nils), ";")
 		}
-		row[7] = strings.Join(critical[h], ";")
-		row[8] = strconv.Itoa(b.Txs)
-		if b.BlockBytes > 0 {
-			row[9] = strconv.Itoa(b.BlockBytes)
+		row[7] = strings.Join(c.namesOf(b.quorum), ";")
+		row[8] = strconv.Itoa(int(b.txs))
+		if b.bytes > 0 {
+			row[9] = strconv.Itoa(int(b.bytes))
 		}
 		if err := cw.Write(row); err != nil {
 			return err

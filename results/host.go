@@ -1,11 +1,6 @@
 package results
 
-import (
-	"math"
-	"slices"
-
-	"github.com/valnet/valnet/internal/stats"
-)
+import "math"
 
 // Saturation thresholds, calibrated on a 2-core machine (docs/results.md,
 // "Host overload"): every built-in scenario stays below them (sparse-50,
@@ -52,7 +47,7 @@ type HostSummary struct {
 // hostAgg streams host samples into a HostSummary.
 type hostAgg struct {
 	cores        int
-	busy, lag    []float64
+	busy, lag    samples
 	tickMax, rss float64
 	saturated    int
 }
@@ -62,8 +57,8 @@ func (a *hostAgg) add(s *HostSample) {
 		return
 	}
 	a.cores = s.Cores
-	a.busy = append(a.busy, s.CPUBusy)
-	a.lag = append(a.lag, s.SchedLagP99MS)
+	a.busy.add(s.CPUBusy)
+	a.lag.add(s.SchedLagP99MS)
 	a.tickMax = math.Max(a.tickMax, s.TickLagMS)
 	a.rss = math.Max(a.rss, s.RSSMB)
 	if Saturated(*s) {
@@ -73,14 +68,12 @@ func (a *hostAgg) add(s *HostSample) {
 
 // result is nil when the run measured no host (an older stream).
 func (a *hostAgg) result() *HostSummary {
-	n := len(a.busy)
+	n := a.busy.len()
 	if n == 0 {
 		return nil
 	}
-	slices.Sort(a.busy)
-	slices.Sort(a.lag)
 	return &HostSummary{Cores: a.cores, Samples: n,
-		CPUBusyP95: stats.Percentile(a.busy, 95), SchedLagP99MS: stats.Percentile(a.lag, 99),
+		CPUBusyP95: a.busy.percentile(95), SchedLagP99MS: a.lag.percentile(99),
 		TickLagMaxMS: a.tickMax, RSSMaxMB: a.rss, SaturatedSeconds: a.saturated,
 		Overloaded: float64(a.saturated) >= overloadedShare*float64(n)}
 }

@@ -21,8 +21,18 @@ import (
 // tables. Every string taken from the events is escaped by html/template.
 // A chart that cannot be drawn leaves a note in its place.
 func WriteHTMLReport(w io.Writer, s *Summary, events []Event) error {
+	return summarizeEvents(events).writeHTMLReport(w, s)
+}
+
+// WriteHTMLReport writes report.html of the events added (see the function
+// WriteHTMLReport), its charts from the rows and samples the Summarizer
+// keeps; it calls Summary first.
+func (z *Summarizer) WriteHTMLReport(w io.Writer) error { return z.writeHTMLReport(w, z.Summary()) }
+
+func (z *Summarizer) writeHTMLReport(w io.Writer, s *Summary) error {
+	z.Summary()
 	var buf bytes.Buffer
-	if err := htmlTemplate.Execute(&buf, newHTMLData(s, events)); err != nil {
+	if err := htmlTemplate.Execute(&buf, newHTMLData(s, z.chartData())); err != nil {
 		return fmt.Errorf("html report: %w", err)
 	}
 	_, err := w.Write(buf.Bytes())
@@ -87,7 +97,7 @@ type htmlFault struct {
 	Action, Target, Start, End, Length, Detail string
 }
 
-func newHTMLData(s *Summary, events []Event) *htmlData {
+func newHTMLData(s *Summary, cd *chartData) *htmlData {
 	d := &htmlData{S: s, Result: ResultLine(s)}
 	d.Title = "valnet report: " + orDash(s.Scenario)
 	switch {
@@ -110,7 +120,6 @@ func newHTMLData(s *Summary, events []Event) *htmlData {
 	d.Chain = chainRows(s)
 	d.Devices = newDeviceTables(s)
 
-	cd := newChartData(events)
 	d.Rounds = guardChart(func() chart { return roundsChart(s, cd) })
 	d.Interval = guardChart(func() chart { return intervalChart(s, cd) })
 	d.Heatmap = guardChart(func() chart { return heatmapChart(s, cd) })

@@ -8,7 +8,6 @@ import (
 	"image/color"
 	"math"
 	"regexp"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -70,43 +69,35 @@ var (
 	}
 )
 
-// chartData is what the charts need beyond the Summary, read from the
-// events in one pass.
+// chartData is what the charts need beyond the Summary, from what the
+// Summarizer keeps.
 type chartData struct {
-	t0       time.Time
-	hasStart bool
-	c        *chain
-	// latency samples, successful signatures only: validator -> phase -> ms
-	node, signer map[string]map[string][]float64
+	t0 time.Time
+	c  *chain
+	// latency samples, successful signatures only: validator -> phase
+	node, signer map[string]*[3]samples
 }
 
-func newChartData(events []Event) *chartData {
-	d := &chartData{c: newChain(events), node: map[string]map[string][]float64{}, signer: map[string]map[string][]float64{}}
-	for i := range events {
-		ev := &events[i]
-		switch ev.Kind {
-		case KindRunStart:
-			if !d.hasStart {
-				d.t0, d.hasStart = ev.Time, true
-			}
-		case KindSign:
-			if ev.Validator == "" || ev.Error != "" || !slices.Contains(phases, ev.Phase) {
-				continue
-			}
-			m := d.node
-			if ev.Side == SideSigner {
-				m = d.signer
-			}
-			if m[ev.Validator] == nil {
-				m[ev.Validator] = map[string][]float64{}
-			}
-			m[ev.Validator][ev.Phase] = append(m[ev.Validator][ev.Phase], ev.LatencyMS)
-		}
+func (z *Summarizer) chartData() *chartData {
+	d := &chartData{c: z.c, node: map[string]*[3]samples{}, signer: map[string]*[3]samples{}}
+	for id, a := range z.vals {
+		d.node[z.names.name(id)], d.signer[z.names.name(id)] = &a.latency, &a.signer
 	}
-	if !d.hasStart && len(events) > 0 {
-		d.t0 = events[0].Time
+	if z.start != nil {
+		d.t0 = z.start.Time
+	} else if z.n > 0 {
+		d.t0 = z.first
 	}
 	return d
+}
+
+// samplesOf is validator v's samples of phase ph (nil: none).
+func samplesOf(m map[string]*[3]samples, v, ph string) *samples {
+	a, i := m[v], phaseIndex(ph)
+	if a == nil || i < 0 || a[i].len() == 0 {
+		return nil
+	}
+	return &a[i]
 }
 
 // sinceStartS is t in seconds since the run started.
@@ -405,7 +396,7 @@ func roundsChart(s *Summary, d *chartData) chart {
 	// block came at or after it.
 	commitMS := make([]float64, len(c.heights))
 	for i, h := range c.heights {
-		commitMS[i] = float64(c.blocks[h].Time.Sub(d.t0)) / float64(time.Millisecond)
+		commitMS[i] = float64(c.row(h).t.time().Sub(d.t0)) / float64(time.Millisecond)
 	}
 	heightAt := func(ms float64) float64 {
 		i := sort.SearchFloat64s(commitMS, ms)
@@ -434,7 +425,7 @@ func roundsChart(s *Summary, d *chartData) chart {
 	}
 	prevH := int64(math.MinInt64)
 	for _, h := range c.heights {
-		r, ok := c.commitRound(h)
+		r, ok := c.commitRound(h, noRound)
 		if !ok {
 			flush(prevH)
 			unknown = append(unknown, plotter.XY{X: float64(h), Y: 0})
@@ -507,9 +498,9 @@ func intervalChart(s *Summary, d *chartData) chart {
 	for _, h := range c.heights {
 		if ms, ok := c.intervalMS(h); ok {
 			if len(pts) == 0 {
-				from = d.sinceStartS(c.blocks[h-1].Time)
+				from = d.sinceStartS(c.row(h - 1).t.time())
 			}
-			pts = append(pts, plotter.XY{X: d.sinceStartS(c.blocks[h].Time), Y: ms})
+			pts = append(pts, plotter.XY{X: d.sinceStartS(c.row(h).t.time()), Y: ms})
 		}
 	}
 	if len(pts) == 0 {
@@ -627,19 +618,19 @@ func precommitCells(s *Summary, c *chain) (first int64, cells [][]cellState, cou
 	}
 	for h := first; h <= last; h++ {
 		nb := c.lastCommit(h)
-		if c.blocks[h] == nil || nb == nil {
+		if c.row(h) == nil || nb == nil {
 			continue
 		}
 		j := h - first
 		for i := range cells {
 			cells[i][j] = cellPresent
 		}
-		for _, name := range nb.LastCommitNil {
+		for _, name := range c.namesOf(nb.nils) {
 			if i, ok := row[name]; ok {
 				cells[i][j] = cellNil
 			}
 		}
-		for _, name := range nb.LastCommitAbsent {
+		for _, name := range c.namesOf(nb.absent) {
 			if i, ok := row[name]; ok {
 				cells[i][j] = cellAbsent
 			}
@@ -739,7 +730,7 @@ func latencyChart(s *Summary, d *chartData) (chart, bool) {
 	var panels []string
 	for _, ph := range phases {
 		for _, v := range s.Validators {
-			if len(d.node[v.Name][ph]) > 0 || len(d.signer[v.Name][ph]) > 0 {
+			if samplesOf(d.node, v.Name, ph) != nil || samplesOf(d.signer, v.Name, ph) != nil {
 				panels = append(panels, ph)
 				break
 			}
@@ -754,14 +745,15 @@ func latencyChart(s *Summary, d *chartData) (chart, bool) {
 	lines := 0
 	remote := false
 	for _, v := range s.Validators {
-		for _, m := range []map[string][]float64{d.node[v.Name], d.signer[v.Name]} {
+		for _, m := range []map[string]*[3]samples{d.node, d.signer} {
 			for _, ph := range panels {
-				xs := m[ph]
-				if len(xs) == 0 {
+				xs := samplesOf(m, v.Name, ph)
+				if xs == nil {
 					continue
 				}
 				lines++
-				for _, x := range xs {
+				vals, _ := xs.distinct()
+				for _, x := range vals {
 					lo, hi = math.Min(lo, x), math.Max(hi, x)
 					if x > 0 {
 						minPos = math.Min(minPos, x)
@@ -769,8 +761,10 @@ func latencyChart(s *Summary, d *chartData) (chart, bool) {
 				}
 			}
 		}
-		if len(d.signer[v.Name]) > 0 {
-			remote = true
+		for _, ph := range phases {
+			if samplesOf(d.signer, v.Name, ph) != nil {
+				remote = true
+			}
 		}
 	}
 	logX := !math.IsInf(minPos, 1) && hi/minPos > 100
@@ -817,12 +811,12 @@ func latencyChart(s *Summary, d *chartData) (chart, bool) {
 		}
 		p.Add(newGrid())
 		for _, v := range s.Validators {
-			for side, m := range []map[string][]float64{d.node[v.Name], d.signer[v.Name]} {
-				xs := m[ph]
-				if len(xs) == 0 {
+			for side, m := range []map[string]*[3]samples{d.node, d.signer} {
+				xs := samplesOf(m, v.Name, ph)
+				if xs == nil {
 					continue
 				}
-				pts := cdfPoints(xs, perLine)
+				pts := cdfPointsOf(xs, perLine)
 				if logX {
 					for i := range pts {
 						pts[i].X = math.Max(pts[i].X, xMin)
@@ -863,14 +857,22 @@ func latencyChart(s *Summary, d *chartData) (chart, bool) {
 // samples <= x) at each distinct value, starting from (min, 0), reduced to
 // about k points evenly spaced in probability (the last point is kept).
 func cdfPoints(xs []float64, k int) plotter.XYs {
-	sorted := slices.Clone(xs)
-	slices.Sort(sorted)
-	n := float64(len(sorted))
-	pts := plotter.XYs{{X: sorted[0], Y: 0}}
-	for i := range sorted {
-		if i == len(sorted)-1 || sorted[i+1] != sorted[i] {
-			pts = append(pts, plotter.XY{X: sorted[i], Y: float64(i+1) / n})
-		}
+	var s samples
+	for _, x := range xs {
+		s.add(x)
+	}
+	return cdfPointsOf(&s, k)
+}
+
+// cdfPointsOf is cdfPoints of a set of samples (at least one).
+func cdfPointsOf(s *samples, k int) plotter.XYs {
+	vals, counts := s.distinct()
+	n := float64(s.len())
+	pts := plotter.XYs{{X: vals[0], Y: 0}}
+	seen := 0
+	for i, v := range vals {
+		seen += int(counts[i])
+		pts = append(pts, plotter.XY{X: v, Y: float64(seen) / n})
 	}
 	if len(pts) <= k {
 		return pts

@@ -2,7 +2,6 @@ package results
 
 import (
 	"fmt"
-	"slices"
 	"time"
 )
 
@@ -16,6 +15,8 @@ type sigSpan struct {
 	round      int32
 	began, end time.Time
 	latencyMS  float64
+	req        bool  // from an unanswered sign_request
+	seq        int64 // stream position of its event
 }
 
 func (s sigSpan) answered() bool { return !s.end.IsZero() }
@@ -25,54 +26,35 @@ func (s sigSpan) inProgress(t time.Time) bool {
 	return !s.began.After(t) && (!s.answered() || s.end.After(t))
 }
 
+// before orders a validator's signatures as they began, sign events
+// before unanswered requests, each in stream order: what a stable sort by
+// began of its sign events followed by its unanswered requests gives.
+func (s sigSpan) before(o sigSpan) bool {
+	if c := s.began.Compare(o.began); c != 0 {
+		return c < 0
+	}
+	if s.req != o.req {
+		return !s.req
+	}
+	return s.seq < o.seq
+}
+
 // what names the signature, e.g. "the h19 precommit r1 signature".
 func (s sigSpan) what() string {
 	return fmt.Sprintf("the h%d %s r%d signature", s.height, s.phase, s.round)
 }
 
-// spansOf lists v's signatures (node side) in the order they began. A
-// sign_request is answered by the first later sign event of the same
-// phase, height and round that no earlier request took.
-func (x *index) spansOf(v string) []sigSpan {
-	if sp, ok := x.spans[v]; ok {
-		return sp
-	}
-	var out []sigSpan
-	answers := map[turn][]*Event{} // (phase, height, round) -> sign events not yet taken by a request
-	for _, ev := range x.signsOf[v] {
-		out = append(out, sigSpan{phase: ev.Phase, height: ev.Height, round: ev.Round,
-			began: ev.Time.Add(-msDuration(ev.LatencyMS)), end: ev.Time, latencyMS: ev.LatencyMS})
-		k := turn{height: ev.Height, round: ev.Round, phase: ev.Phase}
-		answers[k] = append(answers[k], ev)
-	}
-	for _, req := range x.requests[v] {
-		k := turn{height: req.Height, round: req.Round, phase: req.Phase}
-		evs := answers[k]
-		i := slices.IndexFunc(evs, func(ev *Event) bool { return !ev.Time.Before(req.Time) })
-		if i >= 0 {
-			answers[k] = evs[i+1:] // answers of one turn come in order
-			continue
-		}
-		out = append(out, sigSpan{phase: req.Phase, height: req.Height, round: req.Round, began: req.Time})
-	}
-	slices.SortStableFunc(out, func(a, b sigSpan) int { return a.began.Compare(b.began) })
-	if x.spans == nil {
-		x.spans = map[string][]sigSpan{}
-	}
-	x.spans[v] = out
-	return out
-}
-
 // busyAt is the earliest-begun signature of v's signer still in progress
 // at t, if any: the signer was the holdup then.
-func (x *index) busyAt(v string, t time.Time) (sigSpan, bool) {
+func (x *index) busyAt(v int32, t time.Time) (sigSpan, bool) {
 	return x.busyOtherThan(v, t, "", hr{-1, -1})
 }
 
 // busyOtherThan is busyAt leaving out v's own phase signature at k: what
 // kept the signer from starting that one.
-func (x *index) busyOtherThan(v string, t time.Time, phase string, k hr) (sigSpan, bool) {
-	for _, s := range x.spansOf(v) {
+func (x *index) busyOtherThan(v int32, t time.Time, phase string, k hr) (sigSpan, bool) {
+	x.looked(lookSpans, t, t)
+	for _, s := range x.spans[v] {
 		if s.began.After(t) {
 			break
 		}
@@ -86,8 +68,9 @@ func (x *index) busyOtherThan(v string, t time.Time, phase string, k hr) (sigSpa
 // backlogDuring is the first signature of v's signer for a height below h
 // that was in progress at some time in [from, to], if any: a backlog that
 // kept the signer from h's own signatures.
-func (x *index) backlogDuring(v string, h int64, from, to time.Time) (sigSpan, bool) {
-	for _, s := range x.spansOf(v) {
+func (x *index) backlogDuring(v int32, h int64, from, to time.Time) (sigSpan, bool) {
+	x.looked(lookSpans, from, to)
+	for _, s := range x.spans[v] {
 		if s.began.After(to) {
 			break
 		}
@@ -99,9 +82,9 @@ func (x *index) backlogDuring(v string, h int64, from, to time.Time) (sigSpan, b
 }
 
 // unanswered is v's request for a phase signature at (h, r) that its
-// signer never returned, if any.
-func (x *index) unanswered(v, phase string, k hr) (sigSpan, bool) {
-	for _, s := range x.spansOf(v) {
+// signer never returned, if any (h's requests are resolved: see resolve).
+func (x *index) unanswered(v int32, phase string, k hr) (sigSpan, bool) {
+	for _, s := range x.spans[v] {
 		if !s.answered() && s.phase == phase && s.height == k.height && s.round == k.round {
 			return s, true
 		}

@@ -1,11 +1,6 @@
 package results
 
-import (
-	"math"
-	"slices"
-
-	"github.com/valnet/valnet/internal/stats"
-)
+import "math"
 
 // roundMS rounds a millisecond value to microseconds (3 decimals) so that
 // reports and golden files do not carry float noise.
@@ -22,15 +17,13 @@ type LatencyStats struct {
 	Max   float64 `json:"max"`
 }
 
-// latencyStats sorts values in place and summarizes them, with the
-// nearest-rank percentiles of internal/stats (observed values only).
+// latencyStats summarizes values with the nearest-rank percentiles of
+// internal/stats (observed values only); see samples, which a summary
+// keeps instead of a slice.
 func latencyStats(values []float64) LatencyStats {
-	slices.Sort(values)
-	return LatencyStats{
-		Count: len(values),
-		P50:   roundMS(stats.Percentile(values, 50)),
-		P95:   roundMS(stats.Percentile(values, 95)),
-		P99:   roundMS(stats.Percentile(values, 99)),
-		Max:   roundMS(stats.Percentile(values, 100)),
+	var s samples
+	for _, v := range values {
+		s.add(v)
 	}
+	return s.stats()
 }

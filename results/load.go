@@ -2,6 +2,7 @@ package results
 
 import (
 	"fmt"
+	"hash/fnv"
 	"math"
 	"time"
 )
@@ -50,78 +51,150 @@ const behindRatio = 0.95
 // maxLoadErrors bounds the distinct error texts listed.
 const maxLoadErrors = 10
 
-// summarizeLoad fills s.Load when run_start has a load or the stream has
-// tx events.
-func summarizeLoad(s *Summary, events []Event, start *Event, c *chain) {
-	ls := &LoadSummary{}
+// loadAgg streams tx and block events into a LoadSummary. It keeps a
+// transaction from its submission only until a block carries it (or the
+// end): then it counts it, and remembers its hash (8 bytes) to know it.
+type loadAgg struct {
+	ls          LoadSummary
+	first, last time.Time
+	pending     map[string]*txState
+	counted     map[uint64]bool // hashes of transactions counted
+	latencies   samples
+	lastCommit  time.Time
+	keepAll     bool // count at the end only (plan.loadAll)
+	outOfOrder  bool // a block carried transactions below a higher block: keepAll would be exact
+	resent      bool // a counted transaction was submitted again: likewise
+}
+
+// txState is one transaction as far as the stream told: its submission
+// (the first accepted, else the first) and the lowest block carrying it.
+type txState struct {
+	sub      time.Time
+	accepted bool
+	hasSub   bool
+	height   int64
+	block    time.Time
+	hasBlock bool
+}
+
+func newLoadAgg(keepAll bool) *loadAgg {
+	return &loadAgg{pending: map[string]*txState{}, counted: map[uint64]bool{}, keepAll: keepAll}
+}
+
+func (a *loadAgg) tx(ev *Event) {
+	ls := &a.ls
+	ls.Sent++
+	switch ev.Result {
+	case TxAccepted:
+		ls.Accepted++
+	case TxRejected:
+		ls.Rejected++
+	default:
+		ls.Failed++
+	}
+	if ev.Result != TxAccepted {
+		ls.countError(ev.Error)
+	}
+	if a.first.IsZero() || ev.Time.Before(a.first) {
+		a.first = ev.Time
+	}
+	if ev.Time.After(a.last) {
+		a.last = ev.Time
+	}
+	st := a.pending[ev.Tx]
+	if st == nil {
+		if a.counted[txKey(ev.Tx)] {
+			a.resent = true // what the first submission said stands; a later block would not count again
+		}
+		st = &txState{}
+		a.pending[ev.Tx] = st
+	}
+	if !st.hasSub || !st.accepted && ev.Result == TxAccepted {
+		st.sub, st.accepted, st.hasSub = ev.Time, ev.Result == TxAccepted, true
+	}
+	a.settle(ev.Tx, st)
+}
+
+// block takes a block's transactions; below is whether a higher block
+// came before it.
+func (a *loadAgg) block(ev *Event, below bool) {
+	if below && len(ev.TxHashes) > 0 {
+		a.outOfOrder = true
+	}
+	for _, hash := range ev.TxHashes {
+		st := a.pending[hash]
+		if st == nil {
+			if a.counted[txKey(hash)] {
+				continue // a transaction is committed once
+			}
+			st = &txState{}
+			a.pending[hash] = st
+		}
+		if !st.hasBlock || ev.Height < st.height {
+			st.height, st.block, st.hasBlock = ev.Height, ev.Time, true
+		}
+		a.settle(hash, st)
+	}
+}
+
+// settle counts a transaction whose accepted submission and block are
+// both known; one submitted without being accepted may still be accepted
+// by a later submission, so it waits for the end.
+func (a *loadAgg) settle(hash string, st *txState) {
+	if a.keepAll || !st.hasSub || !st.accepted || !st.hasBlock {
+		return
+	}
+	a.count(st)
+	delete(a.pending, hash)
+	a.counted[txKey(hash)] = true
+}
+
+func (a *loadAgg) count(st *txState) {
+	if !st.accepted {
+		a.ls.CommittedNotAccepted++
+		return
+	}
+	a.ls.Committed++
+	a.latencies.add(float64(st.block.Sub(st.sub).Nanoseconds()) / 1e6)
+	if st.block.After(a.lastCommit) {
+		a.lastCommit = st.block
+	}
+}
+
+func txKey(hash string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(hash))
+	return h.Sum64()
+}
+
+// result is s.Load: nil for a run without a load in run_start or tx
+// events.
+func (a *loadAgg) result(start *Event) *LoadSummary {
+	for _, st := range a.pending {
+		if st.hasSub && st.hasBlock {
+			a.count(st)
+		}
+	}
+	a.pending = nil
+	ls := a.ls
 	if start != nil && start.Load != nil {
 		ls.Rate, ls.SizeBytes, ls.To = start.Load.Rate, start.Load.SizeBytes, start.Load.To
 	}
-	submitted := map[string]*Event{} // tx hash -> its first submission
-	var first, last time.Time
-	for i := range events {
-		ev := &events[i]
-		if ev.Kind != KindTx {
-			continue
-		}
-		ls.Sent++
-		switch ev.Result {
-		case TxAccepted:
-			ls.Accepted++
-		case TxRejected:
-			ls.Rejected++
-		default:
-			ls.Failed++
-		}
-		if ev.Result != TxAccepted {
-			ls.countError(ev.Error)
-		}
-		if prev, ok := submitted[ev.Tx]; !ok || prev.Result != TxAccepted && ev.Result == TxAccepted {
-			submitted[ev.Tx] = ev
-		}
-		if first.IsZero() || ev.Time.Before(first) {
-			first = ev.Time
-		}
-		if ev.Time.After(last) {
-			last = ev.Time
-		}
-	}
 	if ls.Sent == 0 && (start == nil || start.Load == nil) {
-		return
-	}
-	var latencies []float64
-	var lastCommit time.Time
-	for _, h := range c.heights {
-		b := c.blocks[h]
-		for _, hash := range b.TxHashes {
-			sub, ok := submitted[hash]
-			if !ok {
-				continue // not a load transaction
-			}
-			delete(submitted, hash) // a transaction is committed once
-			if sub.Result != TxAccepted {
-				ls.CommittedNotAccepted++
-				continue
-			}
-			ls.Committed++
-			latencies = append(latencies, float64(b.Time.Sub(sub.Time).Nanoseconds())/1e6)
-			if b.Time.After(lastCommit) {
-				lastCommit = b.Time
-			}
-		}
+		return nil
 	}
 	ls.Pending = ls.Accepted - ls.Committed
-	ls.CommitLatencyMS = latencyStats(latencies)
-	if span := last.Sub(first).Seconds(); ls.Sent > 1 && span > 0 {
+	ls.CommitLatencyMS = a.latencies.stats()
+	if span := a.last.Sub(a.first).Seconds(); ls.Sent > 1 && span > 0 {
 		ls.SentPerS = roundRate(float64(ls.Sent-1) / span)
 	}
-	if span := lastCommit.Sub(first).Seconds(); ls.Committed > 0 && span > 0 {
+	if span := a.lastCommit.Sub(a.first).Seconds(); ls.Committed > 0 && span > 0 {
 		ls.TxPerS = roundRate(float64(ls.Committed) / span)
 	}
 	if ls.Rate > 0 && ls.Sent > 1 && ls.SentPerS < behindRatio*ls.Rate {
 		ls.Note = fmt.Sprintf("the generator sent %.4g/s of the %.4g/s asked: it could not keep up (workers waiting on slow RPC answers, or a busy host)", ls.SentPerS, ls.Rate)
 	}
-	s.Load = ls
+	return &ls
 }
 
 func (ls *LoadSummary) countError(text string) {

@@ -78,32 +78,19 @@ type MissedPrecommit struct {
 // are derived at report time from the events; they are never recorded in
 // events.jsonl, so a better classifier re-reads old runs.
 func MissedPrecommits(events []Event) []MissedPrecommit {
-	return missedPrecommits(newChain(events), newIndex(events, runStartOf(events)))
+	return summarizeEvents(events).Summary().Missed
 }
 
-func runStartOf(events []Event) *Event {
-	for i := range events {
-		if events[i].Kind == KindRunStart {
-			return &events[i]
-		}
-	}
-	return nil
-}
-
-func missedPrecommits(c *chain, x *index) []MissedPrecommit {
+// missedAt classifies the missed precommits of height h, in LastCommit
+// order (see MissedPrecommits): nb is block h+1.
+func (x *index) missedAt(c *chain, hd *hdata, nb *blockRow) []MissedPrecommit {
 	var out []MissedPrecommit
-	for _, h := range c.heights {
-		nb := c.lastCommit(h)
-		if nb == nil {
+	for _, id := range c.pool[nb.absent.off : nb.absent.off+nb.absent.n] {
+		if id == x.emptyID {
 			continue
 		}
-		for _, v := range nb.LastCommitAbsent {
-			if v == "" {
-				continue
-			}
-			cause, detail := x.classifyMissed(c, h, v)
-			out = append(out, MissedPrecommit{Height: h, Validator: v, Cause: cause, Detail: detail})
-		}
+		cause, detail := x.classifyMissed(c, hd, id)
+		out = append(out, MissedPrecommit{Height: hd.height, Validator: x.names.name(id), Cause: cause, Detail: detail})
 	}
 	return out
 }
@@ -111,15 +98,15 @@ func missedPrecommits(c *chain, x *index) []MissedPrecommit {
 // decided is when height h was decided, as far as validator v is
 // concerned: the earliest step "commit" at h of any node but v's own (v's
 // node may lag precisely because of v's signer), else the block event.
-func (x *index) decided(c *chain, h int64, v string) time.Time {
+func (x *index) decided(c *chain, hd *hdata, v int32) time.Time {
 	var t time.Time
-	for _, ev := range x.commitSteps[h] {
-		if ev.Node != v && (t.IsZero() || ev.Time.Before(t)) {
-			t = ev.Time
+	for _, ev := range hd.commitSteps {
+		if ev.node != v && (t.IsZero() || ev.t.Before(t)) {
+			t = ev.t
 		}
 	}
-	if b := c.blocks[h]; t.IsZero() && b != nil {
-		t = b.Time
+	if b := c.row(hd.height); t.IsZero() && b != nil {
+		t = b.t.time()
 	}
 	return t // zero: h was never decided during the run
 }
@@ -127,37 +114,39 @@ func (x *index) decided(c *chain, h int64, v string) time.Time {
 // classifyMissed explains why v's precommit for h is absent from block
 // h+1. The first cause that applies wins, from the most certain (the node
 // was down) to the least (signed in time, so the vote got lost on the way).
-func (x *index) classifyMissed(c *chain, h int64, v string) (cause, detail string) {
-	cr, _ := c.commitRound(h) // known: block h+1 exists
-	decided := x.decided(c, h, v)
+func (x *index) classifyMissed(c *chain, hd *hdata, vid int32) (cause, detail string) {
+	h, v := hd.height, x.names.name(vid)
+	cr, _ := c.commitRound(h, hd.stepCommit) // known: block h+1 exists
+	decided := x.decided(c, hd, vid)
 	ms := func(d time.Duration) string { return formatMS(durationMS(d)) }
 
 	// node-down: a node fault overlapping the decisive round.
 	from := decided
-	if t, ok := x.roundStart[hr{h, cr}]; ok && t.Before(from) {
+	if t, ok := x.roundStart(hr{h, cr}); ok && t.Before(from) {
 		from = t
 	}
-	if w := x.downs.downDuring(v, from, decided); w != nil {
+	if w := x.downDuring(v, from, decided); w != nil {
 		return CauseNodeDown, w.text()
 	}
 
-	var ok, failed, prevote *Event // precommit at cr; failed precommit; any prevote
+	var ok, failed, prevote *signRec // precommit at cr; failed precommit; any prevote
 	var failedAtCR, anyPrecommit bool
-	signs := x.signs[valHeight{v, h}]
-	for _, ev := range signs {
+	signs := hd.signs[vid]
+	for i := range signs {
+		ev := &signs[i]
 		switch {
-		case ev.Phase == phase.Prevote && prevote == nil:
+		case ev.phase == phase.Prevote && prevote == nil:
 			prevote = ev
-		case ev.Phase != phase.Precommit:
-		case ev.Error != "" && ev.Round <= cr:
+		case ev.phase != phase.Precommit:
+		case ev.err != "" && ev.round <= cr:
 			anyPrecommit = true
-			if failed == nil || ev.Round == cr {
+			if failed == nil || ev.round == cr {
 				failed = ev
 			}
-			failedAtCR = failedAtCR || ev.Round == cr
+			failedAtCR = failedAtCR || ev.round == cr
 		default:
 			anyPrecommit = true
-			if ev.Error == "" && ev.Round == cr && ok == nil {
+			if ev.err == "" && ev.round == cr && ok == nil {
 				ok = ev
 			}
 		}
@@ -167,7 +156,7 @@ func (x *index) classifyMissed(c *chain, h int64, v string) (cause, detail strin
 	// round's did and the commit round has no signature to show for it (a
 	// later successful signature is judged on its timing instead).
 	if failed != nil && (failedAtCR || ok == nil) {
-		return CauseSignerFailed, fmt.Sprintf("precommit r%d: %s", failed.Round, failed.Error)
+		return CauseSignerFailed, fmt.Sprintf("precommit r%d: %s", failed.round, failed.err)
 	}
 	overloaded := func(d string) (string, string, bool) {
 		if why, sat := x.saturatedDuring(from, decided); sat {
@@ -177,18 +166,18 @@ func (x *index) classifyMissed(c *chain, h int64, v string) (cause, detail strin
 	}
 
 	if ok != nil {
-		lat := "signature took " + formatMS(ok.LatencyMS) + " ms"
-		if ok.Time.After(decided) {
-			late := fmt.Sprintf("precommit r%d signed %s ms after the decision (%s)", cr, ms(ok.Time.Sub(decided)), lat)
+		lat := "signature took " + formatMS(ok.latencyMS) + " ms"
+		if ok.t.After(decided) {
+			late := fmt.Sprintf("precommit r%d signed %s ms after the decision (%s)", cr, ms(ok.t.Sub(decided)), lat)
 			// The signer was the holdup if it had this signature, or an
 			// earlier one (a backlog), in hand at the decision.
-			if !ok.Time.Add(-msDuration(ok.LatencyMS)).After(decided) {
+			if !ok.t.Add(-msDuration(ok.latencyMS)).After(decided) {
 				return CauseSignerLate, late
 			}
-			if busy, isBusy := x.busyAt(v, decided); isBusy {
+			if busy, isBusy := x.busyAt(vid, decided); isBusy {
 				return CauseSignerLate, late + "; at the decision its signer was still on " + busyText(busy, decided)
 			}
-			if busy, isBusy := x.backlogDuring(v, h, from, decided); isBusy {
+			if busy, isBusy := x.backlogDuring(vid, h, from, decided); isBusy {
 				return CauseSignerLate, late + "; during the round its signer was still on " + busySince(busy, from)
 			}
 			if hc, hd, sat := overloaded(late); sat {
@@ -196,13 +185,14 @@ func (x *index) classifyMissed(c *chain, h int64, v string) (cause, detail strin
 			}
 			// The signer was idle: the node asked late.
 			return CauseNodeBehind, fmt.Sprintf("precommit r%d asked for %s ms after the decision (%s): %s's node got there late%s",
-				cr, ms(ok.Time.Add(-msDuration(ok.LatencyMS)).Sub(decided)), lat, v, x.cameBackText(v, decided))
+				cr, ms(ok.t.Add(-msDuration(ok.latencyMS)).Sub(decided)), lat, v, x.cameBackText(v, decided))
 		}
-		d := fmt.Sprintf("precommit r%d signed %s ms before the decision (%s)", cr, ms(decided.Sub(ok.Time)), lat)
-		if p := c.blocks[h+1].Proposer; p != "" && p != v {
+		d := fmt.Sprintf("precommit r%d signed %s ms before the decision (%s)", cr, ms(decided.Sub(ok.t)), lat)
+		if pid := c.next(h).proposer; pid != x.emptyID && pid != vid {
+			p := x.names.name(pid)
 			if x.noVotes {
 				d += fmt.Sprintf("; whether %s (proposer of %d) received it is not recorded (vote_events: false)", p, h+1)
-			} else if t, got := x.firstReceipt(p, v, phase.Precommit, hr{h, cr}); got {
+			} else if t, got := x.firstReceipt(pid, vid, phase.Precommit, hr{h, cr}); got {
 				rel := ms(t.Sub(decided)) + " ms after"
 				if t.Before(decided) {
 					rel = ms(decided.Sub(t)) + " ms before"
@@ -223,28 +213,30 @@ func (x *index) classifyMissed(c *chain, h int64, v string) (cause, detail strin
 	// height or, with a backlog, an earlier one; answered later or never),
 	// or, in a stream without sign requests, if v prevoted at h but its
 	// precommit never came back at all.
-	if busy, isBusy := x.busyAt(v, decided); isBusy {
+	if busy, isBusy := x.busyAt(vid, decided); isBusy {
 		return CauseSignerLate, fmt.Sprintf("no precommit for r%d: at the decision its signer was still on %s", cr, busyText(busy, decided))
 	}
-	if !anyPrecommit && prevote != nil && len(x.requests[v]) == 0 {
-		return CauseSignerLate, fmt.Sprintf("prevote r%d signed but no precommit signature returned", prevote.Round)
+	if !anyPrecommit && prevote != nil && !x.requested(vid) {
+		return CauseSignerLate, fmt.Sprintf("prevote r%d signed but no precommit signature returned", prevote.round)
 	}
-	at, seen := x.heightAt(v, decided)
+	at, seen := x.heightAt(vid, decided)
 	behind := seen && at < h
-	if busy, isBusy := x.backlogDuring(v, h, from, decided); behind && isBusy {
+	if behind {
 		// A node behind because its signer had a backlog: the signer
 		// worked through the decisive round on earlier signatures.
-		return CauseSignerLate, fmt.Sprintf("no precommit: %s, its signer on %s during the round", x.behindText(v, h, decided), busySince(busy, from))
+		if busy, isBusy := x.backlogDuring(vid, h, from, decided); isBusy {
+			return CauseSignerLate, fmt.Sprintf("no precommit: %s, its signer on %s during the round", x.behindText(vid, h, decided), busySince(busy, from))
+		}
 	}
 	if hc, hd, sat := overloaded(fmt.Sprintf("no precommit for r%d", cr)); sat {
 		return hc, hd
 	}
 	if behind {
-		return CauseNodeBehind, "no precommit: " + x.behindText(v, h, decided)
+		return CauseNodeBehind, "no precommit: " + x.behindText(vid, h, decided)
 	}
 	if !anyPrecommit && prevote != nil {
 		return CauseNodeBehind, fmt.Sprintf("prevote r%d signed, but %s's node never asked for a precommit before the decision (it did not have +2/3 prevotes in time)%s",
-			prevote.Round, v, x.cameBackText(v, decided))
+			prevote.round, v, x.cameBackText(v, decided))
 	}
 	if len(signs) == 0 {
 		return CauseUnknown, fmt.Sprintf("no signature by %s at height %d", v, h)

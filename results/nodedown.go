@@ -51,7 +51,7 @@ func NodeChangeOf(e *Event) NodeChange {
 // NodeDowns follows, through a stream of events in order, which
 // validators' nodes are down (by NodeChangeOf) and keeps each down window.
 // The recorder asks it while the run goes; the report's index keeps one
-// per Summarize. The zero value is ready to use; it is not safe for
+// per Summarizer. The zero value is ready to use; it is not safe for
 // concurrent use.
 type NodeDowns struct {
 	windows map[string][]downWindow // by validator, in stream order; only the last may be open

@@ -24,6 +24,7 @@ type hostMark struct {
 // saturatedDuring reports whether a host sample covering [from, to] was
 // saturated, and describes the worst one for a detail.
 func (x *index) saturatedDuring(from, to time.Time) (detail string, ok bool) {
+	x.looked(lookHost, from, to)
 	covering, saturated := 0, 0
 	var worst HostSample
 	for _, m := range x.hosts {

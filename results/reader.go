@@ -19,7 +19,8 @@ type LineError struct {
 func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
 func (e *LineError) Unwrap() error { return e.Err }
 
-// ReadFile reads an events.jsonl file; see Read.
+// ReadFile reads a whole events.jsonl file into memory; see Read. Reports
+// stream it instead (StreamFile, SummarizeFile).
 func ReadFile(path string) ([]Event, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -33,36 +34,60 @@ func ReadFile(path string) ([]Event, error) {
 	return evs, nil
 }
 
-// Read decodes an event stream, one JSON event per line, in stream order.
+// Read decodes an event stream, one JSON event per line, in stream order;
+// see Stream, which Read collects.
+func Read(r io.Reader) ([]Event, error) {
+	var evs []Event
+	err := Stream(r, func(ev *Event) { evs = append(evs, *ev) })
+	return evs, err
+}
+
+// Stream decodes an event stream line by line and hands each event to fn
+// in stream order, never holding more than one line: fn must copy what it
+// keeps of *ev, which is reused for the next event.
 //
 // A final line without its newline that does not decode is the torn last
 // write of a crashed run: it is dropped silently, so a crashed run still
 // yields a report. Any other undecodable line is corruption and is returned
-// as a *LineError (with the events read before it). Blank lines are skipped.
-// Events of unknown kinds are kept; consumers ignore kinds they do not know.
-func Read(r io.Reader) ([]Event, error) {
+// as a *LineError (after the events before it were handed to fn). Blank
+// lines are skipped. Events of unknown kinds are kept; consumers ignore
+// kinds they do not know.
+func Stream(r io.Reader, fn func(*Event)) error {
 	br := bufio.NewReaderSize(r, 64<<10)
-	var evs []Event
+	var ev Event
 	for n := 1; ; n++ {
 		// ReadBytes, not Scanner: a run_start with many validators has no
 		// line-length limit to trip over.
 		line, err := br.ReadBytes('\n')
 		if err != nil && !errors.Is(err, io.EOF) {
-			return evs, err
+			return err
 		}
 		complete := err == nil // ended by '\n'
 		if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
-			var ev Event
+			ev = Event{}
 			if jerr := json.Unmarshal(trimmed, &ev); jerr != nil {
 				if !complete {
-					return evs, nil // truncated final line
+					return nil // truncated final line
 				}
-				return evs, &LineError{Line: n, Err: jerr}
+				return &LineError{Line: n, Err: jerr}
 			}
-			evs = append(evs, ev)
+			fn(&ev)
 		}
 		if !complete {
-			return evs, nil
+			return nil
 		}
 	}
+}
+
+// StreamFile streams an events.jsonl file through fn; see Stream.
+func StreamFile(path string, fn func(*Event)) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := Stream(f, fn); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
 }

@@ -29,28 +29,15 @@ type RoundChange struct {
 	Detail   string `json:"detail,omitempty"`
 }
 
-// lateVotes counts, per voter, the (height, round, phase) whose vote was
-// late at a majority of the other nodes: it reached them after they already
-// held +2/3 of the voting power for that phase (or never reached them),
-// so it counted for nothing there. Each node's +2/3 is replayed from its
-// vote events in stream order; a voter's own node is not a judge of it.
-// Without run_start voting power nothing can be late.
-func (x *index) lateVotes() (prevotes, precommits map[string]int) {
-	prevotes, precommits = map[string]int{}, map[string]int{}
+// lateVotes counts, per voter, the (round, phase) of height hd whose vote
+// was late at a majority of the other nodes: it reached them after they
+// already held +2/3 of the voting power for that phase (or never reached
+// them), so it counted for nothing there. Each node's +2/3 is replayed
+// from its vote events in stream order; a voter's own node is not a judge
+// of it. Without run_start voting power nothing can be late.
+func (x *index) lateVotes(hd *hdata, prevotes, precommits map[int32]int) {
 	if x.totalPower <= 0 {
-		return prevotes, precommits
-	}
-	// Names are interned: this loop sees every vote event of the run.
-	ids := map[string]int{}
-	var names []string
-	id := func(name string) int {
-		i, ok := ids[name]
-		if !ok {
-			i = len(names)
-			ids[name] = i
-			names = append(names, name)
-		}
-		return i
+		return
 	}
 	const (
 		unheard = iota
@@ -60,110 +47,91 @@ func (x *index) lateVotes() (prevotes, precommits map[string]int) {
 	type nodeState struct {
 		power   int64
 		reached bool
-		heard   []uint8 // by voter id: unheard, inTime or late
+		heard   map[int32]uint8 // by voter: unheard, inTime or late
 	}
 	type keyState struct {
-		nodes  map[int]*nodeState
-		judges []int  // nodes that reached +2/3
-		voters []bool // by voter id: known to have voted
+		nodes  map[int32]*nodeState
+		judges []int32        // nodes that reached +2/3
+		voters map[int32]bool // known to have voted
 	}
-	grow := func(s []uint8, i int) []uint8 {
-		for len(s) <= i {
-			s = append(s, unheard)
-		}
-		return s
+	type key struct {
+		round     int32
+		precommit bool
 	}
-	keys := map[voteKey]*keyState{}
-	var order []voteKey
-	state := func(k voteKey) *keyState {
-		ks := keys[k]
-		if ks == nil {
-			ks = &keyState{nodes: map[int]*nodeState{}}
-			keys[k] = ks
-			order = append(order, k)
-		}
-		return ks
-	}
-	voted := func(ks *keyState, v int) {
-		for len(ks.voters) <= v {
-			ks.voters = append(ks.voters, false)
-		}
-		ks.voters[v] = true
-	}
+	keys := map[key]*keyState{}
+	var order []key
 	var cur *keyState
-	var curKey voteKey
-	for _, ev := range x.votes {
-		if ev.Phase != phase.Prevote && ev.Phase != phase.Precommit || ev.Validator == "" {
+	var curKey key
+	for _, ev := range hd.votes {
+		if ev.phase != phase.Prevote && ev.phase != phase.Precommit || ev.validator == x.emptyID {
 			continue
 		}
-		k := voteKey{hr{ev.Height, ev.Round}, ev.Phase == phase.Precommit}
+		k := key{ev.round, ev.phase == phase.Precommit}
 		if cur == nil || k != curKey { // votes of one round come in bursts
-			cur, curKey = state(k), k
+			cur, curKey = keys[k], k
+			if cur == nil {
+				cur = &keyState{nodes: map[int32]*nodeState{}, voters: map[int32]bool{}}
+				keys[k] = cur
+				order = append(order, k)
+			}
 		}
-		v, n := id(ev.Validator), id(ev.Node)
-		voted(cur, v)
-		ns := cur.nodes[n]
+		cur.voters[ev.validator] = true
+		ns := cur.nodes[ev.node]
 		if ns == nil {
-			ns = &nodeState{}
-			cur.nodes[n] = ns
+			ns = &nodeState{heard: map[int32]uint8{}}
+			cur.nodes[ev.node] = ns
 		}
-		ns.heard = grow(ns.heard, v)
-		if ns.heard[v] != unheard {
+		if ns.heard[ev.validator] != unheard {
 			continue
 		}
 		if ns.reached {
-			ns.heard[v] = late
+			ns.heard[ev.validator] = late
 			continue
 		}
-		ns.heard[v] = inTime
-		ns.power += x.power[ev.Validator]
+		ns.heard[ev.validator] = inTime
+		ns.power += x.powerOf(ev.validator)
 		if x.quorum(ns.power) {
 			ns.reached = true
-			cur.judges = append(cur.judges, n)
+			cur.judges = append(cur.judges, ev.node)
 		}
 	}
 	// A vote signed but never received anywhere is late everywhere.
-	for vh, evs := range x.signs {
-		for _, ev := range evs {
-			if ev.Error == "" && (ev.Phase == phase.Prevote || ev.Phase == phase.Precommit) {
-				k := voteKey{hr{vh.height, ev.Round}, ev.Phase == phase.Precommit}
-				if ks := keys[k]; ks != nil { // no judges without vote events
-					voted(ks, id(vh.validator))
+	for v, signs := range hd.signs {
+		for _, ev := range signs {
+			if ev.err == "" && (ev.phase == phase.Prevote || ev.phase == phase.Precommit) {
+				if ks := keys[key{ev.round, ev.phase == phase.Precommit}]; ks != nil { // no judges without vote events
+					ks.voters[v] = true
 				}
 			}
 		}
 	}
 	for _, k := range order {
 		ks := keys[k]
-		for v, ok := range ks.voters {
-			if !ok {
-				continue
-			}
+		for v := range ks.voters {
 			judges, lateAt := 0, 0
 			for _, n := range ks.judges {
 				if n == v { // node and validator share the name
 					continue
 				}
 				judges++
-				if h := ks.nodes[n].heard; v >= len(h) || h[v] != inTime {
+				if ks.nodes[n].heard[v] != inTime {
 					lateAt++
 				}
 			}
 			if judges > 0 && lateAt*2 > judges {
 				if k.precommit {
-					precommits[names[v]]++
+					precommits[v]++
 				} else {
-					prevotes[names[v]]++
+					prevotes[v]++
 				}
 			}
 		}
 	}
-	return prevotes, precommits
 }
 
-// roundChanges explains every round r < commit round of every committed
-// height, and counts per proposer the turns whose proposal did not reach a
-// majority of the other nodes before they prevoted (notReceived).
+// roundChanges explains every round r < cr, the commit round of committed
+// height hd, and counts per proposer the turns whose proposal did not
+// reach a majority of the other nodes before they prevoted (notReceived).
 //
 // Causes, first match wins: proposer-signer-slow (the proposer's proposal
 // signature returned after most other nodes had already prevoted, their
@@ -174,22 +142,16 @@ func (x *index) lateVotes() (prevotes, precommits map[string]int) {
 // proposal was there but no block got +2/3 prevotes), no-precommit-quorum
 // (a polka, yet no +2/3 precommits for it); unknown when no event tells
 // anything about the round.
-func (x *index) roundChanges(c *chain) (changes []RoundChange, notReceived map[string]int) {
-	changes, notReceived = []RoundChange{}, map[string]int{}
-	for _, h := range c.heights {
-		cr, ok := c.commitRound(h)
-		if !ok {
-			continue
+func (x *index) roundChanges(c *chain, hd *hdata, cr int32, notReceived map[string]int) []RoundChange {
+	var changes []RoundChange
+	for r := range cr {
+		rc := x.roundChange(c, hd, r)
+		if rc.notReceived && rc.Proposer != "" {
+			notReceived[rc.Proposer]++
 		}
-		for r := range cr {
-			rc := x.roundChange(c, h, r)
-			if rc.notReceived && rc.Proposer != "" {
-				notReceived[rc.Proposer]++
-			}
-			changes = append(changes, rc.RoundChange)
-		}
+		changes = append(changes, rc.RoundChange)
 	}
-	return changes, notReceived
+	return changes
 }
 
 type roundVerdict struct {
@@ -197,25 +159,32 @@ type roundVerdict struct {
 	notReceived bool
 }
 
-func (x *index) roundChange(c *chain, h int64, r int32) roundVerdict {
+func (x *index) roundChange(c *chain, hd *hdata, r int32) roundVerdict {
+	h := hd.height
 	k := hr{h, r}
-	p := x.proposer[k]
+	p := x.proposer(k)
+	pid := x.names.id(p)
 	out := roundVerdict{RoundChange: RoundChange{Height: h, Round: r, Proposer: p}}
 
-	var others []string
-	for _, n := range x.roundNodes[k] {
-		if n != p {
-			others = append(others, n)
+	rd := hd.rounds[r]
+	var others []int32
+	if rd != nil {
+		for n := range rd.nodes {
+			if n != pid {
+				others = append(others, n)
+			}
 		}
 	}
-	var signed, failed *Event // the proposer's proposal signature at (h, r)
-	for _, ev := range x.signs[valHeight{p, h}] {
-		if ev.Phase != phase.Proposal || ev.Round != r {
+	var signed, failed *signRec // the proposer's proposal signature at (h, r)
+	signs := hd.signs[pid]
+	for i := range signs {
+		ev := &signs[i]
+		if ev.phase != phase.Proposal || ev.round != r {
 			continue
 		}
-		if ev.Error == "" && signed == nil {
+		if ev.err == "" && signed == nil {
 			signed = ev
-		} else if ev.Error != "" && failed == nil {
+		} else if ev.err != "" && failed == nil {
 			failed = ev
 		}
 	}
@@ -224,66 +193,70 @@ func (x *index) roundChange(c *chain, h int64, r int32) roundVerdict {
 	// even signed.
 	inTime, beforeSig := 0, 0
 	for _, n := range others {
-		nk := nodeHR{n, k}
-		pv, prevoted := x.prevoteStep[nk]
-		if t, got := x.proposalAt[nk]; got && (!prevoted || !t.After(pv)) {
+		pv, prevoted := rd.prevoteStep[n]
+		if t, got := rd.proposalAt[n]; got && (!prevoted || !t.After(pv)) {
 			inTime++
 		}
-		if signed != nil && prevoted && pv.Before(signed.Time) {
+		if signed != nil && prevoted && pv.Before(signed.t) {
 			beforeSig++
 		}
 	}
 	majority := func(n int) bool { return n*2 > len(others) }
 	out.notReceived = len(others) > 0 && !majority(inTime)
-	began, hasBegan := x.roundStart[k]
+	began, hasBegan := x.roundStart(k)
 	// The round ended when the next one began or, without a sign of
 	// that, when the height was decided.
-	ended := x.decided(c, h, "")
-	if t, ok := x.roundStart[hr{h, r + 1}]; ok {
+	ended := x.decided(c, hd, x.emptyID)
+	if t, ok := x.roundStart(hr{h, r + 1}); ok {
 		ended = t
 	}
-	pending, hung := x.unanswered(p, phase.Proposal, k)
 	overloaded := func(cause, detail string) (string, string) {
-		if why, sat := x.saturatedDuring(began, ended); hasBegan && sat {
+		if !hasBegan {
+			return cause, detail
+		}
+		if why, sat := x.saturatedDuring(began, ended); sat {
 			return CauseHostOverload, detail + "; " + why
 		}
 		return cause, detail
 	}
 
-	busy, isBusy := x.busyOtherThan(p, began, phase.Proposal, k)
 	var down *downWindow
 	if hasBegan {
-		down = x.downs.downDuring(p, began, ended)
+		down = x.downDuring(p, began, ended)
 	}
+	hung := func() (sigSpan, bool) { return x.unanswered(pid, phase.Proposal, k) }
+	busy := func() (sigSpan, bool) { return x.busyOtherThan(pid, began, phase.Proposal, k) }
 	switch {
 	case signed == nil && p != "" && down != nil:
 		out.Cause = RoundProposerDown
 		out.Detail = fmt.Sprintf("%s's node was down (%s)", p, down.text())
-	case signed == nil && failed == nil && hung:
+	case signed == nil && failed == nil && isTrue(hung):
+		pending, _ := hung()
 		out.Cause = RoundProposerSignerSlow
 		out.Detail = fmt.Sprintf("%s's proposal signature was requested and never returned (signer not answering)", p)
 		if hasBegan {
 			out.Detail = fmt.Sprintf("%s's proposal signature was requested %s ms into the round and never returned (signer not answering)",
 				p, formatMS(durationMS(pending.began.Sub(began))))
 		}
-	case signed == nil && failed == nil && p != "" && hasBegan && isBusy:
+	case signed == nil && failed == nil && p != "" && hasBegan && isTrue(busy):
+		s, _ := busy()
 		out.Cause = RoundProposerSignerSlow
-		out.Detail = fmt.Sprintf("when the round began, %s's signer was still on %s", p, busyText(busy, began))
-	case signed == nil && failed == nil && p != "" && hasBegan && len(others) > 0 && !x.entered(p, k, ended):
+		out.Detail = fmt.Sprintf("when the round began, %s's signer was still on %s", p, busyText(s, began))
+	case signed == nil && failed == nil && p != "" && hasBegan && len(others) > 0 && !x.entered(pid, k, ended):
 		out.Cause = RoundProposerBehind
-		out.Detail = x.behindText(p, h, ended)
-		if at, ok := x.heightAt(p, ended); ok && at == h {
+		out.Detail = x.behindText(pid, h, ended)
+		if at, ok := x.heightAt(pid, ended); ok && at == h {
 			out.Detail = fmt.Sprintf("%s's node was not in round %d of height %d%s", p, r, h, x.cameBackText(p, ended))
 		}
 	case len(others) > 0 && signed != nil && majority(beforeSig):
 		out.Cause = RoundProposerSignerSlow
 		out.Detail = fmt.Sprintf("%s's proposal signature took %s ms and returned after %d of %d other nodes had prevoted",
-			p, formatMS(signed.LatencyMS), beforeSig, len(others))
+			p, formatMS(signed.latencyMS), beforeSig, len(others))
 	case len(others) > 0 && !majority(inTime), len(others) == 0 && (failed != nil || p != "" && signed == nil):
 		out.Cause = RoundProposalMissing
 		switch {
 		case failed != nil && signed == nil:
-			out.Detail = fmt.Sprintf("%s's proposal signature failed: %s", p, failed.Error)
+			out.Detail = fmt.Sprintf("%s's proposal signature failed: %s", p, failed.err)
 		case signed == nil && p != "":
 			out.Cause, out.Detail = overloaded(RoundProposalMissing, fmt.Sprintf("%s signed no proposal", p))
 		default:
@@ -305,43 +278,49 @@ func (x *index) roundChange(c *chain, h int64, r int32) roundVerdict {
 	return out
 }
 
+// isTrue is f's verdict: a look-up made only when a case needs it.
+func isTrue[T any](f func() (T, bool)) bool {
+	_, ok := f()
+	return ok
+}
+
 // bestVotePower is the largest voting power behind one non-nil block at
 // (h, r, phase), over every vote seen by any node or signed by any
 // validator; total is the power of all voters, nil votes included.
-func (x *index) bestVotePower(k hr, phase string) (best, total int64) {
-	perBlock := map[string]map[string]bool{}
-	all := map[string]bool{}
-	add := func(voter, block string) {
+func (x *index) bestVotePower(k hr, ph string) (best, total int64) {
+	perBlock := map[string]map[int32]bool{}
+	all := map[int32]bool{}
+	add := func(voter int32, block string) {
 		all[voter] = true
 		if block == "" {
 			return
 		}
 		if perBlock[block] == nil {
-			perBlock[block] = map[string]bool{}
+			perBlock[block] = map[int32]bool{}
 		}
 		perBlock[block][voter] = true
 	}
 	for _, ev := range x.votesAt(k) {
-		if ev.Phase == phase {
-			add(ev.Validator, ev.BlockID)
+		if ev.phase == ph {
+			add(ev.validator, ev.blockID)
 		}
 	}
-	for name := range x.power {
-		for _, ev := range x.signs[valHeight{name, k.height}] {
-			if ev.Round == k.round && ev.Phase == phase && ev.Error == "" {
-				add(name, ev.BlockID)
+	for _, v := range x.valIDs {
+		for _, ev := range x.signsOf(v, k.height) {
+			if ev.round == k.round && ev.phase == ph && ev.err == "" {
+				add(v, ev.blockID)
 			}
 		}
 	}
 	for _, voters := range perBlock {
 		var p int64
 		for v := range voters {
-			p += x.power[v]
+			p += x.powerOf(v)
 		}
 		best = max(best, p)
 	}
 	for v := range all {
-		total += x.power[v]
+		total += x.powerOf(v)
 	}
 	return best, total
 }
@@ -362,7 +341,7 @@ func consecutiveMissed(c *chain) map[string]int {
 			continue
 		}
 		absent := map[string]bool{}
-		for _, v := range nb.LastCommitAbsent {
+		for _, v := range c.namesOf(nb.absent) {
 			if v != "" {
 				absent[v] = true
 			}

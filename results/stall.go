@@ -11,9 +11,36 @@ import "time"
 // started; likely cause network: no node received +2/3 prevotes at h1 r0:
 // … no peers connected".
 func stallText(events []Event, lastHeight int64, since time.Time, bound time.Duration) string {
-	c := newChain(events)
-	x := newIndex(events, runStartOf(events))
+	z := indexOf(events)
 	sp := haltSpan{Halt: Halt{FromHeight: lastHeight, DurationMS: bound.Milliseconds()}, from: since, to: since.Add(bound)}
-	h := x.explainHalt(c, sp, bound)
+	h := z.x.explainHalt(z.c, z.x.heights[lastHeight+1], sp, bound)
 	return haltWhere(h) + "; likely cause " + h.Cause + ": " + h.Detail
+}
+
+// indexOf indexes events whole: nothing judged, nothing dropped, every
+// unanswered request a signature in flight.
+func indexOf(events []Event) *Summarizer {
+	p := defaultPlan()
+	p.keepAll = true
+	z := newSummarizer(p)
+	feedEvents(events)(z)
+	for _, h := range z.x.order {
+		z.x.resolve(z.x.heights[h])
+	}
+	z.c.done()
+	return z
+}
+
+// newChain and newIndex index events whole (for tests of one analysis).
+func newChain(events []Event) *chain { return indexOf(events).c }
+
+func newIndex(events []Event, _ *Event) *index { return indexOf(events).x }
+
+func runStartOf(events []Event) *Event {
+	for i := range events {
+		if events[i].Kind == KindRunStart {
+			return &events[i]
+		}
+	}
+	return nil
 }

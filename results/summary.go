@@ -2,12 +2,12 @@ package results
 
 import (
 	"encoding/json"
-	"github.com/valnet/valnet/internal/phase"
 	"io"
-	"math"
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/valnet/valnet/internal/phase"
 )
 
 // Summary is summary.json: everything a report says about a run, derived
@@ -204,7 +204,10 @@ func (s *Summary) Failed() []ExpectationResult {
 	return out
 }
 
-// Summarize derives the summary of a run from its events (stream order).
+// Summarize derives the summary of a run from its events (stream order):
+// it feeds them to a Summarizer (see Summarizer), again if a pass asks for
+// it; a stream in a file is better summarized by SummarizeFile, which
+// never holds it.
 //
 // Definitions:
 //   - Height H is committed when a block event for H exists. heights.first
@@ -272,39 +275,24 @@ func (s *Summary) Failed() []ExpectationResult {
 //     may be incomplete; they do not change ok by themselves.
 //   - ok: every expectation holds and the run neither errored nor was
 //     interrupted (stop_reason heights or max_duration).
-func Summarize(events []Event) *Summary {
-	s := &Summary{Validators: []ValidatorSummary{}, Expectations: []ExpectationResult{}, RoundChanges: []RoundChange{}}
-	var start, end *Event
-	var host hostAgg
-	for i := range events {
-		switch events[i].Kind {
-		case KindHost:
-			host.add(events[i].Host)
-		case KindRunStart:
-			if start == nil {
-				start = &events[i]
-			}
-		case KindRunEnd:
-			if end == nil {
-				end = &events[i]
-			}
-		case KindNodeError:
-			ev := &events[i]
-			s.NodeErrors = append(s.NodeErrors, NodeError{Time: ev.Time, Node: ev.Node, Error: ev.Error})
-		}
-	}
-	summarizeRun(s, events, start, end)
-	s.Host = host.result()
-	s.Devices = summarizeDevices(events, start)
+func Summarize(events []Event) *Summary { return summarizeEvents(events).Summary() }
 
-	c := newChain(events)
-	summarizeChain(s, c)
-	summarizeValidators(s, events, start, c)
-	summarizeLoad(s, events, start, c)
-	x := newIndex(events, start)
-	summarizeConsensus(s, x, c)
-	summarizeFaults(s, events, start)
-	summarizeHalts(s, x, c, start, end)
+// summarize builds the summary once the stream has ended and every
+// height is judged (see Summarizer.Summary).
+func (z *Summarizer) summarize() *Summary {
+	s := &Summary{Validators: []ValidatorSummary{}, Expectations: []ExpectationResult{}, RoundChanges: []RoundChange{}}
+	start := z.start
+	s.NodeErrors = z.nodeErrors
+	z.summarizeRun(s)
+	s.Host = z.host.result()
+	s.Devices = summarizeDevices(start, z.devices)
+
+	summarizeChain(s, z.c, &z.intervals)
+	z.summarizeValidators(s)
+	s.Load = z.load.result(start)
+	z.summarizeConsensus(s)
+	z.summarizeFaults(s)
+	s.Halts = z.halts
 	summarizeUnavailable(s, start)
 
 	if start != nil {
@@ -323,39 +311,20 @@ func Summarize(events []Event) *Summary {
 	return s
 }
 
-// summarizeHalts finds the halts of the chain (see haltThreshold and
-// findHalts) and their causes; it needs the block intervals, so it runs
-// after summarizeChain.
-func summarizeHalts(s *Summary, x *index, c *chain, start, end *Event) {
-	var stop time.Time
-	if end != nil {
-		stop = end.Time
-	}
-	threshold := haltThreshold(start, s.BlockIntervalMS.P50)
-	s.Halts = []Halt{} // [] not null in JSON
-	for _, sp := range findHalts(c, threshold, x.networkStart(c, start), stop) {
-		s.Halts = append(s.Halts, x.explainHalt(c, sp, threshold))
-	}
-}
-
 // summarizeFaults pairs each fault's start and end events.
-func summarizeFaults(s *Summary, events []Event, start *Event) {
+func (z *Summarizer) summarizeFaults(s *Summary) {
 	var t0 time.Time
-	if start != nil {
-		t0 = start.Time
+	if z.start != nil {
+		t0 = z.start.Time
 	}
 	open := map[string]int{} // action/target -> index of the open window
-	for i := range events {
-		ev := &events[i]
-		if ev.Kind != KindFault {
-			continue
-		}
-		key := ev.Action + "/" + ev.Validator
-		ms := max(ev.Time.Sub(t0).Milliseconds(), 0)
-		switch ev.State {
+	for _, ev := range z.x.faults {
+		key := ev.action + "/" + ev.validator
+		ms := max(ev.t.Sub(t0).Milliseconds(), 0)
+		switch ev.state {
 		case FaultStart:
 			open[key] = len(s.Faults)
-			s.Faults = append(s.Faults, FaultWindow{Action: ev.Action, Target: ev.Validator, StartMS: ms, Detail: ev.Detail})
+			s.Faults = append(s.Faults, FaultWindow{Action: ev.action, Target: ev.validator, StartMS: ms, Detail: ev.detail})
 		case FaultEnd:
 			if j, ok := open[key]; ok {
 				s.Faults[j].EndMS = ms
@@ -365,7 +334,8 @@ func summarizeFaults(s *Summary, events []Event, start *Event) {
 	}
 }
 
-func summarizeRun(s *Summary, events []Event, start, end *Event) {
+func (z *Summarizer) summarizeRun(s *Summary) {
+	start, end := z.start, z.end
 	if start != nil {
 		s.Scenario, s.Backend, s.ChainID, s.Seed = start.Scenario, start.Backend, start.ChainID, start.Seed
 		s.Model = start.Model
@@ -388,37 +358,31 @@ func summarizeRun(s *Summary, events []Event, start, end *Event) {
 	stop := start.Time
 	if end != nil {
 		stop = end.Time
-	} else {
-		for i := range events {
-			if events[i].Time.After(stop) {
-				stop = events[i].Time
-			}
-		}
+	} else if z.latest.After(stop) {
+		stop = z.latest
 	}
 	s.DurationMS = max(stop.Sub(start.Time).Milliseconds(), 0)
 }
 
-func summarizeChain(s *Summary, c *chain) {
+// summarizeChain: heights, rounds and block intervals (the intervals'
+// samples kept as blocks came).
+func summarizeChain(s *Summary, c *chain, intervals *samples) {
 	s.Heights.First, s.Heights.Last, s.Heights.Committed = c.first(), c.last(), len(c.heights)
-	var intervals []float64
 	for _, h := range c.heights {
-		if r, ok := c.commitRound(h); !ok {
+		if r, ok := c.commitRound(h, noRound); !ok {
 			s.Rounds.UnknownCommitRound++
 		} else if r > 0 {
 			s.Rounds.HeightsWithRoundChange++
 			s.Rounds.MaxCommitRound = max(s.Rounds.MaxCommitRound, r)
 			s.Rounds.ExtraRounds += int64(r)
 		}
-		if ms, ok := c.intervalMS(h); ok {
-			intervals = append(intervals, ms)
-		}
 	}
-	st := latencyStats(intervals)
+	st := intervals.stats()
 	s.BlockIntervalMS = IntervalStats{Count: st.Count, P50: st.P50, P95: st.P95, Max: st.Max}
 }
 
-// turn keys proposer turns and signed proposals by (height, round), and
-// double-sign groups by (validator, height, round, phase).
+// turn keys signatures by (height, round, phase) and double-sign groups
+// by (validator, height, round, phase).
 type turn struct {
 	validator string
 	height    int64
@@ -426,107 +390,33 @@ type turn struct {
 	phase     string
 }
 
-// sigKey identifies one signature: the same one seen from both ends of a
-// remote-signer hop.
-type sigKey struct {
-	turn
-	blockID string
-}
-
 // valAcc accumulates one validator's counts and samples.
 type valAcc struct {
 	missed, nils, signErrors int
-	latency                  map[string][]float64 // phase -> latency_ms
-	all, injected, queue     []float64
-	service                  []float64            // latency - queue of each signature on a device
-	signerLatency            map[string][]float64 // remote signer's side, phase -> ms
-	signerAll, overhead      []float64
-	turns, made              map[turn]struct{} // (height, round): proposer turns, signed proposals
+	latency                  [3]samples // by phase (phases' order)
+	all                      samples
+	injected                 samples
+	queue                    samples
+	service                  samples    // latency - queue of each signature on a device
+	signer                   [3]samples // remote signer's side, by phase
+	signerAll                samples
+	overhead                 samples
+	turns                    int // proposer turns, (height, round) in the window
+	made                     int // signed proposals in the window
 }
 
-func summarizeValidators(s *Summary, events []Event, start *Event, c *chain) {
-	accs := map[string]*valAcc{}
-	acc := func(name string) *valAcc {
-		a, ok := accs[name]
-		if !ok {
-			a = &valAcc{latency: map[string][]float64{}, signerLatency: map[string][]float64{}, turns: map[turn]struct{}{}, made: map[turn]struct{}{}}
-			accs[name] = a
-		}
-		return a
-	}
-
-	last := c.last()
-	inWindow := func(h int64, r int32) bool {
-		if h > last {
-			return false
-		}
-		cr, ok := c.commitRound(h)
-		return !ok || r <= cr
-	}
-
-	signerSide := map[sigKey]float64{} // remote signer's latency of each signature
-	var nodeSide []*Event              // successful node-side signatures
-	signs := map[turn][]string{}       // double-sign groups: distinct block IDs in order
-	var groups []turn                  // signs' keys in order of first appearance
-	for i := range events {
-		ev := &events[i]
-		switch ev.Kind {
-		case KindNewRound:
-			if ev.Proposer != "" && inWindow(ev.Height, ev.Round) {
-				acc(ev.Proposer).turns[turn{height: ev.Height, round: ev.Round}] = struct{}{}
-			}
-		case KindSign:
-			if ev.Validator == "" {
-				continue
-			}
-			a := acc(ev.Validator)
-			if ev.QueueMS != nil && ev.Error == "" {
-				a.queue = append(a.queue, *ev.QueueMS) // only the side that saw the queue has it
-				a.service = append(a.service, max(ev.LatencyMS-*ev.QueueMS, 0))
-			}
-			if ev.Side == SideSigner {
-				if ev.Error == "" && slices.Contains(phases, ev.Phase) {
-					a.signerLatency[ev.Phase] = append(a.signerLatency[ev.Phase], ev.LatencyMS)
-					a.signerAll = append(a.signerAll, ev.LatencyMS)
-					signerSide[sigKey{turn{ev.Validator, ev.Height, ev.Round, ev.Phase}, ev.BlockID}] = ev.LatencyMS
-				}
-				continue // the node side of the same signature counts it
-			}
-			if ev.Error != "" {
-				a.signErrors++
-				continue
-			}
-			if slices.Contains(phases, ev.Phase) {
-				a.latency[ev.Phase] = append(a.latency[ev.Phase], ev.LatencyMS)
-				a.all = append(a.all, ev.LatencyMS)
-			}
-			if ev.InjectedMS > 0 {
-				a.injected = append(a.injected, ev.InjectedMS)
-			}
-			if ev.Phase == phase.Proposal && inWindow(ev.Height, ev.Round) {
-				a.made[turn{height: ev.Height, round: ev.Round}] = struct{}{}
-			}
-			nodeSide = append(nodeSide, ev)
-			k := turn{ev.Validator, ev.Height, ev.Round, ev.Phase}
-			ids, seen := signs[k]
-			if !seen {
-				groups = append(groups, k)
-			}
-			if !slices.Contains(ids, ev.BlockID) {
-				signs[k] = append(ids, ev.BlockID)
-			}
+// phaseIndex is p's place in phases, -1 for another phase.
+func phaseIndex(p string) int {
+	for i, ph := range phases {
+		if ph == p {
+			return i
 		}
 	}
+	return -1
+}
 
-	// Transport overhead: the node's latency minus the signer's, for every
-	// signature seen from both sides.
-	for _, ev := range nodeSide {
-		if sl, ok := signerSide[sigKey{turn{ev.Validator, ev.Height, ev.Round, ev.Phase}, ev.BlockID}]; ok {
-			a := acc(ev.Validator)
-			a.overhead = append(a.overhead, math.Max(0, ev.LatencyMS-sl))
-		}
-	}
-
+func (z *Summarizer) summarizeValidators(s *Summary) {
+	c := z.c
 	counted := 0
 	for _, h := range c.heights {
 		nb := c.lastCommit(h)
@@ -534,32 +424,29 @@ func summarizeValidators(s *Summary, events []Event, start *Event, c *chain) {
 			continue
 		}
 		counted++
-		for _, name := range nb.LastCommitAbsent {
+		for _, name := range c.namesOf(nb.absent) {
 			if name != "" {
-				acc(name).missed++
+				z.acc(z.names.id(name)).missed++
 			}
 		}
-		for _, name := range nb.LastCommitNil {
+		for _, name := range c.namesOf(nb.nils) {
 			if name != "" {
-				acc(name).nils++
+				z.acc(z.names.id(name)).nils++
 			}
 		}
 	}
 
-	for _, k := range groups {
-		if ids := signs[k]; len(ids) > 1 {
-			s.DoubleSignDetails = append(s.DoubleSignDetails, DoubleSign{
-				Validator: k.validator, Height: k.height, Round: k.round, Phase: k.phase, BlockIDs: ids,
-			})
-		}
+	slices.SortStableFunc(z.doubleSigns, func(a, b seqDoubleSign) int { return cmpInt(a.seq, b.seq) })
+	for _, ds := range z.doubleSigns {
+		s.DoubleSignDetails = append(s.DoubleSignDetails, ds.DoubleSign)
 	}
 	s.DoubleSigns = len(s.DoubleSignDetails)
 
 	// Validators in run_start order, then any others the events mention.
 	rows := []ValidatorSummary{} // [] not null in JSON
 	listed := map[string]bool{}
-	if start != nil {
-		for _, v := range start.Validators {
+	if z.start != nil {
+		for _, v := range z.start.Validators {
 			if !listed[v.Name] {
 				listed[v.Name] = true
 				rows = append(rows, ValidatorSummary{Name: v.Name, Address: v.Address, Signer: v.Signer, Power: v.Power, Device: v.Device})
@@ -567,8 +454,8 @@ func summarizeValidators(s *Summary, events []Event, start *Event, c *chain) {
 		}
 	}
 	var others []string
-	for name := range accs {
-		if !listed[name] {
+	for id := range z.vals {
+		if name := z.names.name(id); !listed[name] {
 			others = append(others, name)
 		}
 	}
@@ -579,32 +466,32 @@ func summarizeValidators(s *Summary, events []Event, start *Event, c *chain) {
 
 	for i := range rows {
 		v := &rows[i]
-		a := acc(v.Name)
+		a := z.acc(z.names.id(v.Name))
 		v.MissedPrecommits, v.NilPrecommits, v.PrecommitsCounted = a.missed, a.nils, counted
 		v.SignErrors = a.signErrors
-		v.Proposals = ProposalStats{Expected: len(a.turns), Made: len(a.made)}
+		v.Proposals = ProposalStats{Expected: a.turns, Made: a.made}
 		v.Proposals.Missed = max(v.Proposals.Expected-v.Proposals.Made, 0)
 		v.SignLatencyMS = PhaseLatency{
-			Proposal:  latencyStats(a.latency[phase.Proposal]),
-			Prevote:   latencyStats(a.latency[phase.Prevote]),
-			Precommit: latencyStats(a.latency[phase.Precommit]),
-			All:       latencyStats(a.all),
+			Proposal:  a.latency[0].stats(),
+			Prevote:   a.latency[1].stats(),
+			Precommit: a.latency[2].stats(),
+			All:       a.all.stats(),
 		}
-		v.InjectedLatencyMS = latencyStats(a.injected)
-		if len(a.signerAll) > 0 {
+		v.InjectedLatencyMS = a.injected.stats()
+		if a.signerAll.len() > 0 {
 			v.SignerLatencyMS = &PhaseLatency{
-				Proposal:  latencyStats(a.signerLatency[phase.Proposal]),
-				Prevote:   latencyStats(a.signerLatency[phase.Prevote]),
-				Precommit: latencyStats(a.signerLatency[phase.Precommit]),
-				All:       latencyStats(a.signerAll),
+				Proposal:  a.signer[0].stats(),
+				Prevote:   a.signer[1].stats(),
+				Precommit: a.signer[2].stats(),
+				All:       a.signerAll.stats(),
 			}
 		}
-		if len(a.overhead) > 0 {
-			st := latencyStats(a.overhead)
+		if a.overhead.len() > 0 {
+			st := a.overhead.stats()
 			v.TransportOverheadMS = &st
 		}
-		if v.Device != "" || len(a.queue) > 0 {
-			queue, service := latencyStats(a.queue), latencyStats(a.service)
+		if v.Device != "" || a.queue.len() > 0 {
+			queue, service := a.queue.stats(), a.service.stats()
 			v.SignQueueMS, v.SignServiceMS = &queue, &service
 		}
 	}

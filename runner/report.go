@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"slices"
 
 	"github.com/valnet/valnet/internal/atomicfile"
 	"github.com/valnet/valnet/results"
@@ -21,35 +20,36 @@ const (
 
 // Report derives summary.json, heights.csv, missed.csv, junit.xml,
 // summary.md and report.html of a run directory from its events.jsonl
-// alone, and returns the summary.
+// alone, and returns the summary. events.jsonl is read as a stream (see
+// results.SummarizeFile): memory stays flat in the number of heights.
 func Report(dir string) (*results.Summary, error) {
 	path := filepath.Join(dir, EventsFile)
-	events, err := results.ReadFile(path)
+	z, err := results.SummarizeFile(path)
 	if err != nil {
 		return nil, err
 	}
-	if !slices.ContainsFunc(events, func(e results.Event) bool { return e.Kind == results.KindRunStart }) {
+	if !z.HasRunStart() {
 		// A summary of nothing would show a run that never was.
-		return nil, fmt.Errorf("nothing to report: %s has no run_start event (%d events); the run never started", path, len(events))
+		return nil, fmt.Errorf("nothing to report: %s has no run_start event (%d events); the run never started", path, z.Events())
 	}
-	s := results.Summarize(events)
-	return s, writeReportFiles(dir, events, s)
+	s := z.Summary()
+	return s, writeReportFiles(dir, z, s)
 }
 
-// writeReportFiles writes the derived files of a run from its events and
-// their summary, each one whole or not at all (a CI step or a browser
+// writeReportFiles writes the derived files of a run from its summarizer
+// and summary, each one whole or not at all (a CI step or a browser
 // reading one never sees half of it).
-func writeReportFiles(dir string, events []results.Event, s *results.Summary) error {
+func writeReportFiles(dir string, z *results.Summarizer, s *results.Summary) error {
 	files := []struct {
 		name  string
 		write func(io.Writer) error
 	}{
 		{SummaryFile, func(w io.Writer) error { return results.WriteSummaryJSON(w, s) }},
-		{HeightsFile, func(w io.Writer) error { return results.WriteHeightsCSV(w, events) }},
+		{HeightsFile, z.WriteHeightsCSV},
 		{MissedFile, func(w io.Writer) error { return results.WriteMissedCSV(w, s) }},
 		{JUnitFile, func(w io.Writer) error { return results.WriteJUnit(w, s) }},
 		{SummaryMDFile, func(w io.Writer) error { return results.WriteMarkdown(w, s) }},
-		{ReportFile, func(w io.Writer) error { return results.WriteHTMLReport(w, s, events) }},
+		{ReportFile, z.WriteHTMLReport},
 	}
 	for _, f := range files {
 		if err := atomicfile.WriteWith(filepath.Join(dir, f.name), 0o644, f.write); err != nil {

@@ -43,11 +43,11 @@ Exit codes: 0 no threshold crossed, 1 a threshold was crossed, 2 bad input
 			}
 			var sums [2]*results.Summary
 			for i, dir := range args {
-				evs, err := readRun(dir)
+				s, err := summarizeRun(dir)
 				if err != nil {
 					return &exitError{exitBadInput, err}
 				}
-				sums[i] = results.Summarize(evs)
+				sums[i] = s
 			}
 			c := results.Compare(sums[0], sums[1])
 			c.A.Dir, c.B.Dir = args[0], args[1]
@@ -80,19 +80,19 @@ Exit codes: 0 no threshold crossed, 1 a threshold was crossed, 2 bad input
 	return cmd
 }
 
-// readRun reads a run directory's events, with an error that names what
-// is missing.
-func readRun(dir string) ([]results.Event, error) {
+// summarizeRun summarizes a run directory's events.jsonl as a stream,
+// with an error that names what is missing.
+func summarizeRun(dir string) (*results.Summary, error) {
 	if st, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("run directory %s: %w", dir, err)
 	} else if !st.IsDir() {
 		return nil, fmt.Errorf("%s is not a run directory", dir)
 	}
-	evs, err := results.ReadFile(filepath.Join(dir, runner.EventsFile))
+	z, err := results.SummarizeFile(filepath.Join(dir, runner.EventsFile))
 	if err != nil {
 		return nil, fmt.Errorf("run directory %s: %w", dir, err)
 	}
-	return evs, nil
+	return z.Summary(), nil
 }
 
 // nonNil keeps empty lists as [] rather than null in the JSON.

@@ -17,9 +17,15 @@ func Percentile[T cmp.Ordered](sorted []T, p float64) T {
 	if n == 0 {
 		return zero
 	}
+	return sorted[Rank(n, p)-1]
+}
+
+// Rank is the 1-based rank, among n > 0 sorted values, of the nearest-rank
+// p-th percentile that Percentile returns: for a summary that keeps its
+// values counted rather than listed.
+func Rank(n int, p float64) int {
 	// p*n/100 rather than p/100*n: 95/100 is inexact in binary and
 	// 0.95*20 would round up to rank 20 instead of 19.
 	rank := int(math.Ceil(p * float64(n) / 100))
-	rank = min(max(rank, 1), n)
-	return sorted[rank-1]
+	return min(max(rank, 1), n)
 }

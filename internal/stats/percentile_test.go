@@ -52,3 +52,15 @@ func TestPercentile(t *testing.T) {
 		t.Errorf("durations p99 = %v", got)
 	}
 }
+
+// TestRankIsPercentilesRank: the value Percentile picks from 1..n is its
+// rank, for every n and a spread of p.
+func TestRankIsPercentilesRank(t *testing.T) {
+	for n := 1; n <= 60; n++ {
+		for _, p := range []float64{0, 0.001, 1, 49.9, 50, 90, 95, 99, 99.9, 100} {
+			if got, want := Rank(n, p), int(Percentile(seq(n), p)); got != want {
+				t.Fatalf("Rank(%d, %g) = %d, Percentile picks rank %d", n, p, got, want)
+			}
+		}
+	}
+}
