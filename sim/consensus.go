@@ -296,6 +296,12 @@ func (w *world) addPart(n *node, e event, all bool) {
 		return
 	}
 	b := w.block(e.height, e.block)
+	if b == nil {
+		// so far behind that the model no longer has the block: it is
+		// fetched whole, as blocksync would (catchUp)
+		w.scheduleCatchUp(n)
+		return
+	}
 	if all {
 		n.partsGot = b.parts
 	} else {

@@ -28,9 +28,9 @@ const (
 )
 
 // partSize is the wire size of part k of a block: 64 KiB, the last one
-// what is left.
+// what is left (a block the model no longer has: a full part).
 func partSize(b *blockInfo, k int32) int {
-	if k < b.parts-1 {
+	if b == nil || k < b.parts-1 {
 		return blockPartBytes + partProof
 	}
 	return b.bytes - int(b.parts-1)*blockPartBytes + partProof
@@ -222,6 +222,9 @@ func (w *world) lacksVote(j int32, e event) bool {
 // neighbour: the data routine sends them one after the other.
 func (w *world) broadcastProposal(n *node, h int64, r int32, block, pol int32) {
 	b := w.block(h, block)
+	if b == nil {
+		return // a lagging proposer's block of a settled height: nobody needs it
+	}
 	w.neighbours(n.i, func(j int32) {
 		w.deliver(n, j, event{mk: mProposal, from: n.i, height: h, round: r, block: block, part: pol}, proposalBytes, chData)
 		for k := int32(0); k < b.parts; k++ {
@@ -250,8 +253,12 @@ func (w *world) relayPart(n *node, e event) {
 	}
 	for _, j := range w.net.peers[n.i] {
 		p := w.nodes[j]
-		if p.h < e.height || p.h == e.height && p.propBlock != e.block && (p.partsFor != e.block || p.partsGot < w.block(e.height, e.block).parts) {
-			w.deliver(n, j, event{mk: mPart, from: n.i, height: e.height, round: e.round, block: e.block, part: e.part}, partSize(w.block(e.height, e.block), e.part), chData)
+		b := w.block(e.height, e.block)
+		if b == nil {
+			return
+		}
+		if p.h < e.height || p.h == e.height && p.propBlock != e.block && (p.partsFor != e.block || p.partsGot < b.parts) {
+			w.deliver(n, j, event{mk: mPart, from: n.i, height: e.height, round: e.round, block: e.block, part: e.part}, partSize(b, e.part), chData)
 		}
 	}
 }
@@ -284,7 +291,7 @@ func (w *world) resync(i, j int32) {
 		w.deliver(src, j, event{mk: mProposal, from: src.i, height: src.h, round: src.r, block: src.proposal, part: src.polRound}, proposalBytes, chData)
 		if src.propBlock == src.proposal {
 			b := w.block(src.h, src.proposal)
-			for k := int32(0); k < b.parts; k++ {
+			for k := int32(0); b != nil && k < b.parts; k++ {
 				w.deliver(src, j, event{mk: mPart, from: src.i, height: src.h, round: src.r, block: src.proposal, part: k}, partSize(b, k), chData)
 			}
 		}

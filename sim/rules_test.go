@@ -257,3 +257,33 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// TestFarBehindSigner: a signer slower than the chain falls further behind
+// every height, beyond the heights the model keeps blocks for; it then
+// fetches whole blocks (as blocksync would) and the run goes on.
+func TestFarBehindSigner(t *testing.T) {
+	old := keepHeights
+	keepHeights = 4
+	defer func() { keepHeights = old }()
+	events, reason := simRun(t, `name: behind
+run: {backend: sim, heights: 150, max_duration: 1h, sim: {calibration: CALIBRATION}}
+validators:
+  - {name: v, count: 10}
+  - {name: slow, signer: {type: local, latency: 2500ms}}
+`, mustDefaultText(t))
+	if reason != results.StopHeights {
+		t.Fatalf("stopped: %s", reason)
+	}
+	var committed, lag int64
+	for _, e := range events {
+		switch {
+		case e.Kind == results.KindBlock:
+			committed = max(committed, e.Height)
+		case e.Kind == results.KindSign && e.Validator == "slow":
+			lag = max(lag, committed-e.Height)
+		}
+	}
+	if lag <= keepHeights {
+		t.Fatalf("slow was at most %d heights behind: not beyond the %d kept, so the test shows nothing", lag, keepHeights)
+	}
+}

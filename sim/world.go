@@ -256,7 +256,7 @@ type seenCommit struct {
 
 // keepHeights is how many heights back the model keeps blocks and
 // validator sets.
-const keepHeights = 64
+var keepHeights int64 = 64 // a var so a test can make it small
 
 // Block size: header and commit overhead, as a real block's encoding
 // grows with its LastCommit, plus the transactions.
