@@ -181,8 +181,8 @@ func (w *world) deliver(from *node, j int32, e event, size int, ch int) {
 	if !ok {
 		return
 	}
-	e.at, e.due, e.kind, e.node = at, 0, evMsg, j
-	w.q.push(e)
+	e.at, e.kind, e.node = at, evMsg, j
+	w.q.pushNew(&e)
 }
 
 // broadcastVote sends n's own vote to every neighbour.
@@ -193,7 +193,7 @@ func (w *world) broadcastVote(n *node, mk msgKind, h int64, r int32, block int32
 
 // relayVote passes a vote on to peers that lack it (a sparse topology's
 // gossip; in a mesh every peer has it from its voter).
-func (w *world) relayVote(n *node, e event) {
+func (w *world) relayVote(n *node, e *event) {
 	if w.net.mesh {
 		return
 	}
@@ -207,7 +207,7 @@ func (w *world) relayVote(n *node, e event) {
 
 // lacksVote reports whether node j does not have vote e yet, as its
 // peer state tells.
-func (w *world) lacksVote(j int32, e event) bool {
+func (w *world) lacksVote(j int32, e *event) bool {
 	p := w.nodes[j]
 	switch {
 	case p.h > e.height:
