@@ -47,12 +47,14 @@ crosscheck: build
 
 # Benchmarks print numbers; nothing is asserted. Overhead prints valnet's
 # CPU and peak memory against the same bare CometBFT network (10
-# validators x 20 heights, each in its own process).
+# validators x 20 heights, each in its own process). Sim runs the sim
+# backend's speed goals (docs/bench.md#sim), ~10 minutes.
 bench: build
 	$(GO) test -run '^$$' -bench 'Overhead|Network' -benchmem -benchtime 1x -timeout 30m ./runner/
 	$(GO) test -run '^$$' -bench 'RecordTxEvent' -benchmem ./runner/
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 20m ./results/ ./network/ ./signers/ ./signers/pkcs11/ ./sweep/
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./docker/
+	$(GO) test -run '^$$' -bench Sim -benchmem -benchtime 1x -timeout 60m ./sim/
 	$(BIN) bench signers
 
 lint:

@@ -69,6 +69,16 @@ type node struct {
 	// node gets there (a peer's gossip sends them once the peer state
 	// says so).
 	held []event
+
+	// waiting are the events that came while the consensus routine was
+	// busy, in the order it takes them; the queue holds one proxy of the
+	// first (proxySeq, proxyAt), due when the routine is free
+	// (world.dispatch). lastAt: when the node last handled an event.
+	waiting  waitQueue
+	proxySeq uint64
+	proxyAt  int64
+	proxyOn  bool
+	lastAt   int64
 }
 
 // enterNewRound follows State.enterNewRound.
@@ -334,7 +344,7 @@ func (w *world) addPart(n *node, e event, all bool) {
 }
 
 // addVote follows State.addVote.
-func (w *world) addVote(n *node, e event) {
+func (w *world) addVote(n *node, e *event) {
 	precommit := e.mk == mPrecommit
 	if e.height+1 == n.h && precommit {
 		// a precommit of the previous height, while waiting timeout_commit
@@ -420,7 +430,7 @@ func (w *world) stepEvent(n *node) {
 	}
 }
 
-func (w *world) voteEvent(n *node, e event) {
+func (w *world) voteEvent(n *node, e *event) {
 	if !w.voteEvents {
 		return
 	}
@@ -429,7 +439,7 @@ func (w *world) voteEvent(n *node, e event) {
 		ph = phase.Precommit
 	}
 	w.emit(results.Event{Time: w.at(n.t), Kind: results.KindVote, Node: n.name, Validator: w.names[e.from],
-		Height: e.height, Round: e.round, Phase: ph, BlockID: w.blockHash(e.height, e.block)})
+		Height: e.height, Round: e.round, Phase: ph, BlockID: w.hashOf(e.height, e.block)})
 }
 
 func (w *world) scheduleTimeout(n *node, d int64, h int64, r int32, step uint8) {

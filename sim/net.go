@@ -164,7 +164,7 @@ func (w *world) neighbours(i int32, f func(j int32)) {
 
 // deliver sends a message from n to j if both are up and the link is
 // open.
-func (w *world) deliver(from *node, j int32, e event, size int, ch int) {
+func (w *world) deliver(from *node, j int32, e *event, size int, ch int) {
 	to := w.nodes[j]
 	if !from.up || !to.up {
 		return
@@ -174,40 +174,41 @@ func (w *world) deliver(from *node, j int32, e event, size int, ch int) {
 		// (its height; for a proposal, its round): it gets this from the
 		// first peer to see it arrive there (releaseHeld).
 		e.kind, e.node = evMsg, j
-		to.held = append(to.held, e)
+		to.held = append(to.held, *e)
 		return
 	}
 	at, ok := w.net.send(from.i, j, from.t, size, ch)
 	if !ok {
 		return
 	}
-	e.at, e.due, e.kind, e.node = at, 0, evMsg, j
-	w.q.push(e)
+	e.at, e.kind, e.node = at, evMsg, j
+	w.q.pushNew(e)
 }
 
 // broadcastVote sends n's own vote to every neighbour.
 func (w *world) broadcastVote(n *node, mk msgKind, h int64, r int32, block int32) {
 	e := event{mk: mk, from: n.i, height: h, round: r, block: block}
-	w.neighbours(n.i, func(j int32) { w.deliver(n, j, e, voteBytes, chVotes) })
+	w.neighbours(n.i, func(j int32) { w.deliver(n, j, &e, voteBytes, chVotes) })
 }
 
 // relayVote passes a vote on to peers that lack it (a sparse topology's
 // gossip; in a mesh every peer has it from its voter).
-func (w *world) relayVote(n *node, e event) {
+func (w *world) relayVote(n *node, e *event) {
 	if w.net.mesh {
 		return
 	}
+	relay := event{mk: e.mk, from: e.from, height: e.height, round: e.round, block: e.block}
 	for _, j := range w.net.peers[n.i] {
 		if !w.lacksVote(j, e) {
 			continue
 		}
-		w.deliver(n, j, event{mk: e.mk, from: e.from, height: e.height, round: e.round, block: e.block}, voteBytes, chVotes)
+		w.deliver(n, j, &relay, voteBytes, chVotes)
 	}
 }
 
 // lacksVote reports whether node j does not have vote e yet, as its
 // peer state tells.
-func (w *world) lacksVote(j int32, e event) bool {
+func (w *world) lacksVote(j int32, e *event) bool {
 	p := w.nodes[j]
 	switch {
 	case p.h > e.height:
@@ -226,9 +227,9 @@ func (w *world) broadcastProposal(n *node, h int64, r int32, block, pol int32) {
 		return // a lagging proposer's block of a settled height: nobody needs it
 	}
 	w.neighbours(n.i, func(j int32) {
-		w.deliver(n, j, event{mk: mProposal, from: n.i, height: h, round: r, block: block, part: pol}, proposalBytes, chData)
+		w.deliver(n, j, &event{mk: mProposal, from: n.i, height: h, round: r, block: block, part: pol}, proposalBytes, chData)
 		for k := int32(0); k < b.parts; k++ {
-			w.deliver(n, j, event{mk: mPart, from: n.i, height: h, round: r, block: block, part: k}, partSize(b, k), chData)
+			w.deliver(n, j, &event{mk: mPart, from: n.i, height: h, round: r, block: block, part: k}, partSize(b, k), chData)
 		}
 	})
 }
@@ -242,7 +243,7 @@ func (w *world) relayProposal(n *node, e event) {
 	for _, j := range w.net.peers[n.i] {
 		p := w.nodes[j]
 		if p.h < e.height || p.h == e.height && p.proposal == noBlock {
-			w.deliver(n, j, event{mk: mProposal, from: n.i, height: e.height, round: e.round, block: e.block, part: e.part}, proposalBytes, chData)
+			w.deliver(n, j, &event{mk: mProposal, from: n.i, height: e.height, round: e.round, block: e.block, part: e.part}, proposalBytes, chData)
 		}
 	}
 }
@@ -258,7 +259,7 @@ func (w *world) relayPart(n *node, e event) {
 			return
 		}
 		if p.h < e.height || p.h == e.height && p.propBlock != e.block && (p.partsFor != e.block || p.partsGot < b.parts) {
-			w.deliver(n, j, event{mk: mPart, from: n.i, height: e.height, round: e.round, block: e.block, part: e.part}, partSize(b, e.part), chData)
+			w.deliver(n, j, &event{mk: mPart, from: n.i, height: e.height, round: e.round, block: e.block, part: e.part}, partSize(b, e.part), chData)
 		}
 	}
 }
@@ -283,16 +284,16 @@ func (w *world) resync(i, j int32) {
 				if !vs.has(v) || dst.votes.set(int32(r), precommit).has(v) {
 					continue
 				}
-				w.deliver(src, j, event{mk: mk, from: v, height: src.h, round: int32(r), block: vs.of[v]}, voteBytes, chVotes)
+				w.deliver(src, j, &event{mk: mk, from: v, height: src.h, round: int32(r), block: vs.of[v]}, voteBytes, chVotes)
 			}
 		}
 	}
 	if src.r == dst.r && src.proposal != noBlock && dst.propBlock == noBlock {
-		w.deliver(src, j, event{mk: mProposal, from: src.i, height: src.h, round: src.r, block: src.proposal, part: src.polRound}, proposalBytes, chData)
+		w.deliver(src, j, &event{mk: mProposal, from: src.i, height: src.h, round: src.r, block: src.proposal, part: src.polRound}, proposalBytes, chData)
 		if src.propBlock == src.proposal {
 			b := w.block(src.h, src.proposal)
 			for k := int32(0); b != nil && k < b.parts; k++ {
-				w.deliver(src, j, event{mk: mPart, from: src.i, height: src.h, round: src.r, block: src.proposal, part: k}, partSize(b, k), chData)
+				w.deliver(src, j, &event{mk: mPart, from: src.i, height: src.h, round: src.r, block: src.proposal, part: k}, partSize(b, k), chData)
 			}
 		}
 	}

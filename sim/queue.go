@@ -1,10 +1,25 @@
 package sim
 
-// The event queue: one binary min-heap of value events ordered by time,
-// then by the time the event was first due (an event held back while its
-// node was busy keeps its place among the others held back), then by
-// insertion. No goroutines, no wall clock: the same inputs pop in the same
-// order.
+import (
+	"math/bits"
+	"slices"
+)
+
+// The event queue. Events pop in the order of their key: time, then the
+// time the event was first due (an event held back while its node was
+// busy keeps its place among the others held back), then insertion. No
+// goroutines, no wall clock: the same inputs pop in the same order.
+//
+// It is a bucket queue (a calendar queue): virtual time is cut into
+// buckets of 2^bucketShift ns, a ring holds the buckets of the next
+// ringSize of them (each a list of fixed-size chunks, reused last freed
+// first so that they stay in cache), and events further ahead wait in a
+// heap (far) until the ring reaches them. A bucket is sorted by key when
+// it becomes the current one; what is pushed into the current bucket
+// after that goes into a small heap (side) popped in merge with it. Keys
+// are unique (every push has its own sequence number), so this pops
+// exactly the order one heap of every event would, at a fraction of the
+// cost when hundreds of thousands of messages are in flight.
 
 type evKind uint8
 
@@ -30,23 +45,22 @@ const (
 type event struct {
 	at, due int64 // virtual ns
 	seq     uint64
-	kind    evKind
-	mk      msgKind
+	height  int64
 	node    int32 // receiver
 	from    int32 // sender; the voter of a vote
 	round   int32
 	block   int32 // block id (creation round); -1 nil
-	step    uint8 // timeout step
-	height  int64
 	part    int32
+	kind    evKind
+	mk      msgKind
+	step    uint8 // timeout step
+	// proxy: this copy stands for the earliest of the events its node
+	// holds while busy (node.waiting); see world.dispatch.
+	proxy bool
 }
 
-type queue struct {
-	h   []event
-	seq uint64
-}
-
-func (q *queue) less(a, b *event) bool {
+// before orders events by key.
+func (a *event) before(b *event) bool {
 	if a.at != b.at {
 		return a.at < b.at
 	}
@@ -56,65 +70,343 @@ func (q *queue) less(a, b *event) bool {
 	return a.seq < b.seq
 }
 
-func (q *queue) push(e event) {
-	if e.due == 0 {
-		e.due = e.at
+func cmpEvents(a, b event) int {
+	switch {
+	case a.before(&b):
+		return -1
+	case b.before(&a):
+		return 1
 	}
+	return 0
+}
+
+const (
+	bucketShift = 14 // a bucket is 2^14 ns (16.4 µs) of virtual time
+	ringBits    = 15 // the ring holds 2^15 buckets: 0.54 s ahead
+	ringSize    = 1 << ringBits
+	ringMask    = ringSize - 1
+	chunkLen    = 15 // events per chunk
+)
+
+// chunk is a piece of a bucket; chunks are named by index + 1 (0: none).
+type chunk struct {
+	evs  [chunkLen]event
+	next int32
+}
+
+// bucket is the chunk list of one bucket of the ring; n: events in the
+// last chunk.
+type bucket struct{ head, tail, n int32 }
+
+type queue struct {
+	seq uint64
+	// base is the current bucket (time >> bucketShift); ring[b&ringMask]
+	// holds the events of bucket b for base < b < base+ringSize, and
+	// full marks the ring's non-empty buckets.
+	base   int64
+	ring   []bucket
+	full   []uint64
+	chunks []chunk
+	free   []int32 // chunks not in use, last freed last
+	// cur is the current bucket, sorted; cur[pos:] still queued. It is
+	// the bucket's only chunk, or a copy of its chunks in buf.
+	cur  []event
+	pos  int
+	curc int32     // the chunk cur is in; 0: buf
+	buf  []event   // for a bucket of more than one chunk
+	side eventHeap // pushed into the current bucket (or before) once it was sorted
+	last event     // the last event popped off side
+	far  eventHeap // beyond the ring
+	keys []sortKey // scratch for sorting a large bucket
+	tmp  []event
+}
+
+func bucketOf(at int64) int64 { return at >> bucketShift }
+
+// push queues e, due now at e.at, with the next sequence number.
+func (q *queue) push(e event) { q.pushNew(&e) }
+
+// pushNew is push of an event the caller may have changed.
+func (q *queue) pushNew(e *event) {
+	e.due = e.at
 	q.seq++
 	e.seq = q.seq
-	q.h = append(q.h, e)
-	i := len(q.h) - 1
-	for i > 0 {
-		p := (i - 1) / 2
-		if !q.less(&q.h[i], &q.h[p]) {
-			break
-		}
-		q.h[i], q.h[p] = q.h[p], q.h[i]
-		i = p
+	q.pushKept(e)
+}
+
+// pushKept queues e at e.at keeping its due time and sequence number (an
+// event held back while its node was busy).
+func (q *queue) pushKept(e *event) {
+	b := bucketOf(e.at)
+	switch {
+	case b <= q.base:
+		q.side.push(*e)
+	case b < q.base+ringSize:
+		q.add(b&ringMask, e)
+	default:
+		q.far.push(*e)
 	}
 }
 
-// repush puts back an event held while its node was busy, at at, keeping
-// its original due time and sequence so that held events stay in order.
-func (q *queue) repush(e event, at int64) {
-	e.at = at
-	q.h = append(q.h, e)
-	i := len(q.h) - 1
-	for i > 0 {
-		p := (i - 1) / 2
-		if !q.less(&q.h[i], &q.h[p]) {
-			break
-		}
-		q.h[i], q.h[p] = q.h[p], q.h[i]
-		i = p
+// add appends e to ring bucket i.
+func (q *queue) add(i int64, e *event) {
+	if q.ring == nil {
+		q.ring, q.full = make([]bucket, ringSize), make([]uint64, ringSize/64)
 	}
+	bk := &q.ring[i]
+	switch {
+	case bk.tail == 0:
+		c := q.chunk()
+		bk.head, bk.tail, bk.n = c, c, 0
+		q.full[i/64] |= 1 << (i % 64)
+	case bk.n == chunkLen:
+		c := q.chunk()
+		q.chunks[bk.tail-1].next = c
+		bk.tail, bk.n = c, 0
+	}
+	q.chunks[bk.tail-1].evs[bk.n] = *e
+	bk.n++
 }
 
-func (q *queue) pop() (event, bool) {
-	if len(q.h) == 0 {
-		return event{}, false
+// chunk takes a free chunk (the last freed) or makes one.
+func (q *queue) chunk() int32 {
+	if k := len(q.free); k > 0 {
+		c := q.free[k-1]
+		q.free = q.free[:k-1]
+		return c
 	}
-	top := q.h[0]
-	last := len(q.h) - 1
-	q.h[0] = q.h[last]
-	q.h = q.h[:last]
-	i, n := 0, len(q.h)
+	q.chunks = append(q.chunks, chunk{})
+	return int32(len(q.chunks))
+}
+
+// pop takes the first event off the queue; nil when it is empty. The
+// event stays valid until the next pop.
+func (q *queue) pop() *event {
 	for {
+		if q.pos < len(q.cur) {
+			if len(q.side) > 0 && q.side[0].before(&q.cur[q.pos]) {
+				q.last = q.side.pop()
+				return &q.last
+			}
+			q.pos++
+			return &q.cur[q.pos-1]
+		}
+		if len(q.side) > 0 {
+			q.last = q.side.pop()
+			return &q.last
+		}
+		if !q.advance() {
+			return nil
+		}
+	}
+}
+
+// advance makes the next non-empty bucket the current one; false when
+// nothing is queued.
+func (q *queue) advance() bool {
+	next, ok := q.nextFull()
+	if len(q.far) > 0 {
+		if b := bucketOf(q.far[0].at); !ok || b < next {
+			next, ok = b, true
+		}
+	}
+	if !ok {
+		return false
+	}
+	q.base = next
+	for len(q.far) > 0 && bucketOf(q.far[0].at) < q.base+ringSize {
+		e := q.far.pop()
+		q.add(bucketOf(e.at)&ringMask, &e)
+	}
+	if q.curc != 0 {
+		q.free = append(q.free, q.curc)
+	}
+	i := q.base & ringMask
+	bk := &q.ring[i]
+	q.pos = 0
+	if bk.head == bk.tail {
+		// one chunk: sorted and popped where it is
+		q.curc = bk.head
+		q.cur = q.chunks[bk.head-1].evs[:bk.n]
+	} else {
+		q.curc = 0
+		q.buf = q.buf[:0]
+		for c := bk.head; c != 0; {
+			ch := &q.chunks[c-1]
+			n := int32(chunkLen)
+			if c == bk.tail {
+				n = bk.n
+			}
+			q.buf = append(q.buf, ch.evs[:n]...)
+			next := ch.next
+			ch.next = 0
+			q.free = append(q.free, c)
+			c = next
+		}
+		q.cur = q.buf
+	}
+	*bk = bucket{}
+	q.full[i/64] &^= 1 << (i % 64)
+	q.sortCur()
+	return true
+}
+
+type sortKey struct {
+	at, due int64
+	seq     uint64
+	i       int32
+}
+
+// sortCur sorts the current bucket by key: in place when small, else by
+// keys alone and one move of the events.
+func (q *queue) sortCur() {
+	s := q.cur
+	if len(s) <= 24 {
+		for i := 1; i < len(s); i++ {
+			if !s[i].before(&s[i-1]) {
+				continue
+			}
+			e := s[i]
+			j := i
+			for ; j > 0 && e.before(&s[j-1]); j-- {
+				s[j] = s[j-1]
+			}
+			s[j] = e
+		}
+		return
+	}
+	ks := q.keys[:0]
+	for i := range s {
+		ks = append(ks, sortKey{s[i].at, s[i].due, s[i].seq, int32(i)})
+	}
+	slices.SortFunc(ks, func(a, b sortKey) int {
+		switch {
+		case a.at != b.at:
+			return cmpInt(a.at, b.at)
+		case a.due != b.due:
+			return cmpInt(a.due, b.due)
+		case a.seq < b.seq:
+			return -1
+		case a.seq > b.seq:
+			return 1
+		}
+		return 0
+	})
+	t := q.tmp[:0]
+	for _, k := range ks {
+		t = append(t, s[k.i])
+	}
+	q.keys, q.cur, q.tmp, q.buf = ks, t, s, t
+}
+
+func cmpInt(a, b int64) int {
+	if a < b {
+		return -1
+	}
+	return 1
+}
+
+// nextFull is the first non-empty bucket of the ring after base.
+func (q *queue) nextFull() (int64, bool) {
+	if q.ring == nil {
+		return 0, false
+	}
+	start := (q.base + 1) & ringMask
+	w := start / 64
+	word := q.full[w] &^ (1<<(start%64) - 1)
+	for k := 0; k <= len(q.full); k++ {
+		if word != 0 {
+			i := w*64 + int64(bits.TrailingZeros64(word))
+			return q.base + 1 + (i-start)&ringMask, true
+		}
+		w = (w + 1) % int64(len(q.full))
+		word = q.full[w]
+	}
+	return 0, false
+}
+
+// eventHeap is a binary min-heap of events by key.
+type eventHeap []event
+
+func (h *eventHeap) push(e event) {
+	*h = append(*h, e)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !s[i].before(&s[p]) {
+			break
+		}
+		s[i], s[p] = s[p], s[i]
+		i = p
+	}
+}
+
+func (h *eventHeap) pop() event {
+	s := *h
+	top := s[0]
+	last := len(s) - 1
+	s[0] = s[last]
+	s = s[:last]
+	for i := 0; ; {
 		l := 2*i + 1
-		if l >= n {
+		if l >= len(s) {
 			break
 		}
 		m := l
-		if r := l + 1; r < n && q.less(&q.h[r], &q.h[l]) {
+		if r := l + 1; r < len(s) && s[r].before(&s[l]) {
 			m = r
 		}
-		if !q.less(&q.h[m], &q.h[i]) {
+		if !s[m].before(&s[i]) {
 			break
 		}
-		q.h[i], q.h[m] = q.h[m], q.h[i]
+		s[i], s[m] = s[m], s[i]
 		i = m
 	}
-	return top, true
+	*h = s
+	return top
 }
 
-func (q *queue) len() int { return len(q.h) }
+// waitQueue is the events a node holds while its consensus routine is
+// busy, sorted by due time, then sequence; q[head:] are waiting. They
+// come in that order but for events a fault put back (takeDown).
+type waitQueue struct {
+	q    []event
+	head int
+}
+
+func (w *waitQueue) len() int { return len(w.q) - w.head }
+
+func (w *waitQueue) first() *event { return &w.q[w.head] }
+
+func waitsBefore(a, b *event) bool {
+	if a.due != b.due {
+		return a.due < b.due
+	}
+	return a.seq < b.seq
+}
+
+func (w *waitQueue) push(e event) {
+	if w.head > 1024 && w.head > len(w.q)/2 {
+		w.q, w.head = w.q[:copy(w.q, w.q[w.head:])], 0
+	}
+	i := len(w.q)
+	w.q = append(w.q, e)
+	for ; i > w.head && waitsBefore(&e, &w.q[i-1]); i-- {
+		w.q[i] = w.q[i-1]
+	}
+	w.q[i] = e
+}
+
+func (w *waitQueue) pop() event {
+	e := w.q[w.head]
+	w.head++
+	if w.head == len(w.q) {
+		w.q, w.head = w.q[:0], 0
+	}
+	return e
+}
+
+// all are the waiting events, in order.
+func (w *waitQueue) all() []event { return w.q[w.head:] }
+
+func (w *waitQueue) clear() { w.q, w.head = w.q[:0], 0 }

@@ -245,7 +245,7 @@ func (w *world) sign(n *node, ph string, h int64, r int32, block int32) bool {
 	if err != nil {
 		e.Error = err.Error()
 	} else {
-		e.BlockID = w.blockHash(h, block)
+		e.BlockID = w.hashOf(h, block)
 	}
 	w.emit(e)
 	return err == nil

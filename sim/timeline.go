@@ -203,7 +203,7 @@ func (t *timeline) start(tk *task) {
 		}
 		n := w.nodes[t.idx[f.Target]]
 		t.emit(tk, results.FaultStart, f.Target+" restarting from its home")
-		n.up = false
+		w.takeDown(n)
 		w.q.push(event{at: w.now + w.p.RestartDelay.Nanoseconds(), kind: evRestart, node: n.i, from: -1, part: int32(t.indexOf(tk))})
 	case action.NodeStart, action.NodeResume:
 		what, delay := "started again from its home", w.p.RestartDelay
@@ -239,7 +239,7 @@ func (t *timeline) nodeDown(tk *task, what, back string, restart time.Duration) 
 	w, f := t.w, tk.plan
 	n := w.nodes[t.idx[f.Target]]
 	t.emit(tk, results.FaultStart, f.Target+" "+what)
-	n.up = false
+	w.takeDown(n)
 	tk.down = true
 	tk.end = func() {
 		if !tk.down {

@@ -74,6 +74,9 @@ type world struct {
 
 	q   queue
 	now int64
+	// the due time and sequence of the event being handled
+	curDue int64
+	curSeq uint64
 
 	sink       func(results.Event)
 	voteEvents bool
@@ -239,6 +242,16 @@ func (w *world) blockHash(h int64, block int32) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// hashOf is blockHash, taken from the block when the model still has it.
+func (w *world) hashOf(h int64, block int32) string {
+	if block != noBlock {
+		if b := w.block(h, block); b != nil {
+			return b.hash
+		}
+	}
+	return w.blockHash(h, block)
+}
+
 func (w *world) block(h int64, c int32) *blockInfo {
 	for _, b := range w.blocks[h] {
 		if b.round == c {
@@ -329,8 +342,21 @@ func (w *world) committedBy(n *node, h int64, r int32, block int32) {
 				delete(w.blocks, old)
 			}
 		}
+		// Of the sets further back, every keepHeights-th (and the
+		// genesis set) stays, from the last one at or below the lowest
+		// height a node is at: valSet starts there for a lagging node.
+		low := h
+		for _, nd := range w.nodes {
+			low = min(low, nd.h)
+		}
+		base := int64(1)
+		for k := range w.vsets {
+			if k <= low && k > base && k%keepHeights == 0 {
+				base = k
+			}
+		}
 		for old := range w.vsets {
-			if old < h-keepHeights && old%keepHeights != 0 && old != 1 {
+			if old < h-keepHeights && old != base && (old < base || old%keepHeights != 0 && old != 1) {
 				delete(w.vsets, old)
 			}
 		}
@@ -384,15 +410,15 @@ func (w *world) run(ctx context.Context) (string, error) {
 		if steps&0x3fff == 0 && ctx.Err() != nil {
 			return results.StopInterrupted, nil
 		}
-		e, ok := w.q.pop()
-		if !ok {
+		e := w.q.pop()
+		if e == nil {
 			return "", fmt.Errorf("sim: nothing left to happen at %v (a bug in the model)", time.Duration(w.now))
 		}
 		if e.at > maxDur {
 			w.now = maxDur
 			return results.StopMaxDuration, nil
 		}
-		w.now = e.at
+		w.now, w.curDue, w.curSeq = e.at, e.due, e.seq
 		w.dispatch(e)
 		if w.stop != "" {
 			return w.stop, nil
@@ -400,58 +426,112 @@ func (w *world) run(ctx context.Context) (string, error) {
 	}
 }
 
-func (w *world) dispatch(e event) {
+func (w *world) dispatch(e *event) {
 	switch e.kind {
 	case evWake:
-		w.timeline.wake(e)
+		w.timeline.wake(*e)
 		return
 	case evLoad:
-		w.load.next(e)
+		w.load.next(*e)
 		return
 	case evDevice:
-		w.serveBackground(e)
+		w.serveBackground(*e)
 		return
 	}
 	n := w.nodes[e.node]
 	if e.kind == evRestart {
-		w.restarted(n, e)
+		w.restarted(n, *e)
 		return
+	}
+	if e.proxy {
+		if !n.proxyOn || e.seq != n.proxySeq || e.at != n.proxyAt {
+			return // an earlier event took its place, or the node went down
+		}
+		n.waiting.pop() // e
+		n.proxyOn, e.proxy = false, false
+		defer w.nextWaiting(n, e.at)
 	}
 	if !n.up {
 		return // a down node neither sends nor receives; its timers died with it
 	}
 	if n.busy > e.at {
-		w.q.repush(e, n.busy)
+		w.wait(n, *e)
 		return
 	}
-	n.t = e.at
+	n.t, n.lastAt = e.at, e.at
 	switch e.kind {
 	case evTimeout:
-		w.handleTimeout(n, e)
+		w.handleTimeout(n, *e)
 	case evMsg, evInternal:
 		w.handleMsg(n, e)
 	case evCatchUp:
-		w.catchUp(n, e)
+		w.catchUp(n, *e)
 	}
 	n.busy = n.t
+}
+
+// An event for a node whose consensus routine is busy waits until it is
+// free, keeping its due time and sequence, so the waiting events are
+// handled in the order they came. As if each were put back into the
+// queue at the node's busy time (and popped and put back again while the
+// node stays busy), but without touching the queue for each: the node
+// keeps them (waiting) and the queue holds a proxy of the first. The
+// events pop in the same order either way.
+func (w *world) wait(n *node, e event) {
+	n.waiting.push(e)
+	if n.proxyOn && n.waiting.first().seq != n.proxySeq {
+		n.proxyOn = false // the queued proxy is stale: e comes first
+	}
+	w.nextWaiting(n, n.busy)
+}
+
+// nextWaiting queues the proxy of n's first waiting event, due when n is
+// free (and not before at), unless one is queued.
+func (w *world) nextWaiting(n *node, at int64) {
+	if n.proxyOn || n.waiting.len() == 0 {
+		return
+	}
+	p := *n.waiting.first()
+	p.at, p.proxy = max(n.busy, at), true
+	n.proxySeq, n.proxyAt, n.proxyOn = p.seq, p.at, true
+	w.q.pushKept(&p)
+}
+
+// takeDown takes node n down now (a fault). Its waiting events go back
+// into the queue with the time each would have there had it been put
+// back into the queue one by one: those not yet looked at since n last
+// handled an event, now, the others when n would be free. Each is then
+// dropped (n down) or handled after a restart at the same point as it
+// would have been.
+func (w *world) takeDown(n *node) {
+	n.up = false
+	for _, e := range n.waiting.all() {
+		e.at = n.busy
+		if n.lastAt == w.now && (e.due > w.curDue || e.due == w.curDue && e.seq > w.curSeq) {
+			e.at = w.now
+		}
+		w.q.pushKept(&e)
+	}
+	n.waiting.clear()
+	n.proxyOn = false
 }
 
 // handleMsg follows State.handleMsg: proposal, block part, vote. A message
 // for a later height, or a proposal for a later round, waits until the
 // node gets there.
-func (w *world) handleMsg(n *node, e event) {
+func (w *world) handleMsg(n *node, e *event) {
 	if e.height > n.h || e.height == n.h && e.round > n.r && (e.mk == mProposal || e.mk == mPart) {
-		n.held = append(n.held, e)
+		n.held = append(n.held, *e)
 		return
 	}
 	switch e.mk {
 	case mProposal:
-		w.addProposal(n, e)
+		w.addProposal(n, *e)
 		if e.kind == evInternal {
 			w.addPart(n, event{height: e.height, round: e.round, block: e.block}, true)
 		}
 	case mPart:
-		w.addPart(n, e, false)
+		w.addPart(n, *e, false)
 	default:
 		w.addVote(n, e)
 	}

@@ -1,0 +1,115 @@
+package sim
+
+import (
+	"container/heap"
+	"math/rand/v2"
+	"testing"
+)
+
+// refHeap is the plain heap of every event the queue must match.
+type refHeap []event
+
+func (h refHeap) Len() int           { return len(h) }
+func (h refHeap) Less(i, j int) bool { return h[i].before(&h[j]) }
+func (h refHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *refHeap) Push(x any)        { *h = append(*h, x.(event)) }
+func (h *refHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+// TestQueuePopsInKeyOrder: whatever is pushed (now, into the current
+// bucket, across the ring, beyond it, with kept due times and sequence
+// numbers), the queue pops in key order, as one sorted list would.
+func TestQueuePopsInKeyOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		spread int64 // how far ahead of now an event may be, ns
+		burst  int   // events pushed per pop, at most
+	}{
+		{"same bucket", 1 << bucketShift, 3},
+		{"ring", ringSize << bucketShift / 4, 4},
+		{"beyond the ring", 3 * ringSize << bucketShift, 2},
+		{"broadcasts", 200e6, 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(1, uint64(tc.spread)))
+			var q queue
+			ref := &refHeap{}
+			now, popped := int64(0), 0
+			for round := 0; round < 4000 || ref.Len() > 0; round++ {
+				if round < 4000 {
+					for range rng.IntN(tc.burst + 1) {
+						e := event{at: now + rng.Int64N(tc.spread), node: int32(rng.IntN(100))}
+						if rng.IntN(8) == 0 {
+							e.at = now // same time: sequence decides
+						}
+						if rng.IntN(10) == 0 {
+							// an event held back: its key keeps an earlier due time
+							q.seq++
+							e.seq, e.due = q.seq, now-rng.Int64N(1e6)
+							q.pushKept(&e)
+						} else {
+							q.push(e)
+							e.due, e.seq = e.at, q.seq
+						}
+						heap.Push(ref, e)
+					}
+				}
+				if ref.Len() == 0 {
+					continue
+				}
+				got := q.pop()
+				if got == nil {
+					t.Fatalf("pop %d: queue empty, %d expected", popped, ref.Len())
+				}
+				want := heap.Pop(ref).(event)
+				if *got != want {
+					t.Fatalf("pop %d: got %+v, want %+v", popped, *got, want)
+				}
+				if got.at < now {
+					t.Fatalf("pop %d: time went back from %d to %d", popped, now, got.at)
+				}
+				now = got.at
+				popped++
+			}
+			if e := q.pop(); e != nil {
+				t.Fatalf("queue should be empty, popped %+v", *e)
+			}
+			if popped < 1000 {
+				t.Fatalf("only %d pops", popped)
+			}
+		})
+	}
+}
+
+// TestWaitQueueKeepsDueOrder: a node's waiting events come out by due
+// time, then sequence, also when one comes in out of order.
+func TestWaitQueueKeepsDueOrder(t *testing.T) {
+	var w waitQueue
+	in := []event{{due: 10, seq: 1}, {due: 10, seq: 2}, {due: 12, seq: 3}, {due: 5, seq: 9}, {due: 11, seq: 4}}
+	for _, e := range in[:3] {
+		w.push(e)
+	}
+	if got := w.pop(); got.seq != 1 {
+		t.Fatalf("first: seq %d, want 1", got.seq)
+	}
+	for _, e := range in[3:] {
+		w.push(e)
+	}
+	var got []uint64
+	for w.len() > 0 {
+		got = append(got, w.pop().seq)
+	}
+	want := []uint64{9, 2, 4, 3}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("got %v, want %v", got, want)
+		}
+	}
+}
