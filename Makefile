@@ -29,7 +29,7 @@ test:
 # in-process nodes on three cases of the default grid (skipped, saying so,
 # while no sim backend is built in).
 integ:
-	$(GO) test -tags integ -timeout 50m -run 'Integ|UserBinary' -v ./runner/ ./nodes/ ./sweep/ ./crosscheck/
+	$(GO) test -tags integ -timeout 50m -run 'Integ|UserBinary' -v ./runner/ ./nodes/ ./sweep/ ./crosscheck/ ./calibrate/
 
 # The whole default crosscheck grid (docs/crosscheck.md), the sim MODEL
 # against real in-process nodes: long on 2 cores. It resumes from

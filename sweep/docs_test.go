@@ -18,7 +18,7 @@ type docCommand struct {
 }
 
 // docsWithSweeps are the docs whose valnet sweep commands are checked.
-var docsWithSweeps = []string{"../docs/sweep.md", "../docs/capacity.md", "../docs/devices.md", "../docs/load.md"}
+var docsWithSweeps = []string{"../docs/sweep.md", "../docs/capacity.md", "../docs/devices.md", "../docs/load.md", "../docs/sim.md"}
 
 // docCommands reads every valnet sweep command in the code blocks of
 // docsWithSweeps, joining continued lines.
