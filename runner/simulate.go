@@ -43,16 +43,25 @@ func (r *run) simulate(ctx context.Context, s simulator) error {
 	last := &lastTime{sink: r.rec}
 	reason, err := s.Simulate(ctx, r.plan, r.seed, keys, start, last)
 	r.reason, r.end = reason, last.t
+	if reason == results.StopMaxDuration {
+		// The model ran to max_duration of virtual time (a halted chain
+		// sits there), past its last event.
+		r.end = last.first.Add(r.plan.Run.MaxDuration)
+	}
 	return err
 }
 
-// lastTime passes events on and keeps the time of the latest.
+// lastTime passes events on and keeps the time of the first (run_start)
+// and of the latest.
 type lastTime struct {
-	sink nodes.Sink
-	t    time.Time
+	sink     nodes.Sink
+	first, t time.Time
 }
 
 func (l *lastTime) Emit(e results.Event) {
+	if l.first.IsZero() {
+		l.first = e.Time
+	}
 	if e.Time.After(l.t) {
 		l.t = e.Time
 	}

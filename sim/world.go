@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"fmt"
 	"sort"
 	"time"
 
@@ -412,7 +411,11 @@ func (w *world) run(ctx context.Context) (string, error) {
 		}
 		e := w.q.pop()
 		if e == nil {
-			return "", fmt.Errorf("sim: nothing left to happen at %v (a bug in the model)", time.Duration(w.now))
+			// Nothing timed is left and no message is on its way: the
+			// chain is halted for good (e.g. less than 2/3 of the power
+			// is up) and would sit so until max_duration, as a real one.
+			w.now = maxDur
+			return results.StopMaxDuration, nil
 		}
 		if e.at > maxDur {
 			w.now = maxDur
