@@ -387,7 +387,7 @@ func TestBackendFlag(t *testing.T) {
 		want string
 	}{
 		{Config{Source: "testdata/slow4.yaml", Repeat: 1, Backend: "nope", Axes: axes},
-			"--backend nope: unknown backend; allowed: "+strings.Join(scenarios.Backends(), ", ")},
+			"--backend nope: unknown backend; allowed: " + strings.Join(scenarios.Backends(), ", ")},
 		{Config{Source: "testdata/slow4.yaml", Repeat: 1, Axes: []Axis{{Path: "run.backend", Values: []string{"process", "inprocess"}}}},
 			"--set run.backend: the backend is one per sweep or search and is recorded in its identity; choose it with --backend"},
 	} {

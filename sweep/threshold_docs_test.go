@@ -14,7 +14,7 @@ import (
 
 // docsWithThresholds are the files whose valnet threshold commands are
 // checked: the docs, and the built-ins that show one in their comment.
-var docsWithThresholds = []string{"../docs/threshold.md", "../docs/capacity.md", "../scenarios/builtin/capacity-hsm.yaml", "../docs/sim.md", "../README.md"}
+var docsWithThresholds = []string{"../docs/threshold.md", "../docs/capacity.md", "../scenarios/builtin/capacity-hsm.yaml", "../docs/sim.md"}
 
 // TestThresholdDocExamples checks that every valnet threshold command in
 // docsWithThresholds is accepted as it is written: its key, range, target
