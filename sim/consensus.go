@@ -255,12 +255,7 @@ func (w *world) finalizeCommit(n *node) {
 
 // newHeight resets the round state for height h (updateToState).
 func (w *world) newHeight(n *node, h int64, commitTime int64) {
-	n.h, n.r, n.step = h, 0, stepNewHeight
-	n.startTime = commitTime + w.timeouts.commit
-	n.votes.reset(w.n)
-	n.proposal, n.polRound, n.partsFor, n.partsGot, n.propBlock = noBlock, -1, noBlock, 0, noBlock
-	n.locked, n.lockedRound, n.valid, n.validRound = noBlock, -1, noBlock, -1
-	n.commitRound, n.commitBlock, n.triggeredPC = -1, noBlock, false
+	w.newHeightQuiet(n, h, commitTime)
 	w.stepEvent(n)
 	// Votes of the new height are taken at once, in new_height too
 	// (addVote: vote.Height == cs.Height).
