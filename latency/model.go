@@ -77,10 +77,16 @@ type Rand struct {
 }
 
 // NewRand is the stream of name under seed.
-func NewRand(seed int64, name string) *Rand {
+func NewRand(seed int64, name string) *Rand { return &Rand{r: NewStream(seed, name)} }
+
+// NewStream is the stream of name under seed without NewRand's lock, for
+// a caller that draws from one goroutine only (the sim's event loop, where
+// a lock per message was a fifth of its time). It draws exactly what
+// NewRand(seed, name) draws.
+func NewStream(seed int64, name string) *rand.Rand {
 	h := fnv.New64a()
 	h.Write([]byte(name))
-	return &Rand{r: rand.New(rand.NewPCG(uint64(seed), h.Sum64()))}
+	return rand.New(rand.NewPCG(uint64(seed), h.Sum64()))
 }
 
 // Float64 draws from [0, 1).

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"math/rand/v2"
+
 	"github.com/valnet/valnet/internal/links"
 	"github.com/valnet/valnet/latency"
 	"github.com/valnet/valnet/network"
@@ -56,7 +58,7 @@ type netModel struct {
 	sleep int64
 	flush int64
 	cap   float64
-	rng   *latency.Rand // flush timer phases
+	rng   *rand.Rand // flush timer phases (the event loop's own: no lock)
 }
 
 func (nm *netModel) link(from, to int32) *link { return &nm.links[int(from)*nm.n+int(to)] }
@@ -68,7 +70,7 @@ func newNet(p Params, names []string, all map[links.Pair]network.Link, peers map
 	// Each routine started when its peer connected: its wake-ups are at
 	// its own phase of the sleep, drawn from the run seed.
 	phases := latency.NewRand(seed, "sim/gossip-phase")
-	nm.rng = latency.NewRand(seed, "sim/flush")
+	nm.rng = latency.NewStream(seed, "sim/flush")
 	for i, from := range names {
 		for j, to := range names {
 			if i == j {

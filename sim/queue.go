@@ -1,9 +1,6 @@
 package sim
 
-import (
-	"math/bits"
-	"slices"
-)
+import "math/bits"
 
 // The event queue. Events pop in the order of their key: time, then the
 // time the event was first due (an event held back while its node was
@@ -70,16 +67,6 @@ func (a *event) before(b *event) bool {
 	return a.seq < b.seq
 }
 
-func cmpEvents(a, b event) int {
-	switch {
-	case a.before(&b):
-		return -1
-	case b.before(&a):
-		return 1
-	}
-	return 0
-}
-
 const (
 	bucketShift = 14 // a bucket is 2^14 ns (16.4 µs) of virtual time
 	ringBits    = 15 // the ring holds 2^15 buckets: 0.54 s ahead
@@ -110,15 +97,15 @@ type queue struct {
 	free   []int32 // chunks not in use, last freed last
 	// cur is the current bucket, sorted; cur[pos:] still queued. It is
 	// the bucket's only chunk, or a copy of its chunks in buf.
-	cur  []event
-	pos  int
-	curc int32     // the chunk cur is in; 0: buf
-	buf  []event   // for a bucket of more than one chunk
-	side eventHeap // pushed into the current bucket (or before) once it was sorted
-	last event     // the last event popped off side
-	far  eventHeap // beyond the ring
-	keys []sortKey // scratch for sorting a large bucket
-	tmp  []event
+	cur       []event
+	pos       int
+	curc      int32     // the chunk cur is in; 0: buf
+	buf       []event   // for a bucket of more than one chunk
+	side      eventHeap // pushed into the current bucket (or before) once it was sorted
+	last      event     // the last event popped off side
+	far       eventHeap // beyond the ring
+	idx, idx2 []int32   // scratch for sorting a large bucket
+	tmp       []event
 }
 
 func bucketOf(at int64) int64 { return at >> bucketShift }
@@ -251,59 +238,62 @@ func (q *queue) advance() bool {
 	return true
 }
 
-type sortKey struct {
-	at, due int64
-	seq     uint64
-	i       int32
-}
-
 // sortCur sorts the current bucket by key: in place when small, else by
-// keys alone and one move of the events.
+// a radix sort of the times within the bucket (two passes of 7 bits; all
+// of its events share the bits above bucketShift) into tmp, then an
+// insertion pass that puts events of one time in key order (ties are
+// rare, so the pass is linear).
 func (q *queue) sortCur() {
 	s := q.cur
 	if len(s) <= 24 {
-		for i := 1; i < len(s); i++ {
-			if !s[i].before(&s[i-1]) {
-				continue
-			}
-			e := s[i]
-			j := i
-			for ; j > 0 && e.before(&s[j-1]); j-- {
-				s[j] = s[j-1]
-			}
-			s[j] = e
-		}
+		insertionSort(s)
 		return
 	}
-	ks := q.keys[:0]
+	const radix = bucketShift / 2
+	var count [1 << radix]int32
+	idx, tmpIdx := q.idx[:0], q.idx2[:0]
 	for i := range s {
-		ks = append(ks, sortKey{s[i].at, s[i].due, s[i].seq, int32(i)})
+		idx = append(idx, int32(i))
+		tmpIdx = append(tmpIdx, 0)
 	}
-	slices.SortFunc(ks, func(a, b sortKey) int {
-		switch {
-		case a.at != b.at:
-			return cmpInt(a.at, b.at)
-		case a.due != b.due:
-			return cmpInt(a.due, b.due)
-		case a.seq < b.seq:
-			return -1
-		case a.seq > b.seq:
-			return 1
+	for pass := 0; pass < 2; pass++ {
+		shift := uint(pass * radix)
+		count = [1 << radix]int32{}
+		for _, i := range idx {
+			count[(s[i].at>>shift)&(1<<radix-1)]++
 		}
-		return 0
-	})
-	t := q.tmp[:0]
-	for _, k := range ks {
-		t = append(t, s[k.i])
+		var sum int32
+		for d := range count {
+			sum, count[d] = sum+count[d], sum
+		}
+		for _, i := range idx {
+			d := (s[i].at >> shift) & (1<<radix - 1)
+			tmpIdx[count[d]] = i
+			count[d]++
+		}
+		idx, tmpIdx = tmpIdx, idx
 	}
-	q.keys, q.cur, q.tmp, q.buf = ks, t, s, t
+	t := q.tmp[:0]
+	for _, i := range idx {
+		t = append(t, s[i])
+	}
+	insertionSort(t)
+	q.idx, q.idx2, q.cur, q.tmp, q.buf = idx, tmpIdx, t, s, t
 }
 
-func cmpInt(a, b int64) int {
-	if a < b {
-		return -1
+// insertionSort sorts s by key; linear when s is nearly sorted.
+func insertionSort(s []event) {
+	for i := 1; i < len(s); i++ {
+		if !s[i].before(&s[i-1]) {
+			continue
+		}
+		e := s[i]
+		j := i
+		for ; j > 0 && e.before(&s[j-1]); j-- {
+			s[j] = s[j-1]
+		}
+		s[j] = e
 	}
-	return 1
 }
 
 // nextFull is the first non-empty bucket of the ring after base.
