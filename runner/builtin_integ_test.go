@@ -6,6 +6,7 @@ import (
 	"context"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,8 +14,17 @@ import (
 	"github.com/valnet/valnet/scenarios"
 )
 
+// simCannot are the built-ins the sim MODEL refuses before anything
+// starts, with what its refusal must name: a new refusal fails the test.
+var simCannot = map[string]string{
+	"hsm-vs-local": "PKCS#11", // a real token signs; the sim has no token to time
+}
+
 // TestIntegBuiltinScenarios runs every built-in scenario at full size and
-// requires its own expectations to hold and no double signing.
+// requires its own expectations to hold and no double signing. Each also
+// runs on the sim MODEL (--backend sim), whose every expectation must
+// give the same verdict as the real run's (issue 13: the sim agrees with
+// real runs where both can run).
 func TestIntegBuiltinScenarios(t *testing.T) {
 	t.Setenv("VALNET_PASSPHRASE", "integ-passphrase") // gnokms-gnokey's key file
 	for _, b := range scenarios.Builtins() {
@@ -42,6 +52,9 @@ func TestIntegBuiltinScenarios(t *testing.T) {
 			if s.DoubleSigns != 0 {
 				t.Errorf("%s: %d double signs", b.Name, s.DoubleSigns)
 			}
+			if s.Model == nil {
+				sameVerdictsOnSim(t, b.Name, s)
+			}
 			// Calibration of the host measure: every built-in fits this
 			// 2-core machine. A MODEL run (the sim) has no host to measure:
 			// its nodes run in virtual time.
@@ -53,6 +66,45 @@ func TestIntegBuiltinScenarios(t *testing.T) {
 				t.Errorf("%s: host %+v, want measured and not overloaded", b.Name, s.Host)
 			}
 		})
+	}
+}
+
+// sameVerdictsOnSim runs built-in name on the sim backend and compares
+// each expectation's verdict with the real run's summary.
+func sameVerdictsOnSim(t *testing.T, name string, real *results.Summary) {
+	t.Helper()
+	plan, err := scenarios.ResolveWith(name, scenarios.Overrides{Backend: scenarios.BackendSim})
+	if err != nil {
+		t.Fatalf("%s --backend sim: %v", name, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out, err := Run(ctx, plan, Options{OutDir: filepath.Join(t.TempDir(), "sim")})
+	if want, cannot := simCannot[name]; cannot {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s --backend sim: err %v, want the sim to refuse naming %q", name, err, want)
+		}
+		t.Logf("%s on sim: refused as it should: %v", name, err)
+		return
+	}
+	if err != nil {
+		t.Fatalf("%s --backend sim: %v", name, err)
+	}
+	sim := out.Summary
+	t.Logf("%s on sim (MODEL): %s; heights %d, round changes %d, block interval p50 %.0f ms",
+		name, results.ResultLine(sim), sim.Heights.Committed, sim.Rounds.HeightsWithRoundChange, sim.BlockIntervalMS.P50)
+	if len(sim.Expectations) != len(real.Expectations) {
+		t.Fatalf("%s: %d expectations on sim, %d real", name, len(sim.Expectations), len(real.Expectations))
+	}
+	for i, r := range real.Expectations {
+		m := sim.Expectations[i]
+		if m.OK != r.OK {
+			t.Errorf("%s: expectation %d (%s) real ok=%v value %g, sim ok=%v value %g %s",
+				name, i, r.Metric, r.OK, r.Value, m.OK, m.Value, m.Error)
+		}
+	}
+	if sim.OK != real.OK {
+		t.Errorf("%s: verdict real %v, sim %v", name, real.OK, sim.OK)
 	}
 }
 
