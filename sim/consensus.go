@@ -54,7 +54,8 @@ type node struct {
 	polRound    int32
 	partsFor    int32 // block whose parts are being collected; noBlock: none
 	partsGot    int32
-	propBlock   int32 // block whose parts are complete; noBlock: none
+	partsSeen   []uint64 // bitset of the parts of partsFor it has
+	propBlock   int32    // block whose parts are complete; noBlock: none
 	locked      int32
 	lockedRound int32
 	valid       int32
@@ -88,7 +89,8 @@ func (w *world) enterNewRound(n *node, h int64, r int32) {
 	}
 	n.r, n.step = r, stepNewRound
 	if r != 0 {
-		n.proposal, n.polRound, n.partsFor, n.partsGot, n.propBlock = noBlock, -1, noBlock, 0, noBlock
+		n.proposal, n.polRound, n.propBlock = noBlock, -1, noBlock
+		n.wantParts(noBlock)
 	}
 	n.triggeredPC = false
 	if w.recordNode(n) {
@@ -197,7 +199,8 @@ func (w *world) enterPrecommit(n *node, h int64, r int32) {
 		default:
 			// a polka for a block we do not have: fetch it, precommit nil
 			if n.partsFor != b {
-				n.partsFor, n.partsGot, n.propBlock = b, 0, noBlock
+				n.wantParts(b)
+				n.propBlock = noBlock
 			}
 		}
 	}
@@ -225,11 +228,16 @@ func (w *world) enterCommit(n *node, h int64, r int32, block int32) {
 	if n.locked == block {
 		n.propBlock = block
 	}
-	if n.propBlock != block && n.partsFor != block {
-		n.partsFor, n.partsGot = block, 0
-	}
 	n.step, n.commitRound, n.commitBlock = stepCommit, r, block
 	w.stepEvent(n)
+	if n.propBlock != block {
+		// enterCommit: without the block, set up its part set and fire
+		// EventValidBlock, whose NewValidBlockMessage tells the peers
+		// which parts the node lacks; they send them (gossipDataRoutine,
+		// gossipDataForCatchup for a peer already past h).
+		n.wantParts(block)
+		w.fetchParts(n, h, block)
+	}
 	w.tryFinalize(n)
 }
 
@@ -288,9 +296,7 @@ func (w *world) addProposal(n *node, e event) {
 	}
 	w.work(n, w.p.ProposalCost)
 	n.proposal, n.polRound = e.block, e.part
-	if n.partsFor != e.block {
-		n.partsFor, n.partsGot = e.block, 0
-	}
+	n.wantParts(e.block)
 	w.relayProposal(n, e)
 }
 
@@ -310,6 +316,9 @@ func (w *world) addPart(n *node, e event, all bool) {
 	if all {
 		n.partsGot = b.parts
 	} else {
+		if !n.gotPart(e.part) {
+			return // PartSet.AddPart: a part it has is dropped
+		}
 		w.work(n, w.p.PartCost)
 		n.partsGot++
 		w.relayPart(n, e)
@@ -370,9 +379,7 @@ func (w *world) addVote(n *node, e *event) {
 			} else {
 				n.propBlock = noBlock
 			}
-			if n.partsFor != b {
-				n.partsFor, n.partsGot = b, 0
-			}
+			n.wantParts(b)
 		}
 		switch {
 		case n.r < e.round && vs.anyTwoThirds(w.total):
@@ -439,4 +446,26 @@ func (w *world) voteEvent(n *node, e *event) {
 
 func (w *world) scheduleTimeout(n *node, d int64, h int64, r int32, step uint8) {
 	w.q.push(event{at: n.t + max(d, 0), kind: evTimeout, node: n.i, height: h, round: r, step: step})
+}
+
+// wantParts starts collecting block's parts at n's height (its proposal,
+// a polka or a commit for it), unless it is collecting them already.
+func (n *node) wantParts(block int32) {
+	if n.partsFor != block {
+		n.partsFor, n.partsGot = block, 0
+		clear(n.partsSeen)
+	}
+}
+
+// gotPart marks part k of partsFor as received; false when it was.
+func (n *node) gotPart(k int32) bool {
+	w, bit := int(k/64), uint64(1)<<(k%64)
+	if w >= len(n.partsSeen) {
+		n.partsSeen = append(n.partsSeen, make([]uint64, w+1-len(n.partsSeen))...)
+	}
+	if n.partsSeen[w]&bit != 0 {
+		return false
+	}
+	n.partsSeen[w] |= bit
+	return true
 }

@@ -580,6 +580,25 @@ func (w *world) releaseHeld(n *node) {
 	w.resend(n, data, chData)
 }
 
+// fetchParts: n needs block of height h for its commit and lacks parts of
+// it; the first peer that has the block and whose data routine wakes
+// sends the parts n lacks.
+func (w *world) fetchParts(n *node, h int64, block int32) {
+	b := w.block(h, block)
+	if b == nil {
+		w.scheduleCatchUp(n) // the model no longer has it: fetched whole, as blocksync would
+		return
+	}
+	var parts []event
+	for k := int32(0); k < b.parts; k++ {
+		if i, bit := int(k/64), uint64(1)<<(k%64); i < len(n.partsSeen) && n.partsSeen[i]&bit != 0 {
+			continue
+		}
+		parts = append(parts, event{kind: evMsg, node: n.i, mk: mPart, from: b.proposer, height: h, round: b.round, block: block, part: k})
+	}
+	w.resend(n, parts, chData)
+}
+
 // resend sends held messages to n from the peer (that has reached their
 // height) whose routine on ch wakes first once it learns where n is.
 func (w *world) resend(n *node, msgs []event, ch int) {
@@ -594,6 +613,9 @@ func (w *world) resend(n *node, msgs []event, ch int) {
 		if !p.up || p.h < h || w.net.link(j, n.i).blocked {
 			return
 		}
+		if p.h == h && msgs[0].mk == mPart && p.propBlock != msgs[0].block {
+			return // a peer at h sends parts of a block it has
+		}
 		learn := n.t
 		if lk := w.net.link(n.i, j); lk.delay != nil {
 			learn += lk.delay.Draw().Nanoseconds()
@@ -605,6 +627,9 @@ func (w *world) resend(n *node, msgs []event, ch int) {
 	if best < 0 {
 		n.held = append(n.held, msgs...) // nobody can send them yet
 		return
+	}
+	if p := w.nodes[best]; p.h > h {
+		msgs = w.catchUpOnly(p, h, msgs)
 	}
 	for _, e := range msgs {
 		size := voteBytes
@@ -623,13 +648,48 @@ func (w *world) resend(n *node, msgs []event, ch int) {
 	}
 }
 
+// catchUpOnly keeps of msgs (all of height h) what peer p, which has
+// committed h and moved on, sends a node still at h: the precommits of
+// the commit (reactor.go gossipVotesRoutine: its LastCommit when the
+// node lags by one height, the stored commit when by more) and the parts
+// of the committed block (gossipDataForCatchup). No proposal, no
+// prevotes: the node commits from the precommits without voting, as a
+// real lagging node does. false when p has no commit of h to tell.
+func (w *world) catchUpOnly(p *node, h int64, msgs []event) []event {
+	var votes *voteSet
+	round, block := int32(-1), noBlock
+	switch c, ok := w.commits[h]; {
+	case p.h == h+1 && p.lastCommit != nil:
+		votes, round, block = p.lastCommit, p.lastCommitRound, p.lastCommitBlock
+	case ok:
+		votes, round, block = c.votes, c.round, c.block
+	default:
+		return msgs
+	}
+	kept := msgs[:0]
+	for _, e := range msgs {
+		switch e.mk {
+		case mPrecommit:
+			if e.round == round && votes.has(e.from) {
+				kept = append(kept, e)
+			}
+		case mPart:
+			if e.block == block {
+				kept = append(kept, e)
+			}
+		}
+	}
+	return kept
+}
+
 // newHeightQuiet resets n for height h without a step event (a node's
 // first height starts before valnet listens, as with real nodes).
 func (w *world) newHeightQuiet(n *node, h int64, commitTime int64) {
 	n.h, n.r, n.step = h, 0, stepNewHeight
 	n.startTime = commitTime + w.timeouts.commit
 	n.votes.reset(w.n)
-	n.proposal, n.polRound, n.partsFor, n.partsGot, n.propBlock = noBlock, -1, noBlock, 0, noBlock
+	n.proposal, n.polRound, n.propBlock = noBlock, -1, noBlock
+	n.wantParts(noBlock)
 	n.locked, n.lockedRound, n.valid, n.validRound = noBlock, -1, noBlock, -1
 	n.commitRound, n.commitBlock, n.triggeredPC = -1, noBlock, false
 }
