@@ -246,3 +246,31 @@ func TestNormalIsClampedAtZero(t *testing.T) {
 		t.Errorf("%d of %d draws are 0, want about half", zeros, n)
 	}
 }
+
+// TestSerialDrawsTheSame: a model made serial (and NewStream) draws what
+// the locked model and NewRand draw, for every distribution.
+func TestSerialDrawsTheSame(t *testing.T) {
+	specs := []string{"uniform:10ms:20ms", "normal:50ms:5ms", "lognormal:40ms:200ms"}
+	for _, text := range specs {
+		spec, err := Parse(text)
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		locked, _ := New(spec, 7, "s")
+		serial, _ := New(spec, 7, "s")
+		MakeSerial(serial)
+		for i := 0; i < 1000; i++ {
+			if a, b := locked.Draw(), serial.Draw(); a != b {
+				t.Fatalf("%s draw %d: locked %v, serial %v", text, i, a, b)
+			}
+		}
+	}
+	r, s := NewRand(3, "x"), NewStream(3, "x")
+	for i := 0; i < 100; i++ {
+		if a, b := r.Float64(), s.Float64(); a != b {
+			t.Fatalf("draw %d: NewRand %v, NewStream %v", i, a, b)
+		}
+	}
+	MakeSerial(nil)                   // nil: nothing to do
+	MakeSerial(Constant(time.Second)) // no stream: nothing to do
+}

@@ -67,13 +67,29 @@ func (m *model) Draw() time.Duration {
 
 func (m *model) String() string { return m.spec.String() }
 
+// Serialer is a model that can stop locking its draws.
+type Serialer interface{ Serial() }
+
+func (m *model) Serial() { m.rng.serial = true }
+
+// MakeSerial tells m (nil, or any model) that from now on one goroutine
+// alone draws from it (the sim's event loop), so its draws skip their
+// lock: the same draws, without the cost of a lock per message. A model
+// shared with other goroutines must not be given to it.
+func MakeSerial(m Model) {
+	if s, ok := m.(Serialer); ok {
+		s.Serial()
+	}
+}
+
 // Rand is a random stream with valnet's one seeding rule: PCG seeded by
 // the run seed and the FNV-1a hash of a name (a validator, a link, a
 // fault), so each named thing draws its own repeatable sequence. It is
 // safe for concurrent use.
 type Rand struct {
-	mu sync.Mutex
-	r  *rand.Rand
+	mu     sync.Mutex
+	r      *rand.Rand
+	serial bool // one goroutine draws: no lock (MakeSerial)
 }
 
 // NewRand is the stream of name under seed.
@@ -91,6 +107,9 @@ func NewStream(seed int64, name string) *rand.Rand {
 
 // Float64 draws from [0, 1).
 func (r *Rand) Float64() float64 {
+	if r.serial {
+		return r.r.Float64()
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.r.Float64()
@@ -98,6 +117,9 @@ func (r *Rand) Float64() float64 {
 
 // NormFloat64 draws from the standard normal distribution.
 func (r *Rand) NormFloat64() float64 {
+	if r.serial {
+		return r.r.NormFloat64()
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.r.NormFloat64()

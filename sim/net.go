@@ -102,6 +102,7 @@ func newNet(p Params, names []string, all map[links.Pair]network.Link, peers map
 func (nm *netModel) setLink(from, to int32, l network.Link) {
 	lk := nm.link(from, to)
 	lk.delay = l.Latency
+	latency.MakeSerial(lk.delay) // built for the sim alone, drawn by its loop alone
 	lk.rate = nm.cap
 	if l.Bandwidth > 0 && l.Bandwidth < lk.rate {
 		lk.rate = l.Bandwidth

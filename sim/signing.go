@@ -127,6 +127,7 @@ func newSigner(plan *scenarios.Plan, params Params, v scenarios.ValidatorPlan, s
 		if err != nil {
 			return nil, fmt.Errorf("validator %s: %w", v.Name, err)
 		}
+		latency.MakeSerial(m)
 		s.latency = m
 		if len(l.Phases) > 0 {
 			s.phases = map[string]bool{}

@@ -21,7 +21,16 @@ type Delay struct {
 	Jitter latency.Model // may be nil
 }
 
-var _ latency.Model = Delay{}
+var (
+	_ latency.Model    = Delay{}
+	_ latency.Serialer = Delay{}
+)
+
+// Serial makes both of the delay's models serial (latency.MakeSerial).
+func (d Delay) Serial() {
+	latency.MakeSerial(d.Base)
+	latency.MakeSerial(d.Jitter)
+}
 
 func (d Delay) Draw() time.Duration {
 	var t time.Duration
