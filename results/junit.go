@@ -64,6 +64,13 @@ const RunReachedHeights = "run reached run.heights"
 // out of bounds is a failure whose message carries the value and the
 // bounds; an expectation that could not be evaluated is an error.
 func WriteJUnit(w io.Writer, s *Summary) error {
+	suite := junitSuiteOf(s)
+	return encodeJUnit(w, junitSuites{Name: "valnet", Tests: suite.Tests, Failures: suite.Failures, Errors: suite.Errors,
+		Time: suite.Time, Suites: []junitSuite{suite}})
+}
+
+// junitSuiteOf is the testsuite of one run's summary.
+func junitSuiteOf(s *Summary) junitSuite {
 	class := "valnet." + orDash(s.Scenario)
 	secs := strconv.FormatFloat(float64(s.DurationMS)/1000, 'f', 3, 64)
 	suite := junitSuite{
@@ -119,15 +126,19 @@ func WriteJUnit(w io.Writer, s *Summary) error {
 		case e.Error != "":
 			c.Error = &junitProblem{Type: "expectation", Message: e.Error, Text: e.Error}
 		case !e.OK:
-			msg := fmt.Sprintf("%s = %s, want %s", expectationSubject(e), formatMS(e.Value), formatBounds(e.Min, e.Max))
-			if e.Note != "" {
-				msg += " (" + e.Note + ")"
-			}
+			msg := ExpectationFailure(e)
 			c.Failure = &junitProblem{Type: "expectation", Message: msg, Text: msg}
 		}
 		suite.Cases = append(suite.Cases, c)
 	}
 
+	suite.count()
+	return suite
+}
+
+// count sets the suite's test, failure and error counts from its cases.
+func (suite *junitSuite) count() {
+	suite.Tests, suite.Failures, suite.Errors = 0, 0, 0
 	for _, c := range suite.Cases {
 		suite.Tests++
 		if c.Failure != nil {
@@ -137,8 +148,10 @@ func WriteJUnit(w io.Writer, s *Summary) error {
 			suite.Errors++
 		}
 	}
-	doc := junitSuites{Name: "valnet", Tests: suite.Tests, Failures: suite.Failures, Errors: suite.Errors,
-		Time: secs, Suites: []junitSuite{suite}}
+}
+
+// encodeJUnit writes doc as an XML document.
+func encodeJUnit(w io.Writer, doc junitSuites) error {
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err
 	}
@@ -149,6 +162,16 @@ func WriteJUnit(w io.Writer, s *Summary) error {
 	}
 	_, err := io.WriteString(w, "\n")
 	return err
+}
+
+// ExpectationFailure says how a failed expectation failed: its value
+// against its bounds.
+func ExpectationFailure(e ExpectationResult) string {
+	msg := fmt.Sprintf("%s = %s, want %s", expectationSubject(e), formatMS(e.Value), formatBounds(e.Min, e.Max))
+	if e.Note != "" {
+		msg += " (" + e.Note + ")"
+	}
+	return msg
 }
 
 // stoppedEarly says how far a run stopped by max_duration got.
