@@ -15,6 +15,8 @@ import (
 	cmtlog "github.com/cometbft/cometbft/libs/log"
 	"github.com/cometbft/cometbft/libs/service"
 	"github.com/cometbft/cometbft/privval"
+
+	"github.com/valnet/valnet/internal/unixsock"
 )
 
 // The remote-signer hop: CometBFT's own privval protocol between a node
@@ -70,7 +72,13 @@ func ListenRemote(cfg ClientConfig) (*RemoteClient, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = cmtlog.NewNopLogger()
 	}
-	ln, err := net.Listen(cfg.Network, cfg.Address)
+	var ln net.Listener
+	var err error
+	if cfg.Network == NetUnix {
+		ln, err = unixsock.Listen(cfg.Address) // 0600
+	} else {
+		ln, err = net.Listen(cfg.Network, cfg.Address)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("remote signer listener on %s://%s: %w", cfg.Network, cfg.Address, err)
 	}
