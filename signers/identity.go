@@ -67,6 +67,8 @@ func identitiesOf(keys []crypto.PubKey) []string {
 	return out
 }
 
+const maxRefusalsRemembered = 1024
+
 // refusals remembers the identities refused, so that each is said once
 // (a refused peer redials every 100 ms) and the last one can be named by
 // an error later.
@@ -80,8 +82,8 @@ type refusals struct {
 func (r *refusals) note(err *IdentityError) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.seen == nil {
-		r.seen = map[string]bool{}
+	if r.seen == nil || len(r.seen) >= maxRefusalsRemembered {
+		r.seen = map[string]bool{} // a peer making up keys cannot grow it without bound
 	}
 	r.last = err
 	first := !r.seen[err.Got]

@@ -248,12 +248,12 @@ func (s *RemoteServer) Start() error {
 	default:
 		return fmt.Errorf("remote signer: unknown network %q (allowed: tcp, unix)", cfg.Network)
 	}
-	// Our redialer waits for the node itself (and again after the node
-	// goes away), so CometBFT's endpoint gets one "retry" that lasts as
-	// long as needed and a connection it drops on any error.
 	if cfg.ExpectedNode != nil {
 		dial = pinnedDial(dial, []string{IdentityOf(cfg.ExpectedNode)}, &s.refused, func(err error) { cfg.Logger.Error(err.Error()) })
 	}
+	// Our redialer waits for the node itself (and again after the node
+	// goes away), so CometBFT's endpoint gets one "retry" that lasts as
+	// long as needed and a connection it drops on any error.
 	s.redialer = newRedialer(dial)
 	s.dialer = privval.NewSignerDialerEndpoint(cfg.Logger.With("module", "privval"), s.redialer.Dial,
 		privval.SignerDialerEndpointConnRetries(1))
