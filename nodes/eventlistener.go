@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/valnet/valnet/internal/accept"
+	"github.com/valnet/valnet/internal/unixsock"
 	"github.com/valnet/valnet/results"
 )
 
@@ -31,11 +32,17 @@ const eventDrainGrace = 5 * time.Second
 // an earlier listener is replaced.
 func ListenEvents(network, address, node string, sink Sink) (*EventListener, error) {
 	l := &EventListener{}
+	var (
+		ln  net.Listener
+		err error
+	)
 	if network == "unix" {
 		l.path = address
 		_ = os.Remove(address)
+		ln, err = unixsock.Listen(address) // 0600
+	} else {
+		ln, err = net.Listen(network, address)
 	}
-	ln, err := net.Listen(network, address)
 	if err != nil {
 		return nil, err
 	}

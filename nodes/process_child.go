@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	dbm "github.com/cometbft/cometbft-db"
@@ -26,6 +27,7 @@ import (
 	"github.com/cometbft/cometbft/proxy"
 	"github.com/cometbft/cometbft/types"
 
+	"github.com/valnet/valnet/internal/unixsock"
 	"github.com/valnet/valnet/results"
 )
 
@@ -56,6 +58,12 @@ func RunNode(ctx context.Context, o NodeOptions) (err error) {
 	if o.Home == "" {
 		return errors.New("no home directory (--home)")
 	}
+	// Everything this process creates is its owner's only: CometBFT
+	// creates the priv_validator_laddr unix socket itself, with the
+	// umask's mode, 0700 under this umask; it is narrowed to 0600 once
+	// NewNode has it (docs/reliability.md). The runner, the same user,
+	// reads the home either way.
+	syscall.Umask(0o077)
 	home, err := filepath.Abs(o.Home)
 	if err != nil {
 		return err
@@ -117,6 +125,11 @@ func RunNode(ctx context.Context, o NodeOptions) (err error) {
 		logger)
 	if err != nil {
 		return err
+	}
+	if path, ok := strings.CutPrefix(c.PrivValidatorListenAddr, "unix://"); ok {
+		if err := os.Chmod(path, unixsock.Mode); err != nil {
+			return fmt.Errorf("signer socket: %w", err)
+		}
 	}
 	pumpCtx, cancel := context.WithCancel(context.Background())
 	var pumps sync.WaitGroup

@@ -182,11 +182,15 @@ func (r *run) openRemote(vs *validatorSigner, m *member, sockDir string, nodeObs
 		return err
 	}
 	vs.server, err = signers.ServeRemote(signers.ServerConfig{Network: network, Address: vs.client.Addr(), ChainID: r.plan.ChainID,
-		IdentityKey: identity, Signer: vs.built.Signer, RedialForever: true, Logger: logger.With("side", "signer")})
+		IdentityKey: identity, ExpectedNode: nodeSignerKey(r.seed, name).PubKey(), Signer: vs.built.Signer,
+		RedialForever: true, Logger: logger.With("side", "signer")})
 	if err != nil {
 		return err
 	}
 	if err := vs.client.WaitForSigner(30 * time.Second); err != nil {
+		if refused := vs.server.Refused(); refused != nil {
+			err = fmt.Errorf("%w (%v)", refused, err)
+		}
 		return fmt.Errorf("remote signer did not connect: %w", err)
 	}
 	vs.node = signers.Instrument(vs.client, nodeObs)

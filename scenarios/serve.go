@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"encoding/hex"
 	"fmt"
 	"github.com/valnet/valnet/internal/action"
 	"math"
@@ -28,6 +29,7 @@ type rawServe struct {
 	KeyFile        *string         `yaml:"key_file"`        // relative to the file's directory
 	StateFile      *string         `yaml:"state_file"`      // relative to the file's directory
 	IdentityKey    *string         `yaml:"identity_key"`    // relative to the file's directory
+	NodeID         *string         `yaml:"node_id"`         // the node's SecretConnection identity (tcp), hex address; default any node
 	Type           *string         `yaml:"type"`            // default local; local|keyfile|simulated
 	Profile        *string         `yaml:"profile"`         // simulated: a built-in profile
 	Latency        *rawLatency     `yaml:"latency"`         // a latency as in a scenario, or latency.Parse's text form
@@ -69,6 +71,7 @@ func init() {
 type ServePlan struct {
 	Node, ChainID                          string
 	KeyFile, StateFile, IdentityKey        string
+	NodeID                                 string
 	Type, Profile                          string
 	Latency                                *LatencyPlan // nil: none
 	CPUScale                               float64      // default 1
@@ -158,9 +161,12 @@ func (d *decoder) resolveServe(raw *rawServe) *ServePlan {
 		}
 		return d.filePath(*s)
 	}
-	p.Node, p.ChainID = str(raw.Node), str(raw.ChainID)
+	p.Node, p.ChainID, p.NodeID = str(raw.Node), str(raw.ChainID), str(raw.NodeID)
 	p.KeyFile, p.StateFile, p.IdentityKey = path(raw.KeyFile), path(raw.StateFile), path(raw.IdentityKey)
 	p.PassphraseEnv, p.PassphraseFile = str(raw.PassphraseEnv), path(raw.PassphraseFile)
+	if b, err := hex.DecodeString(p.NodeID); raw.NodeID != nil && (err != nil || len(b) != 20) {
+		d.fail(d.valuePos("node_id"), "node_id", fmt.Sprintf("%q is not a SecretConnection identity: write the node's address, 40 hex digits", p.NodeID))
+	}
 	if raw.Type != nil {
 		p.Type = *raw.Type
 		d.checkChoice("type", "signer type", p.Type, serveTypes, nil)

@@ -89,17 +89,17 @@ func (g *Guarded) LastSigned() (height int64, round int32, step int8) {
 func (g *Guarded) GetPubKey() (crypto.PubKey, error) { return g.key.ks.PubKey(), nil }
 
 func (g *Guarded) SignVote(chainID string, vote *cmtproto.Vote, signExtension bool) error {
-	return g.sign(VotePhase(vote), func() error { return g.pv.SignVote(chainID, vote, signExtension) })
+	return g.sign(VotePhase(vote), vote.Height, func() error { return g.pv.SignVote(chainID, vote, signExtension) })
 }
 
 func (g *Guarded) SignProposal(chainID string, proposal *cmtproto.Proposal) error {
-	return g.sign(phase.Proposal, func() error { return g.pv.SignProposal(chainID, proposal) })
+	return g.sign(phase.Proposal, proposal.Height, func() error { return g.pv.SignProposal(chainID, proposal) })
 }
 
 // sign runs one FilePV signature. FilePV updates its in-memory state before
 // saving it; if the save fails, the in-memory state is rolled back too, so
 // a retry cannot hand out a signature that was never persisted.
-func (g *Guarded) sign(kind string, f func() error) (err error) {
+func (g *Guarded) sign(kind string, height int64, f func() error) (err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	saved := g.pv.LastSignState
@@ -111,8 +111,11 @@ func (g *Guarded) sign(kind string, f func() error) (err error) {
 			g.pv.LastSignState = saved
 		}
 	}()
-	g.key.kind = kind
-	return f()
+	g.key.kind, g.key.height, g.key.signed = kind, height, false
+	if err = f(); err == nil && g.key.signed {
+		crashAt(CrashAfterSave, height) // the fault knob (guardcrash.go)
+	}
+	return err
 }
 
 // SignBytes signs raw bytes (not a consensus message: no high-water mark).
@@ -167,17 +170,28 @@ func saveState(pv *privval.FilePV) (err error) {
 
 // delegatingKey lets FilePV's code sign through any backend.
 type delegatingKey struct {
-	ks   KeySigner
-	kind string // phase of the message being signed, set under Guarded.mu
+	ks     KeySigner
+	kind   string // phase of the message being signed, set under Guarded.mu
+	height int64  // its height, for the crash knob
+	signed bool   // the backend made a new signature for it
 }
 
 var _ crypto.PrivKey = (*delegatingKey)(nil)
 
 // Bytes is never persisted: FilePV's key file is not written by the guard.
-func (k *delegatingKey) Bytes() []byte                   { return nil }
-func (k *delegatingKey) Sign(msg []byte) ([]byte, error) { return k.ks.Sign(k.kind, msg) }
-func (k *delegatingKey) PubKey() crypto.PubKey           { return k.ks.PubKey() }
-func (k *delegatingKey) Type() string                    { return k.ks.PubKey().Type() }
+func (k *delegatingKey) Bytes() []byte         { return nil }
+func (k *delegatingKey) PubKey() crypto.PubKey { return k.ks.PubKey() }
+func (k *delegatingKey) Type() string          { return k.ks.PubKey().Type() }
+
+// Sign asks the backend; FilePV persists the signature after it returns.
+func (k *delegatingKey) Sign(msg []byte) ([]byte, error) {
+	sig, err := k.ks.Sign(k.kind, msg)
+	if err == nil {
+		k.signed = true
+		crashAt(CrashBeforeSave, k.height) // the fault knob (guardcrash.go)
+	}
+	return sig, err
+}
 
 // lockFile takes an exclusive, non-blocking flock on path.
 func lockFile(path string) (*os.File, error) {

@@ -1,7 +1,6 @@
 package signers
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -15,8 +14,9 @@ import (
 	"github.com/cometbft/cometbft/crypto/ed25519"
 	cmtlog "github.com/cometbft/cometbft/libs/log"
 	"github.com/cometbft/cometbft/libs/service"
-	p2pconn "github.com/cometbft/cometbft/p2p/conn"
 	"github.com/cometbft/cometbft/privval"
+
+	"github.com/valnet/valnet/internal/unixsock"
 )
 
 // The remote-signer hop: CometBFT's own privval protocol between a node
@@ -52,6 +52,7 @@ type RemoteClient struct {
 	client   *privval.RetrySignerClient
 	addr     string
 	cleanup  func()
+	auth     *authListener // tcp
 }
 
 var (
@@ -71,12 +72,19 @@ func ListenRemote(cfg ClientConfig) (*RemoteClient, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = cmtlog.NewNopLogger()
 	}
-	ln, err := net.Listen(cfg.Network, cfg.Address)
+	var ln net.Listener
+	var err error
+	if cfg.Network == NetUnix {
+		ln, err = unixsock.Listen(cfg.Address) // 0600
+	} else {
+		ln, err = net.Listen(cfg.Network, cfg.Address)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("remote signer listener on %s://%s: %w", cfg.Network, cfg.Address, err)
 	}
 	var (
 		listener net.Listener
+		auth     *authListener
 		cleanup  = func() {}
 	)
 	switch cfg.Network {
@@ -85,7 +93,8 @@ func ListenRemote(cfg ClientConfig) (*RemoteClient, error) {
 			ln.Close()
 			return nil, errors.New("remote signer listener: tcp needs a node key")
 		}
-		listener = &authListener{TCPListener: privval.NewTCPListener(ln, cfg.NodeKey), allowed: cfg.AllowedSigners, logger: cfg.Logger}
+		auth = &authListener{TCPListener: privval.NewTCPListener(ln, cfg.NodeKey), allowed: identitiesOf(cfg.AllowedSigners), logger: cfg.Logger}
+		listener = auth
 	case NetUnix:
 		listener = privval.NewUnixListener(ln)
 		cleanup = func() { _ = os.Remove(cfg.Address) }
@@ -101,16 +110,33 @@ func ListenRemote(cfg ClientConfig) (*RemoteClient, error) {
 		return nil, err
 	}
 	return &RemoteClient{endpoint: endpoint, client: privval.NewRetrySignerClient(sc, remoteRetries, remoteRetryPause),
-		addr: ln.Addr().String(), cleanup: cleanup}, nil
+		addr: ln.Addr().String(), cleanup: cleanup, auth: auth}, nil
 }
 
 // Addr is the address the node listens on (with the port the kernel chose
 // for a ":0" address).
 func (c *RemoteClient) Addr() string { return c.addr }
 
-// WaitForSigner blocks until a signer is connected or maxWait passes.
+// WaitForSigner blocks until a signer is connected or maxWait passes. If
+// none connected and a signer with an unexpected identity was refused,
+// the error says so (expected and got).
 func (c *RemoteClient) WaitForSigner(maxWait time.Duration) error {
-	return c.client.WaitForConnection(maxWait)
+	err := c.client.WaitForConnection(maxWait)
+	if err != nil {
+		if r := c.Refused(); r != nil {
+			return fmt.Errorf("%w (%v)", r, err)
+		}
+	}
+	return err
+}
+
+// Refused is the last signer refused for its identity (an *IdentityError),
+// nil if none.
+func (c *RemoteClient) Refused() error {
+	if c.auth == nil {
+		return nil
+	}
+	return c.auth.refused.lastErr()
 }
 
 func (c *RemoteClient) GetPubKey() (crypto.PubKey, error) { return c.client.GetPubKey() }
@@ -140,8 +166,9 @@ func (c *RemoteClient) Close() error {
 // and learn what the validator is about to sign.
 type authListener struct {
 	*privval.TCPListener
-	allowed []crypto.PubKey
+	allowed []string
 	logger  cmtlog.Logger
+	refused refusals
 }
 
 func (l *authListener) Accept() (net.Conn, error) {
@@ -150,22 +177,15 @@ func (l *authListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		sc, ok := c.(*p2pconn.SecretConnection)
-		if !ok || len(l.allowed) == 0 || l.isAllowed(sc.RemotePubKey()) {
+		ie := checkIdentity(c, "signer", l.allowed)
+		if ie == nil {
 			return c, nil
 		}
-		l.logger.Error("remote signer refused: unexpected identity", "key", fmt.Sprintf("%X", sc.RemotePubKey().Bytes()))
+		if l.refused.note(ie) {
+			l.logger.Error(ie.Error())
+		}
 		c.Close()
 	}
-}
-
-func (l *authListener) isAllowed(k crypto.PubKey) bool {
-	for _, a := range l.allowed {
-		if a.Type() == k.Type() && bytes.Equal(a.Bytes(), k.Bytes()) {
-			return true
-		}
-	}
-	return false
 }
 
 // ServerConfig configures the signer side of the hop.
@@ -175,7 +195,12 @@ type ServerConfig struct {
 	ChainID string
 	// IdentityKey is the signer's SecretConnection identity (tcp only).
 	IdentityKey ed25519.PrivKey
-	Signer      Signer // the guarded backend chain that really signs
+	// ExpectedNode is the node's SecretConnection identity (tcp only): a
+	// node with another key is hung up on before any request. nil: any
+	// node (a stock CometBFT v1.0 node makes a new listener key at every
+	// start, so it cannot be pinned).
+	ExpectedNode crypto.PubKey
+	Signer       Signer // the guarded backend chain that really signs
 	// RedialForever is kept for callers; the server always dials until the
 	// node is up and again after it restarts (tmkms behaviour), until Stop.
 	RedialForever bool
@@ -191,6 +216,7 @@ type RemoteServer struct {
 	dialer   *privval.SignerDialerEndpoint
 	server   *privval.SignerServer
 	running  bool
+	refused  refusals
 }
 
 // ServeRemote dials the node and serves signatures until Stop.
@@ -222,6 +248,9 @@ func (s *RemoteServer) Start() error {
 	default:
 		return fmt.Errorf("remote signer: unknown network %q (allowed: tcp, unix)", cfg.Network)
 	}
+	if cfg.ExpectedNode != nil {
+		dial = pinnedDial(dial, []string{IdentityOf(cfg.ExpectedNode)}, &s.refused, func(err error) { cfg.Logger.Error(err.Error()) })
+	}
 	// Our redialer waits for the node itself (and again after the node
 	// goes away), so CometBFT's endpoint gets one "retry" that lasts as
 	// long as needed and a connection it drops on any error.
@@ -235,6 +264,10 @@ func (s *RemoteServer) Start() error {
 	s.running = true
 	return nil
 }
+
+// Refused is the last node refused for its identity (an *IdentityError),
+// nil if none.
+func (s *RemoteServer) Refused() error { return s.refused.lastErr() }
 
 // Stop closes the connection and stops answering; Start brings it back.
 func (s *RemoteServer) Stop() error {

@@ -3,9 +3,11 @@ package signers
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/cometbft/cometbft/crypto"
 	"github.com/cometbft/cometbft/crypto/ed25519"
 	"github.com/cometbft/cometbft/types"
 )
@@ -80,9 +82,76 @@ func TestRemoteSignerEndToEnd(t *testing.T) {
 }
 
 func TestRemoteRefusesAnUnexpectedSignerIdentity(t *testing.T) {
-	client, _, _ := remotePair(t, NetTCP, ed25519.GenPrivKeyFromSecret([]byte("someone-else")))
-	if err := client.WaitForSigner(2 * time.Second); err == nil {
+	expected := ed25519.GenPrivKeyFromSecret([]byte("someone-else"))
+	client, _, _ := remotePair(t, NetTCP, expected)
+	err := client.WaitForSigner(2 * time.Second)
+	if err == nil {
 		t.Fatal("node accepted a signer whose identity it does not expect")
+	}
+	got := ed25519.GenPrivKeyFromSecret([]byte("signer-identity")).PubKey()
+	want := fmt.Sprintf("refused the signer: its SecretConnection identity is %X, expected %X", got.Address(), expected.PubKey().Address())
+	if !strings.Contains(err.Error(), want) {
+		t.Fatalf("err %q, want it to say %q", err, want)
+	}
+}
+
+// The signer side pins the node: a node with another SecretConnection key
+// gets no connection (so no request is ever answered); the right one signs.
+func TestRemoteSignerRefusesAnUnexpectedNode(t *testing.T) {
+	nodeKey := ed25519.GenPrivKeyFromSecret([]byte("node"))
+	signerKey := ed25519.GenPrivKeyFromSecret([]byte("signer-identity"))
+	for _, tc := range []struct {
+		name   string
+		expect ed25519.PrivKey
+		ok     bool
+	}{
+		{"the expected node", nodeKey, true},
+		{"another node", ed25519.GenPrivKeyFromSecret([]byte("impostor")), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client, err := ListenRemote(ClientConfig{Network: NetTCP, Address: "127.0.0.1:0", ChainID: chainID,
+				NodeKey: nodeKey, AllowedSigners: []crypto.PubKey{signerKey.PubKey()}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer client.Close()
+			g := openGuard(t, PrivKeySigner{Key: testKey()}, filepath.Join(t.TempDir(), "state.json"))
+			srv, err := ServeRemote(ServerConfig{Network: NetTCP, Address: client.Addr(), ChainID: chainID,
+				IdentityKey: signerKey, ExpectedNode: tc.expect.PubKey(), Signer: g})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Stop()
+			err = client.WaitForSigner(2 * time.Second)
+			if tc.ok {
+				if err != nil {
+					t.Fatal(err)
+				}
+				v := vote(types.PrevoteType, 1, 0, 0xAA)
+				if err := client.SignVote(chainID, v, false); err != nil {
+					t.Fatal(err)
+				}
+				verifyVote(t, client, v)
+				if srv.Refused() != nil {
+					t.Errorf("refused: %v", srv.Refused())
+				}
+				return
+			}
+			// The node's listener accepts the handshake before the signer
+			// hangs up: what counts is that the signer refused and never
+			// answered.
+			deadline := time.Now().Add(10 * time.Second)
+			for srv.Refused() == nil && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			want := fmt.Sprintf("refused the node: its SecretConnection identity is %X, expected %X", nodeKey.PubKey().Address(), tc.expect.PubKey().Address())
+			if r := srv.Refused(); r == nil || r.Error() != want {
+				t.Fatalf("signer's refusal %v, want %q", r, want)
+			}
+			if h, _, _ := g.LastSigned(); h != 0 {
+				t.Errorf("the guard signed h=%d for a refused node", h)
+			}
+		})
 	}
 }
 

@@ -45,7 +45,12 @@ type ServeConfig struct {
 	// IdentityKey is the signer's SecretConnection identity (tcp only), a
 	// node_key.json-style file, generated if missing; "" is
 	// valnet_signer_identity.json beside StateFile.
-	IdentityKey   string
+	IdentityKey string
+	// NodeID, when set, is the node's SecretConnection identity (tcp only,
+	// an address in hex): a node with another key is refused before it can
+	// ask anything. "" accepts any node: a stock CometBFT v1.0 node makes a
+	// new listener key at every start and cannot be pinned.
+	NodeID        string
 	Profile       string        // simulated: a built-in profile name
 	Latency       *latency.Spec // injected delay before every signature; nil: none
 	LatencyPhases []string      // phases Latency applies to; empty: all
@@ -85,6 +90,14 @@ func (cfg *ServeConfig) Validate() error {
 	}
 	if _, _, err := ParseNodeAddr(cfg.Node); err != nil {
 		return err
+	}
+	if cfg.NodeID != "" {
+		if network, _, _ := ParseNodeAddr(cfg.Node); network != NetTCP {
+			return fmt.Errorf("node_id applies to a tcp node only (a unix socket has no SecretConnection identity), node is %s", cfg.Node)
+		}
+		if _, err := ParseIdentity(cfg.NodeID); err != nil {
+			return fmt.Errorf("node_id: %w", err)
+		}
 	}
 	if cfg.ChainID == "" {
 		return errors.New("chain_id is required: the chain the node runs (the node refuses a signer of another chain)")
@@ -178,6 +191,8 @@ type Serve struct {
 	conn       *nodeConn
 	everUp     bool
 	dialFailed bool // a failed dial was reported since the last connection
+
+	refused refusals // nodes refused for their identity
 
 	chainMu   sync.Mutex
 	badChains map[string]bool // chain IDs a node asked for that were refused, reported once

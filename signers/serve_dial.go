@@ -53,6 +53,12 @@ func (s *Serve) dial() (net.Conn, error) {
 	var dial privval.SocketDialer
 	if s.network == NetTCP {
 		dial = privval.DialTCPFn(s.address, 5*time.Second, s.identity)
+		if s.cfg.NodeID != "" {
+			want, _ := ParseIdentity(s.cfg.NodeID)
+			dial = pinnedDial(dial, []string{want}, &s.refused, func(err error) {
+				s.logf("%v (node_id); redialing every 100ms", err)
+			})
+		}
 	} else {
 		dial = privval.DialUnixFn(s.address)
 	}
@@ -80,9 +86,10 @@ func (s *Serve) dial() (net.Conn, error) {
 			}
 			return nc, nil
 		}
+		var refused *IdentityError
 		s.connMu.Lock()
-		first := !s.dialFailed
-		s.dialFailed = true
+		first := !s.dialFailed && !errors.As(err, &refused) // a refusal is said by pinnedDial
+		s.dialFailed = s.dialFailed || first
 		s.connMu.Unlock()
 		if first {
 			s.logf("node not reachable (%v); redialing every 100ms", err)

@@ -356,6 +356,40 @@ func TestServeRefusesANodeOfAnotherChain(t *testing.T) {
 	}
 }
 
+// --node-id: serve signs only for the node with that SecretConnection
+// identity, and says whom it refused and whom it expected.
+func TestServeRefusesAnUnexpectedNode(t *testing.T) {
+	node := fakeNode(t, "127.0.0.1:0") // its key: GenPrivKeyFromSecret("node")
+	nodeID := IdentityOf(ed25519.GenPrivKeyFromSecret([]byte("node")).PubKey())
+	other := IdentityOf(ed25519.GenPrivKeyFromSecret([]byte("impostor")).PubKey())
+
+	cfg := serveConfig(t, node)
+	cfg.NodeID = other
+	s, obs, log := startServe(t, cfg)
+	want := fmt.Sprintf("refused the node: its SecretConnection identity is %s, expected %s (node_id); redialing every 100ms", nodeID, other)
+	// The node's listener accepts the handshake before the signer hangs
+	// up; the signer must say why, once, and never serve.
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(log.String(), want) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond) // a few redials: still said once
+	if strings.Count(log.String(), want) != 1 || strings.Contains(log.String(), "connected to the node") {
+		t.Fatalf("log does not say it once (%q):\n%s", want, log)
+	}
+	s.Stop()
+	if len(obs.lines()) != 0 {
+		t.Fatalf("signed for a refused node: %v", obs.lines())
+	}
+
+	cfg.NodeID = strings.ToLower(nodeID)
+	_, _, log = startServe(t, cfg)
+	waitSigner(t, node, log)
+	if err := signVote(t, node, types.PrevoteType, 1); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestServeKeepsItsIdentity(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sub", "id.json")
 	k1, created, err := LoadOrGenIdentity(path)
