@@ -16,26 +16,50 @@ import (
 	"github.com/valnet/valnet/results"
 	"github.com/valnet/valnet/runner"
 	"github.com/valnet/valnet/scenarios"
+	"github.com/valnet/valnet/suite"
 )
 
 func newRunCmd() *cobra.Command {
 	var (
-		out     string
-		keep    bool
-		seed    int64
-		quiet   bool
-		metrics string
-		backend string
+		out      string
+		keep     bool
+		seed     int64
+		quiet    bool
+		metrics  string
+		backend  string
+		parallel int
 	)
 	cmd := &cobra.Command{
-		Use:   "run SCENARIO",
-		Short: "Run a scenario (a file, or a built-in name from 'valnet list')",
+		Use:   "run SCENARIO [SCENARIO|DIR ...]",
+		Short: "Run a scenario (a file, or a built-in name from 'valnet list'), or several as a suite",
+		Long: `Run a scenario: a file, or a built-in name from 'valnet list'.
+
+Several scenarios, or a directory of them (its *.yaml and *.yml), run as
+a suite: every file is checked first (a bad one stops the suite before
+anything runs, with every problem of every file), then each runs into
+its own directory under the suite's (--out), which gets suite.json,
+junit.xml (a testsuite per scenario) and suite.md. The exit code is the
+worst of the runs' (2 > 1 > 0). With GITHUB_STEP_SUMMARY set, suite.md
+is appended to it. See docs/ci.md.`,
 		Example: `  valnet run quickstart
   valnet run my-scenario.yaml --out runs/x
   valnet run slow-signer --seed 7 --keep
-  valnet run crash-restart --backend process`,
-		Args: cobra.ExactArgs(1),
+  valnet run crash-restart --backend process
+  valnet run scenarios/ci/ baseline --out runs/ci      # a suite`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if suite.IsSuite(args) {
+				if keep || metrics != "" {
+					return &exitError{exitBadInput, errors.New("--keep and --metrics take one scenario, not a suite")}
+				}
+				f := suiteFlags{out: out, backend: backend, quiet: quiet, parallel: parallel}
+				if cmd.Flags().Changed("seed") {
+					f.seed = &seed
+				}
+				ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+				defer stop()
+				return runSuite(ctx, cmd, args, f)
+			}
 			plan, err := scenarios.ResolveWith(args[0], scenarios.Overrides{Backend: backend})
 			if err != nil {
 				return &exitError{exitBadInput, err}
@@ -99,7 +123,8 @@ func newRunCmd() *cobra.Command {
 			return exitFor(outcome.Summary)
 		},
 	}
-	cmd.Flags().StringVar(&out, "out", "", "run directory (default runs/<scenario>-<timestamp>)")
+	cmd.Flags().StringVar(&out, "out", "", "run directory, or a suite's directory (default runs/<scenario>-<timestamp>, runs/suite-<timestamp>)")
+	cmd.Flags().IntVar(&parallel, "parallel", 1, "a suite's runs at once (real nodes share this host's cores: more than 1 can overload it)")
 	cmd.Flags().BoolVar(&keep, "keep", false, "leave the network running after the run, print RPC addresses, stop on Ctrl-C")
 	cmd.Flags().Int64Var(&seed, "seed", 0, "seed for keys and random models (default: the scenario's run.seed)")
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "no live status and no table; print only the result line")
