@@ -28,6 +28,7 @@ func newRunCmd() *cobra.Command {
 		metrics  string
 		backend  string
 		parallel int
+		asSuite  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run SCENARIO [SCENARIO|DIR ...]",
@@ -48,7 +49,7 @@ is appended to it. See docs/ci.md.`,
   valnet run scenarios/ci/ baseline --out runs/ci      # a suite`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if suite.IsSuite(args) {
+			if asSuite || suite.IsSuite(args) {
 				if keep || metrics != "" {
 					return &exitError{exitBadInput, errors.New("--keep and --metrics take one scenario, not a suite")}
 				}
@@ -124,6 +125,7 @@ is appended to it. See docs/ci.md.`,
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "run directory, or a suite's directory (default runs/<scenario>-<timestamp>, runs/suite-<timestamp>)")
+	cmd.Flags().BoolVar(&asSuite, "suite", false, "run as a suite even with one scenario (suite.json, junit.xml, suite.md, the step summary)")
 	cmd.Flags().IntVar(&parallel, "parallel", 1, "a suite's runs at once (real nodes share this host's cores: more than 1 can overload it)")
 	cmd.Flags().BoolVar(&keep, "keep", false, "leave the network running after the run, print RPC addresses, stop on Ctrl-C")
 	cmd.Flags().Int64Var(&seed, "seed", 0, "seed for keys and random models (default: the scenario's run.seed)")
