@@ -87,3 +87,16 @@ func TestSuiteCommand(t *testing.T) {
 		t.Errorf("step summary: appended three times (three suites ran)? got:\n%s", s)
 	}
 }
+
+// TestValidateDirectory: valnet validate checks a directory's scenarios,
+// as a suite would run them.
+func TestValidateDirectory(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "validate", "../../docs/examples/ci/")
+	if code != 0 || strings.Count(stdout, ": ok (") != 2 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	empty := t.TempDir()
+	if code, _, stderr := runCLI(t, "validate", empty); code != 2 || !strings.Contains(stderr, "no scenario files") {
+		t.Fatalf("empty dir: exit %d: %s", code, stderr)
+	}
+}

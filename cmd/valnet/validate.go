@@ -2,21 +2,36 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/valnet/valnet/runner"
 	"github.com/valnet/valnet/scenarios"
+	"github.com/valnet/valnet/suite"
 )
 
 func newValidateCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "validate SCENARIO... (a file, a builtin name, or - for standard input)",
+		Use:   "validate SCENARIO... (a file, a builtin name, a directory of them, or - for standard input)",
 		Short: "Check scenario files and report every problem at once (file:line:col)",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			bad := 0
+			var names []string
 			for _, a := range args {
+				if fi, err := os.Stat(a); err == nil && fi.IsDir() {
+					files, err := suite.Files(a)
+					if err != nil {
+						bad++
+						fmt.Fprintf(cmd.ErrOrStderr(), "%s: %v\n", a, err)
+					}
+					names = append(names, files...)
+					continue
+				}
+				names = append(names, a)
+			}
+			for _, a := range names {
 				plan, err := scenarios.Resolve(a)
 				if err != nil {
 					bad++
