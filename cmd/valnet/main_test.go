@@ -209,7 +209,7 @@ func TestScenarioArguments(t *testing.T) {
 	}{
 		{"validate reads standard input", []string{"validate", "-"}, "name: piped\nvalidators: [{name: a}]\n", 0, "-: ok (piped: 1 validators", ""},
 		{"errors from standard input name it", []string{"validate", "-"}, "name: piped\nvalidators: [{name: a}]\nrun: {hieghts: 3}\n", 2, "", `<stdin>:3:7: run.hieghts: unknown key; did you mean "heights"\?`},
-		{"a directory", []string{"validate", t.TempDir()}, "", 2, "", `is a directory; give a scenario file`},
+		{"a directory without scenarios", []string{"validate", t.TempDir()}, "", 2, "", `no scenario files \(\*\.yaml, \*\.yml\) in it`},
 		{"a misspelt builtin", []string{"run", "basline"}, "", 2, "", `"basline" is neither a scenario file nor a builtin scenario; did you mean "baseline"\?`},
 	}
 	for _, tt := range tests {
