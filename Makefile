@@ -26,7 +26,7 @@ test:
 # cometbft node signing through valnet signer serve, a stock cometbft as one
 # of four validators (process backend), valnet sweep and threshold on the
 # process and docker backends, and a crosscheck of the sim MODEL against
-# in-process nodes on three cases of the default grid (skipped, saying so,
+# in-process nodes on four cases of the default grid (skipped, saying so,
 # while no sim backend is built in).
 integ:
 	$(GO) test -tags integ -timeout 50m -run 'Integ|UserBinary' -v ./runner/ ./nodes/ ./sweep/ ./crosscheck/ ./calibrate/

@@ -23,12 +23,10 @@ import (
 // its comment for why these cases.
 const integGrid = "integ.yaml"
 
-// TestIntegCrosscheckSimAgainstInprocess runs integCases on the sim MODEL
-// and on real in-process nodes, prints the table, and fails on every goal
-// the sim misses, unless the real side's host was overloaded (then the
-// miss is logged: the real numbers reflect the machine). Until package
-// sim registers its backend it skips, saying so; once it does, the test
-// runs.
+// TestIntegCrosscheckSimAgainstInprocess runs the integ grid on the sim
+// MODEL and on real in-process nodes, prints the table, and fails on
+// every goal the sim misses, unless the real side's host was overloaded
+// (then the miss is logged: the real numbers reflect the machine).
 func TestIntegCrosscheckSimAgainstInprocess(t *testing.T) {
 	if !slices.Contains(runner.BackendNames(), DefaultModel) {
 		t.Skipf("backend %q is not in this build (the runner has: %s): nothing to cross-check yet", DefaultModel, strings.Join(runner.BackendNames(), ", "))
