@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -73,8 +74,9 @@ func newRunCmd() *cobra.Command {
 					fmt.Fprintf(stdout, "Should valnet be killed, remove the containers with:\n  %s\n", n.Cleanup)
 				}
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, force, stop := interrupts(cmd.Context(), stderr)
 			defer stop()
+			opts.Force = force
 			if keep && plan.Run.Backend == scenarios.BackendSim {
 				return &exitError{exitBadInput, errors.New("--keep: the sim backend runs no network to keep (it is a model in virtual time)")}
 			}
@@ -95,6 +97,13 @@ func newRunCmd() *cobra.Command {
 			}
 			if !keep {
 				printOutcome(stdout, outcome, quiet)
+			}
+			if at := outcome.Interrupted; at != "" && outcome.Summary.StopReason != results.StopInterrupted {
+				// The run had ended by itself (its summary says how); the
+				// interrupt came while it stopped or wrote its report.
+				fmt.Fprintf(stderr, "valnet: interrupted during %s, after the run had ended (stop_reason %s); its files are complete in %s\n",
+					at, outcome.Summary.StopReason, outcome.OutDir)
+				return &exitError{code: exitBadInput}
 			}
 			return exitFor(outcome.Summary)
 		},
@@ -120,10 +129,46 @@ func printOutcome(w io.Writer, o *runner.Outcome, quiet bool) {
 	fmt.Fprintf(w, "\nrun directory: %s (%s)\n", o.OutDir, runDirContents(o.OutDir))
 }
 
+// secondInterruptNote is what the first Ctrl-C prints.
+const secondInterruptNote = "valnet: interrupted: stopping the nodes and writing the summary (Ctrl-C again to kill the nodes and exit at once)"
+
+// interrupts returns a context that ends at the first Ctrl-C (SIGINT or
+// SIGTERM) and one that ends at the second: the runner then kills its
+// nodes instead of stopping them, and still cleans up. stop releases the
+// signals.
+func interrupts(parent context.Context, stderr io.Writer) (ctx, force context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(parent)
+	force, forceNow := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+			fmt.Fprintln(stderr, secondInterruptNote)
+			cancel()
+		case <-done:
+			return
+		}
+		select {
+		case <-sigs:
+			fmt.Fprintln(stderr, "valnet: second interrupt: killing the nodes; cleaning up and exiting")
+			forceNow()
+		case <-done:
+		}
+	}()
+	return ctx, force, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel()
+		forceNow()
+	}
+}
+
 // exitFor maps a summary to the exit code CI reads.
 func exitFor(s *results.Summary) error {
 	switch {
-	case s.StopReason == results.StopInterrupted || s.StopReason == results.StopError:
+	case s.StopReason == results.StopInterrupted || s.StopReason == results.StopError || s.InterruptedStage != "":
 		return &exitError{code: exitBadInput}
 	case !s.OK:
 		return &exitError{code: exitFailed}
