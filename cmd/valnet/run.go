@@ -47,6 +47,14 @@ func newRunCmd() *cobra.Command {
 			if out == "" {
 				out = runner.DefaultOutDir(plan.Name, time.Now())
 			}
+			// What runners killed earlier left goes first, said on stderr
+			// (what could not be checked is not: valnet clean says it).
+			l, err := runner.CleanLeftovers(cmd.Context(), false)
+			l.Notes = nil
+			printLeftovers(cmd.ErrOrStderr(), l, false)
+			if err != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "valnet: leftovers of dead runs: %v\n", err)
+			}
 			opts := runner.Options{OutDir: out, Metrics: metrics}
 			if cmd.Flags().Changed("seed") {
 				opts.Seed = &seed
