@@ -37,11 +37,15 @@ func newRunCmd() *cobra.Command {
   valnet run crash-restart --backend process`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// Ctrl-C from the first moment: before the run directory
+			// exists it only stops what is being checked.
+			ctx, force, stop := interrupts(cmd.Context(), cmd.ErrOrStderr())
+			defer stop()
 			plan, err := scenarios.ResolveWith(args[0], scenarios.Overrides{Backend: backend})
 			if err != nil {
 				return &exitError{exitBadInput, err}
 			}
-			if ps := runner.Preflight(cmd.Context(), plan); len(ps) > 0 {
+			if ps := runner.Preflight(ctx, plan); len(ps) > 0 {
 				return &exitError{exitBadInput, ps}
 			}
 			if out == "" {
@@ -49,7 +53,7 @@ func newRunCmd() *cobra.Command {
 			}
 			// What runners killed earlier left goes first, said on stderr
 			// (what could not be checked is not: valnet clean says it).
-			l, err := runner.CleanLeftovers(cmd.Context(), false)
+			l, err := runner.CleanLeftovers(ctx, false)
 			l.Notes = nil
 			printLeftovers(cmd.ErrOrStderr(), l, false)
 			if err != nil {
@@ -82,8 +86,6 @@ func newRunCmd() *cobra.Command {
 					fmt.Fprintf(stdout, "Should valnet be killed, remove the containers with:\n  %s\n", n.Cleanup)
 				}
 			}
-			ctx, force, stop := interrupts(cmd.Context(), stderr)
-			defer stop()
 			opts.Force = force
 			if keep && plan.Run.Backend == scenarios.BackendSim {
 				return &exitError{exitBadInput, errors.New("--keep: the sim backend runs no network to keep (it is a model in virtual time)")}
