@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -82,8 +83,10 @@ type Leftovers struct {
 // time matches, when recorded). Otherwise the pid may have been reused by
 // an unrelated process, which is left alone. Entries of dead runners are
 // removed either way; entries of live runners are kept. A temp dir is
-// removed only when no process runs under the pid in its name.
-func SweepLeftovers(dryRun bool) (Leftovers, error) {
+// removed only when no process runs under the pid in its name; dirs in
+// except are left to whoever listed them (the docker cleanup's socket
+// dirs).
+func SweepLeftovers(dryRun bool, except ...string) (Leftovers, error) {
 	var l Leftovers
 	if !processSupported {
 		return l, nil
@@ -95,6 +98,9 @@ func SweepLeftovers(dryRun bool) (Leftovers, error) {
 		errs = append(errs, err)
 	}
 	for _, dir := range dirs {
+		if slices.Contains(except, dir) {
+			continue
+		}
 		socks := CountSockets(dir)
 		if !dryRun {
 			if err := os.RemoveAll(dir); err != nil && !errors.Is(err, os.ErrNotExist) {

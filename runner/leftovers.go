@@ -46,7 +46,7 @@ func CleanLeftovers(ctx context.Context, dryRun bool) (Leftovers, error) {
 	}
 	l.Containers, l.Networks = d.Containers, d.Networks
 	l.TempDirs, l.Sockets = d.SockDirs, d.Sockets
-	n, nerr := nodes.SweepLeftovers(dryRun)
+	n, nerr := nodes.SweepLeftovers(dryRun, d.SockDirs...)
 	l.Processes = n.Processes
 	l.TempDirs = append(l.TempDirs, n.TempDirs...)
 	l.Sockets += n.Sockets

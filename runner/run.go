@@ -109,13 +109,14 @@ func Run(ctx context.Context, plan *scenarios.Plan, opts Options) (*Outcome, err
 		return nil, err
 	}
 	r := &run{plan: plan, seed: seed, opts: opts, rec: newRecorder(w), writer: w, start: time.Now()}
-	r.stage.set(results.StageSetup)
+	r.stage.set(ctx, results.StageSetup)
 	defer context.AfterFunc(ctx, r.stage.interrupt)()
 	// abort ends a run that could not be done before its network started.
 	// Interrupted, it is still recorded (run_start with what the plan
 	// says, run_end interrupted) and summarised: Ctrl-C at any moment
 	// leaves a readable summary.
 	abort := func(err error) (*Outcome, error) {
+		r.stage.note(ctx)
 		if r.stage.interruptedAt() == "" {
 			r.rec.seal()
 			w.Close()
@@ -170,6 +171,7 @@ func Run(ctx context.Context, plan *scenarios.Plan, opts Options) (*Outcome, err
 // conclude stops what runs (unless --keep holds the network up), records
 // run_end and writes the summary.
 func (r *run) conclude(ctx context.Context, runErr error) (*Outcome, error) {
+	r.stage.note(ctx)
 	if runErr != nil && r.stage.interruptedAt() != "" {
 		// Ctrl-C cut the run short before its network ran (a node start
 		// or a signer open gave up on the cancelled context): recorded as
@@ -184,13 +186,14 @@ func (r *run) conclude(ctx context.Context, runErr error) (*Outcome, error) {
 	}
 	keep := r.opts.Keep && runErr == nil && r.reason != results.StopInterrupted
 	if !keep {
-		r.stage.set(results.StageStop)
+		r.stage.set(ctx, results.StageStop)
+		holdForTest(results.StageStop, r.opts.Status, r.force())
 		for _, err := range r.shutdown() {
 			// Sealed recorder: write straight to the stream, before run_end.
 			r.writer.Emit(results.Event{Time: time.Now(), Kind: results.KindNodeError, Error: err.Error()})
 		}
 	}
-	out, finishErr := r.finish(runErr)
+	out, finishErr := r.finish(ctx, runErr)
 	if keep {
 		// The run is recorded and summarised; the network stays up for
 		// debugging until ctx ends (Ctrl-C).
@@ -299,7 +302,7 @@ func (r *run) execute(ctx context.Context) error {
 		}
 	}
 	r.startDevices(ctx) // with the network: background load and utilisation count from here
-	r.stage.set(results.StageStart)
+	r.stage.set(ctx, results.StageStart)
 	if err := r.startNodes(ctx, gen, names); err != nil {
 		return err
 	}
@@ -315,7 +318,7 @@ func (r *run) execute(ctx context.Context) error {
 		live := func() bool { return r.rec.tracker.Snapshot().Height >= 1 }
 		r.load = startLoad(ctx, *lp, r.seed, targets, r.rec.nodeDown, r.rec.Emit, live)
 	}
-	r.stage.set(results.StageRun)
+	r.stage.set(ctx, results.StageRun)
 	r.reason = r.wait(ctx, newTimeline(r), netStart)
 	r.load.stop()
 	return nil
@@ -535,13 +538,14 @@ func (r *run) stopNodes() []error {
 
 // finish closes the event stream and derives the summary files from it.
 // It runs whatever happened before, so a failed run keeps its results.
-func (r *run) finish(runErr error) (*Outcome, error) {
+func (r *run) finish(ctx context.Context, runErr error) (*Outcome, error) {
 	r.recordDevices() // with --keep the devices still run: their account so far
 	r.rec.seal()
 	t := time.Now()
 	if !r.end.IsZero() {
 		t = r.end
 	}
+	r.stage.note(ctx)
 	end := results.Event{Time: t, Kind: results.KindRunEnd, StopReason: r.reason, Error: r.endErr,
 		InterruptedStage: r.stage.interruptedAt()}
 	if runErr != nil {
@@ -551,11 +555,12 @@ func (r *run) finish(runErr error) (*Outcome, error) {
 	if err := r.writer.Close(); err != nil {
 		return nil, fmt.Errorf("events: %w", err)
 	}
-	r.stage.set(results.StageReport)
-	holdForTest(results.StageReport, r.opts.Status)
+	r.stage.set(ctx, results.StageReport)
+	holdForTest(results.StageReport, r.opts.Status, r.force())
 	out := &Outcome{OutDir: r.opts.OutDir}
 	s, err := Report(r.opts.OutDir)
 	out.Summary = s
+	r.stage.note(ctx)
 	out.Interrupted = r.stage.interruptedAt()
 	return out, err
 }

@@ -19,7 +19,11 @@ type stageTracker struct {
 	interrupted string
 }
 
-func (s *stageTracker) set(stage string) {
+// set moves to stage. A ctx that has ended meanwhile was interrupted in
+// the stage being left: recorded first (the context's own AfterFunc may
+// not have run yet).
+func (s *stageTracker) set(ctx context.Context, stage string) {
+	s.note(ctx)
 	s.mu.Lock()
 	s.cur = stage
 	s.mu.Unlock()
@@ -33,6 +37,14 @@ func (s *stageTracker) interrupt() {
 		s.interrupted = s.cur
 	}
 	s.mu.Unlock()
+}
+
+// note records an interrupt in the current stage if ctx has ended (its
+// AfterFunc, which does the same, may not have run yet).
+func (s *stageTracker) note(ctx context.Context) {
+	if ctx.Err() != nil {
+		s.interrupt()
+	}
 }
 
 // interruptedAt is the stage Ctrl-C arrived in; "": none.
@@ -89,20 +101,25 @@ func waitStopped(wg *sync.WaitGroup, force context.Context) {
 	}
 }
 
-// HoldEnv is a test hook: VALNET_TEST_HOLD=report holds the run for up to
-// holdFor at the start of that stage, printing a line on the status writer
-// (stderr), so that a test can interrupt it there deterministically.
-// Nothing else reads it; unset, it costs one Getenv per run.
+// HoldEnv is a test hook: VALNET_TEST_HOLD=STAGE (stop or report) holds
+// the run for holdFor at the start of that stage, or until a forced stop
+// (second Ctrl-C), printing a line on the status writer (stderr), so that
+// a test can interrupt it there deterministically (report), or stand in
+// for a slow stop (stop). Nothing else reads it; unset, it costs one
+// Getenv per stage.
 const HoldEnv = "VALNET_TEST_HOLD"
 
 const holdFor = 5 * time.Second
 
-func holdForTest(stage string, status io.Writer) {
+func holdForTest(stage string, status io.Writer, force context.Context) {
 	if os.Getenv(HoldEnv) != stage {
 		return
 	}
 	if status != nil {
 		fmt.Fprintf(status, "valnet: %s=%s: holding %v\n", HoldEnv, stage, holdFor)
 	}
-	time.Sleep(holdFor)
+	select {
+	case <-time.After(holdFor):
+	case <-force.Done():
+	}
 }
