@@ -1,3 +1,5 @@
+//go:build integ
+
 package runner
 
 import (
@@ -83,7 +85,7 @@ func harnessTempBase(t *testing.T) string {
 type valnetProc struct {
 	cmd     *exec.Cmd
 	dir     string // run directory (--out), "" for other commands
-	stderr  *syncBuffer
+	stderr  *interopBuffer
 	started time.Time
 	done    chan struct{}
 	err     error
@@ -91,27 +93,10 @@ type valnetProc struct {
 	lines   chan string // stderr lines as they come
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // startValnet starts bin with args, TMPDIR set to tmp.
 func startValnet(t *testing.T, bin, tmp, dir string, env []string, args ...string) *valnetProc {
 	t.Helper()
-	p := &valnetProc{dir: dir, stderr: &syncBuffer{}, done: make(chan struct{}), lines: make(chan string, 1024)}
+	p := &valnetProc{dir: dir, stderr: &interopBuffer{}, done: make(chan struct{}), lines: make(chan string, 1024)}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env = append(append(os.Environ(), "TMPDIR="+tmp), env...)
 	pr, pw := io.Pipe()
@@ -232,13 +217,6 @@ func reached(p *valnetProc, trigger string) bool {
 func interruptAt(t *testing.T, bin, backend string, heights int, m moment) interruptResult {
 	t.Helper()
 	res := interruptResult{backend: backend, moment: m.name}
-	tmp := harnessTempBase(t)
-	work := t.TempDir()
-	scenario := filepath.Join(work, "s.yaml")
-	if err := os.WriteFile(scenario, []byte(harnessScenario(backend, heights)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(work, "run")
 	var env []string
 	switch {
 	case m.trigger == "report":
@@ -246,21 +224,10 @@ func interruptAt(t *testing.T, bin, backend string, heights int, m moment) inter
 	case m.second > 0:
 		env = append(env, HoldEnv+"=stop")
 	}
-	before := listenersNow()
-	p := startValnet(t, bin, tmp, dir, env, "run", scenario, "--out", dir)
-	deadline := time.Now().Add(3 * time.Minute)
-	var appeared time.Time
-	for p.running() {
-		if appeared.IsZero() && reached(p, "rundir") {
-			appeared = time.Now()
-		}
-		if m.trigger != "" && reached(p, m.trigger) || m.trigger == "" && !appeared.IsZero() && time.Since(appeared) >= m.after {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s %s: never reached the moment:\n%s", backend, m.name, p.stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	p, tmp, before := startHarnessRun(t, bin, backend, heights, env)
+	dir := p.dir
+	if awaitMoment(t, p, m).IsZero() {
+		t.Fatalf("%s %s: the run directory never appeared:\n%s", backend, m.name, p.stderr.String())
 	}
 	if !p.running() {
 		res.skipped = "the run ended before the moment"
@@ -324,6 +291,43 @@ func interruptAt(t *testing.T, bin, backend string, heights int, m moment) inter
 	}
 	res.leaks = leaksOf(t, p, tmp, before)
 	return res
+}
+
+// startHarnessRun starts `valnet run` of the harness scenario on backend
+// in a private TMPDIR, and returns it with that dir and the listeners
+// before it.
+func startHarnessRun(t *testing.T, bin, backend string, heights int, env []string) (*valnetProc, string, map[uint64]int) {
+	t.Helper()
+	tmp := harnessTempBase(t)
+	work := t.TempDir()
+	scenario := filepath.Join(work, "s.yaml")
+	if err := os.WriteFile(scenario, []byte(harnessScenario(backend, heights)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(work, "run")
+	before := listenersNow()
+	return startValnet(t, bin, tmp, dir, env, "run", scenario, "--out", dir), tmp, before
+}
+
+// awaitMoment waits until the run reaches m or exits (3 min at most) and
+// returns when its run directory appeared (zero: never).
+func awaitMoment(t *testing.T, p *valnetProc, m moment) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	var appeared time.Time
+	for p.running() {
+		if appeared.IsZero() && reached(p, "rundir") {
+			appeared = time.Now()
+		}
+		if m.trigger != "" && reached(p, m.trigger) || m.trigger == "" && !appeared.IsZero() && time.Since(appeared) >= m.after {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: never reached the moment:\n%s", m.name, p.stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return appeared
 }
 
 func stageInStderr(s string) string {
@@ -536,22 +540,8 @@ func spreadMoments(n int, span time.Duration) []moment {
 // from the run directory's appearance to the exit.
 func baselineSpan(t *testing.T, bin, backend string, heights int) time.Duration {
 	t.Helper()
-	tmp := harnessTempBase(t)
-	work := t.TempDir()
-	scenario := filepath.Join(work, "s.yaml")
-	if err := os.WriteFile(scenario, []byte(harnessScenario(backend, heights)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(work, "run")
-	before := listenersNow()
-	p := startValnet(t, bin, tmp, dir, nil, "run", scenario, "--out", dir)
-	var appeared time.Time
-	for p.running() {
-		if appeared.IsZero() && reached(p, "rundir") {
-			appeared = time.Now()
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	p, tmp, before := startHarnessRun(t, bin, backend, heights, nil)
+	appeared := awaitMoment(t, p, moment{name: "the end", trigger: "none"})
 	<-p.done
 	if p.exitCode() > 1 || appeared.IsZero() {
 		t.Fatalf("%s: baseline run: exit %d\n%s", backend, p.exitCode(), p.stderr.String())
