@@ -28,12 +28,12 @@ test:
 # process and docker backends, and a crosscheck of the sim MODEL against
 # in-process nodes on three cases of the default grid (skipped, saying so,
 # while no sim backend is built in). The interrupt harness's sample (Ctrl-C
-# at 5 observed moments per backend) and the killed-runner test are in
+# at 6 observed moments per backend) and the killed-runner test are in
 # ./runner/ (TestInterruptInteg, TestKilledRunnerInteg).
 integ:
 	$(GO) test -tags integ -timeout 50m -run 'Integ|UserBinary' -v ./runner/ ./nodes/ ./sweep/ ./crosscheck/ ./calibrate/
 
-# Ctrl-C at TORTURE_MOMENTS moments spread over a run and at the 5 observed
+# Ctrl-C at TORTURE_MOMENTS moments spread over a run and at the 6 observed
 # ones, on every backend, each followed by a search for leaks (processes,
 # containers, networks, listeners, sockets, temp dirs); the table goes to
 # runs/torture.md (docs/reliability.md). About 25 minutes on 2 cores.

@@ -22,8 +22,9 @@ const harnessHeights = 8
 
 // TestInterruptInteg is make integ's sample of the interrupt harness: on
 // each backend, Ctrl-C as the run directory appears, while the first node
-// is up and the others start, during a fault, while the report is
-// written, and a second Ctrl-C during a fault. make torture adds moments
+// is up and the others start, during a fault, while the nodes stop after
+// the last height, while the report is written, and a second Ctrl-C
+// during a fault. make torture adds moments
 // spread over the whole run (TestInterruptTorture).
 func TestInterruptInteg(t *testing.T) {
 	interruptMatrix(t, 0, harnessHeights)
