@@ -15,7 +15,7 @@ func newCleanCmd() *cobra.Command {
 	var dryRun bool
 	cmd := &cobra.Command{
 		Use:   "clean",
-		Short: "Remove what killed runs left behind: node processes, containers, docker networks, unix sockets, temp dirs",
+		Short: "Remove what killed runs left behind: their processes, containers, docker networks, unix sockets, temp dirs",
 		Long: `valnet clean removes the leftovers of runs whose runner is gone (killed
 with SIGKILL, or the machine lost power): node processes of the process
 backend, containers and networks of the docker backend, and the runs'
