@@ -2,14 +2,14 @@ package runner
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/valnet/valnet/internal/nettest"
 )
 
 // CleanLeftovers removes a dead runner's temp dir and its unix socket and
@@ -17,27 +17,7 @@ import (
 // stays. The Docker engine here is one that does not answer: noted, not
 // an error.
 func TestCleanLeftovers(t *testing.T) {
-	if _, err := os.Stat("/proc/self/stat"); err != nil {
-		t.Skip("needs /proc")
-	}
-	tmp, err := os.MkdirTemp("/tmp", "vl-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(tmp)
-	t.Setenv("TMPDIR", tmp)
-	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(tmp, "no-engine.sock"))
-	dead := exec.Command("true")
-	if err := dead.Run(); err != nil {
-		t.Fatal(err)
-	}
-	deadDir := filepath.Join(tmp, fmt.Sprintf("valnet-sock-%d-abc", dead.Process.Pid))
-	liveDir := filepath.Join(tmp, fmt.Sprintf("valnet-ev-%d-abc", os.Getppid()))
-	for _, d := range []string{deadDir, liveDir} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
+	_, deadDir, liveDir := nettest.DeadRunnerDirs(t, "sock")
 	l, err := net.Listen("unix", filepath.Join(deadDir, "v-1.sock"))
 	if err != nil {
 		t.Fatal(err)

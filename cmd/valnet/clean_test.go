@@ -1,38 +1,17 @@
 package main
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/valnet/valnet/internal/nettest"
 )
 
 // valnet clean --dry-run lists a dead runner's temp dir and keeps it;
 // valnet clean removes it; a live runner's stays; then nothing is left.
 func TestCleanCommand(t *testing.T) {
-	if _, err := os.Stat("/proc/self/stat"); err != nil {
-		t.Skip("needs /proc")
-	}
-	tmp, err := os.MkdirTemp("/tmp", "vc-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(tmp)
-	t.Setenv("TMPDIR", tmp)
-	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(tmp, "no-engine.sock"))
-	dead := exec.Command("true")
-	if err := dead.Run(); err != nil {
-		t.Fatal(err)
-	}
-	deadDir := filepath.Join(tmp, fmt.Sprintf("valnet-ev-%d-x", dead.Process.Pid))
-	liveDir := filepath.Join(tmp, fmt.Sprintf("valnet-ev-%d-x", os.Getppid()))
-	for _, d := range []string{deadDir, liveDir} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
+	_, deadDir, liveDir := nettest.DeadRunnerDirs(t, "ev")
 	steps := []struct {
 		args    []string
 		want    string
