@@ -10,7 +10,7 @@ LDFLAGS   := -X main.version=$(VERSION) -X github.com/valnet/valnet/docker.Sourc
 # Tests that start real networks print node logs only when they fail.
 TESTFLAGS ?= -timeout 20m
 
-.PHONY: build run test integ crosscheck bench lint clean
+.PHONY: build run test integ torture crosscheck bench lint clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/valnet
@@ -26,10 +26,22 @@ test:
 # cometbft node signing through valnet signer serve, a stock cometbft as one
 # of four validators (process backend), valnet sweep and threshold on the
 # process and docker backends, and a crosscheck of the sim MODEL against
-# in-process nodes on four cases of the default grid (skipped, saying so,
-# while no sim backend is built in).
+# in-process nodes on four cases of the default grid. The interrupt
+# harness's sample (Ctrl-C at 6 observed moments per backend) and the
+# killed-runner test are in ./runner/ (TestInterruptInteg,
+# TestKilledRunnerInteg).
 integ:
 	$(GO) test -tags integ -timeout 50m -run 'Integ|UserBinary' -v ./runner/ ./nodes/ ./sweep/ ./crosscheck/ ./calibrate/
+
+# Ctrl-C at TORTURE_MOMENTS moments spread over a run and at the 6 observed
+# ones, on every backend, each followed by a search for leaks (processes,
+# containers, networks, listeners, sockets, temp dirs); the table goes to
+# runs/torture.md (docs/reliability.md). About 25 minutes on 2 cores.
+TORTURE_MOMENTS ?= 20
+torture:
+	mkdir -p runs
+	VALNET_TORTURE_MOMENTS=$(TORTURE_MOMENTS) VALNET_TORTURE_TABLE=$(CURDIR)/runs/torture.md \
+		$(GO) test -tags integ -count=1 -timeout 90m -run 'TestInterruptTorture' -v ./runner/
 
 # The whole default crosscheck grid (docs/crosscheck.md), the sim MODEL
 # against real in-process nodes: long on 2 cores. It resumes from

@@ -328,10 +328,29 @@ func TestCleanupLeftovers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	removed, err := CleanupLeftovers(ctx)
+	// A dry run lists the dead runs' leftovers and removes nothing.
+	dry, err := CleanupLeftovers(ctx, true)
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, tc := range cases {
+		id := tc.labels[LabelRun]
+		if slices.Contains(dry.Runs, id) != tc.gone {
+			t.Errorf("dry run: run %s listed %v, want %v", id, slices.Contains(dry.Runs, id), tc.gone)
+		}
+		cs, _ := c.ListContainers(dc.ListContainersOptions{All: true, Filters: map[string][]string{"label": {LabelRun + "=" + id}}})
+		if len(cs) != 1 {
+			t.Errorf("dry run: run %s has %d containers, want its 1 untouched", id, len(cs))
+		}
+	}
+	if _, err := os.Stat(sockDir); err != nil {
+		t.Errorf("dry run removed the socket dir: %v", err)
+	}
+	l, err := CleanupLeftovers(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	removed := l.Runs
 	for _, tc := range cases {
 		id := tc.labels[LabelRun]
 		// Another valnet on this engine may have removed a dead run's
@@ -346,7 +365,7 @@ func TestCleanupLeftovers(t *testing.T) {
 			t.Errorf("run %s: %d containers and %d networks left; want gone: %v", id, len(cs), len(nets), tc.gone)
 		}
 		if !tc.gone {
-			if errs := removeRun(ctx, c, id); len(errs) > 0 {
+			if _, _, errs := removeRun(ctx, c, id); len(errs) > 0 {
 				t.Error(errs)
 			}
 		}

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	dc "github.com/ory/dockertest/v3/docker"
+
+	"github.com/valnet/valnet/nodes"
 )
 
 // ImageRepo is the repository of valnet's node images; the tag is the
@@ -55,7 +57,8 @@ func ensureImage(ctx context.Context, c *dc.Client, binary string, logf func(str
 	if err != nil {
 		return "", false, err
 	}
-	dir, err := os.MkdirTemp("", "valnet-image-")
+	// Named by this runner's pid: a killed runner's is cleaned up.
+	dir, err := nodes.MkRunTempDir("image")
 	if err != nil {
 		return "", false, err
 	}

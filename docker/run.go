@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -157,7 +158,7 @@ func NewRun(ctx context.Context, runID string, opts Options) (*Run, error) {
 		return nil, err
 	}
 	remote := opts.Remote || engineRemote(client)
-	if _, err := cleanupLeftovers(ctx, client, opts.Logf); err != nil {
+	if _, err := cleanupLeftovers(ctx, client, false, opts.Logf); err != nil {
 		opts.Logf("docker: leftovers of earlier runs: %v", err)
 	}
 	image, _, err := ensureImage(ctx, client, opts.Binary, opts.Logf)
@@ -560,73 +561,102 @@ func (r *Run) Close() error {
 	}
 	// Anything else labelled with the run (a container whose Start failed
 	// half-way).
-	errs = append(errs, removeRun(context.Background(), r.client, r.id)...)
+	_, _, rerrs := removeRun(context.Background(), r.client, r.id)
+	errs = append(errs, rerrs...)
 	if err := os.RemoveAll(r.sockDir); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
 
-// removeRun force-removes the containers and networks labelled with run id.
-func removeRun(ctx context.Context, c *dc.Client, id string) []error {
-	var errs []error
+// removeRun force-removes the containers and networks labelled with run
+// id and says how many of each it removed.
+func removeRun(ctx context.Context, c *dc.Client, id string) (containers, networks int, errs []error) {
 	cs, err := c.ListContainers(dc.ListContainersOptions{All: true, Context: ctx,
 		Filters: map[string][]string{"label": {LabelRun + "=" + id}}})
 	if err != nil {
-		return []error{fmt.Errorf("docker: list containers of run %s: %w", id, err)}
+		return 0, 0, []error{fmt.Errorf("docker: list containers of run %s: %w", id, err)}
 	}
 	for _, ct := range cs {
 		err := c.RemoveContainer(dc.RemoveContainerOptions{ID: ct.ID, Force: true, RemoveVolumes: true, Context: ctx})
 		var nsc *dc.NoSuchContainer
-		if err != nil && !errors.As(err, &nsc) {
+		switch {
+		case err == nil:
+			containers++
+		case !errors.As(err, &nsc):
 			errs = append(errs, fmt.Errorf("docker: remove container %s: %w", ct.ID[:12], err))
 		}
 	}
 	nets, err := c.FilteredListNetworks(dc.NetworkFilterOpts{"label": {LabelRun + "=" + id: true}})
 	if err != nil {
-		return append(errs, fmt.Errorf("docker: list networks of run %s: %w", id, err))
+		return containers, 0, append(errs, fmt.Errorf("docker: list networks of run %s: %w", id, err))
 	}
 	for _, n := range nets {
 		err := c.RemoveNetwork(n.ID)
 		var nsn *dc.NoSuchNetwork
-		if err != nil && !errors.As(err, &nsn) {
+		switch {
+		case err == nil:
+			networks++
+		case !errors.As(err, &nsn):
 			errs = append(errs, fmt.Errorf("docker: remove network %s: %w", n.Name, err))
 		}
 	}
-	return errs
+	return containers, networks, errs
+}
+
+// Leftovers is what runs whose runner is gone left in Docker.
+type Leftovers struct {
+	Runs       []string // run IDs
+	Containers int
+	Networks   []string // network names
+	SockDirs   []string // the runs' event socket dirs on this host, removed
+	Sockets    int      // unix sockets in them
 }
 
 // CleanupLeftovers removes the containers and networks (and event socket
 // dirs) of runs whose runner is gone: labelled with this host's name and
-// the pid of a process that no longer exists (or is another process now).
-// Runs of live runners and of other hosts are left alone. It returns the
-// IDs of the runs removed. NewRun calls it; so may a user.
-func CleanupLeftovers(ctx context.Context) ([]string, error) {
+// the pid of a process that no longer exists (or is another process now:
+// the start time label tells). Runs of live runners and of other hosts
+// are left alone. dryRun only lists them. NewRun calls it; so does
+// valnet clean. An engine that does not answer is an error.
+func CleanupLeftovers(ctx context.Context, dryRun bool) (Leftovers, error) {
 	c, err := connect(ctx, "")
 	if err != nil {
-		return nil, err
+		return Leftovers{}, err
 	}
-	return cleanupLeftovers(ctx, c, nil)
+	return cleanupLeftovers(ctx, c, dryRun, nil)
 }
 
-func cleanupLeftovers(ctx context.Context, c *dc.Client, logf func(string, ...any)) ([]string, error) {
+func cleanupLeftovers(ctx context.Context, c *dc.Client, dryRun bool, logf func(string, ...any)) (Leftovers, error) {
+	var out Leftovers
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	runs := map[string]map[string]string{} // run ID -> labels
+	type runRes struct {
+		labels     map[string]string
+		containers int
+		networks   []string
+	}
+	runs := map[string]*runRes{}
+	res := func(id string, l map[string]string) *runRes {
+		if runs[id] == nil {
+			runs[id] = &runRes{labels: l}
+		}
+		return runs[id]
+	}
 	cs, err := c.ListContainers(dc.ListContainersOptions{All: true, Context: ctx,
 		Filters: map[string][]string{"label": {LabelRun}}})
 	if err != nil {
-		return nil, fmt.Errorf("docker: list containers: %w", err)
+		return out, fmt.Errorf("docker: list containers: %w", err)
 	}
 	for _, ct := range cs {
-		if id := ct.Labels[LabelRun]; id != "" && runs[id] == nil {
-			runs[id] = ct.Labels
+		if id := ct.Labels[LabelRun]; id != "" {
+			res(id, ct.Labels).containers++
 		}
 	}
 	nets, err := c.FilteredListNetworks(dc.NetworkFilterOpts{"label": {LabelRun: true}})
 	if err != nil {
-		return nil, fmt.Errorf("docker: list networks: %w", err)
+		return out, fmt.Errorf("docker: list networks: %w", err)
 	}
 	sockDirs := map[string]string{}
 	for _, n := range nets {
@@ -634,31 +664,53 @@ func cleanupLeftovers(ctx context.Context, c *dc.Client, logf func(string, ...an
 		if id == "" {
 			continue
 		}
-		if runs[id] == nil {
-			runs[id] = n.Labels
-		}
+		rr := res(id, n.Labels)
+		rr.networks = append(rr.networks, n.Name)
 		if d := n.Labels[LabelSockDir]; d != "" {
 			sockDirs[id] = d
 		}
 	}
 	host, _ := os.Hostname()
-	var removed []string
 	var errs []error
-	for id, l := range runs {
-		if !runnerGone(l, host) {
+	ids := make([]string, 0, len(runs))
+	for id := range runs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		rr := runs[id]
+		if !runnerGone(rr.labels, host) {
 			continue
 		}
-		if e := removeRun(ctx, c, id); len(e) > 0 {
-			errs = append(errs, e...)
-			continue
+		containers, networks := rr.containers, rr.networks
+		if !dryRun {
+			nc, nn, e := removeRun(ctx, c, id)
+			if len(e) > 0 {
+				errs = append(errs, e...)
+				continue
+			}
+			containers = nc
+			if nn < len(networks) {
+				networks = networks[:nn]
+			}
 		}
 		if d := sockDirs[id]; d != "" && strings.HasPrefix(filepath.Base(d), "valnet-dk-") {
-			_ = os.RemoveAll(d)
+			if _, err := os.Stat(d); err == nil {
+				out.Sockets += nodes.CountSockets(d)
+				if !dryRun {
+					_ = os.RemoveAll(d)
+				}
+				out.SockDirs = append(out.SockDirs, d)
+			}
 		}
-		logf("docker: removed the leftovers of run %s (its runner, pid %s, is gone)", id, l[LabelRunnerPID])
-		removed = append(removed, id)
+		if !dryRun {
+			logf("docker: removed the leftovers of run %s (its runner, pid %s, is gone)", id, rr.labels[LabelRunnerPID])
+		}
+		out.Runs = append(out.Runs, id)
+		out.Containers += containers
+		out.Networks = append(out.Networks, networks...)
 	}
-	return removed, errors.Join(errs...)
+	return out, errors.Join(errs...)
 }
 
 // runnerGone reports whether the runner that labelled a resource is known

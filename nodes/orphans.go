@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -60,24 +61,59 @@ func registerChild(pid int, home string) error {
 func unregisterChild(pid int) { _ = os.Remove(entryPath(pid)) }
 
 // CleanOrphans kills node processes left by runners that are gone and
-// returns their pids. A recorded child is killed (its whole process group)
-// only if its runner is no longer alive and the process under its pid is
-// still the one recorded: its command line contains the recorded home (and
-// its start time matches, when recorded). Otherwise the pid may have been
-// reused by an unrelated process, which is left alone. Entries of dead
-// runners are removed either way; entries of live runners are kept.
+// returns their pids; see SweepLeftovers, which it runs.
 func CleanOrphans() (killed []int, err error) {
+	l, err := SweepLeftovers(false)
+	return l.Processes, err
+}
+
+// Leftovers is what runners that are gone left on this host: node
+// processes and run temp dirs (with the unix sockets in them).
+type Leftovers struct {
+	Processes []int    // node processes, killed (with their process groups)
+	TempDirs  []string // run temp dirs (valnet-<kind>-<pid>-*), removed
+	Sockets   int      // unix sockets in those dirs
+}
+
+// SweepLeftovers kills node processes left by runners that are gone and
+// removes their temp dirs; dryRun only lists them. A recorded child is
+// killed (its whole process group) only if its runner is no longer alive
+// (pid and start time) and the process under its pid is still the one
+// recorded: its command line contains the recorded home (and its start
+// time matches, when recorded). Otherwise the pid may have been reused by
+// an unrelated process, which is left alone. Entries of dead runners are
+// removed either way; entries of live runners are kept. A temp dir is
+// removed only when no process runs under the pid in its name; dirs in
+// except are left to whoever listed them (the docker cleanup's socket
+// dirs).
+func SweepLeftovers(dryRun bool, except ...string) (Leftovers, error) {
+	var l Leftovers
 	if !processSupported {
-		return nil, nil
-	}
-	files, err := filepath.Glob(filepath.Join(PIDRegistryDir(), "*.json"))
-	if err != nil {
-		return nil, err
+		return l, nil
 	}
 	var errs []error
 	// Socket directories a killed runner left behind go too.
-	if err := CleanStaleTempDirs(); err != nil {
+	dirs, err := StaleTempDirs()
+	if err != nil {
 		errs = append(errs, err)
+	}
+	for _, dir := range dirs {
+		if slices.Contains(except, dir) {
+			continue
+		}
+		socks := CountSockets(dir)
+		if !dryRun {
+			if err := os.RemoveAll(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, err)
+				continue
+			}
+		}
+		l.TempDirs = append(l.TempDirs, dir)
+		l.Sockets += socks
+	}
+	files, err := filepath.Glob(filepath.Join(PIDRegistryDir(), "*.json"))
+	if err != nil {
+		return l, errors.Join(append(errs, err)...)
 	}
 	for _, f := range files {
 		data, err := os.ReadFile(f)
@@ -93,6 +129,10 @@ func CleanOrphans() (killed []int, err error) {
 			continue
 		}
 		if isRecordedChild(e) {
+			if dryRun {
+				l.Processes = append(l.Processes, e.PID)
+				continue
+			}
 			info, _ := procStat(e.PID)
 			// The child leads its own group (Setpgid): kill the group, so
 			// nothing it spawned survives; else just the process.
@@ -104,13 +144,28 @@ func CleanOrphans() (killed []int, err error) {
 				errs = append(errs, fmt.Errorf("kill orphan %d (%s): %w", e.PID, e.Home, err))
 				continue
 			}
-			killed = append(killed, e.PID)
+			l.Processes = append(l.Processes, e.PID)
+		}
+		if dryRun {
+			continue
 		}
 		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
-	return killed, errors.Join(errs...)
+	return l, errors.Join(errs...)
+}
+
+// CountSockets counts the unix sockets under dir.
+func CountSockets(dir string) int {
+	n := 0
+	_ = filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err == nil && d.Type()&os.ModeSocket != 0 {
+			n++
+		}
+		return nil
+	})
+	return n
 }
 
 // isRecordedChild reports whether the live process e.PID is still the node

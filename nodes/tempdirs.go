@@ -37,11 +37,26 @@ func MkRunTempDir(kind string) (string, error) {
 
 // CleanStaleTempDirs removes run temp directories whose runner is gone.
 func CleanStaleTempDirs() error {
+	dirs, err := StaleTempDirs()
+	errs := []error{err}
+	for _, dir := range dirs {
+		if err := os.RemoveAll(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// StaleTempDirs lists the run temp directories whose runner is gone: no
+// process runs under the pid in the name. (A live process under that pid
+// keeps the dir, even one that reused the pid: a live run's dir is never
+// touched.)
+func StaleTempDirs() ([]string, error) {
 	matches, err := filepath.Glob(filepath.Join(shortTempBase(), "valnet-*-*-*"))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var errs []error
+	var stale []string
 	for _, dir := range matches {
 		parts := strings.SplitN(filepath.Base(dir), "-", 4)
 		if len(parts) != 4 {
@@ -51,9 +66,7 @@ func CleanStaleTempDirs() error {
 		if err != nil || pid <= 0 || pid == os.Getpid() || ProcessAlive(pid, 0) {
 			continue
 		}
-		if err := os.RemoveAll(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, err)
-		}
+		stale = append(stale, dir)
 	}
-	return errors.Join(errs...)
+	return stale, nil
 }

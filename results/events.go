@@ -106,6 +106,15 @@ const (
 	StopError       = "error"
 )
 
+// Stages of a run, as interrupted_stage names them.
+const (
+	StageSetup  = "setup"  // layout, signers, genesis, link fabric: no node started yet
+	StageStart  = "start"  // starting the nodes
+	StageRun    = "run"    // the network runs; faults are applied
+	StageStop   = "stop"   // stopping the nodes, closing the signers
+	StageReport = "report" // writing summary.json and the derived files
+)
+
 // Event is one line of events.jsonl. Fields that do not apply to a Kind are
 // left empty and omitted from the JSON.
 type Event struct {
@@ -192,6 +201,11 @@ type Event struct {
 
 	// run_end
 	StopReason string `json:"stop_reason,omitempty"`
+	// InterruptedStage is the stage of the run (see the Stage constants)
+	// when Ctrl-C (SIGINT or SIGTERM) arrived, if it did: with stop_reason
+	// interrupted, where the run was cut short; with another stop_reason,
+	// the run had ended by itself and was interrupted while stopping.
+	InterruptedStage string `json:"interrupted_stage,omitempty"`
 }
 
 // HostSample is one second of the host, as the runner measured it.

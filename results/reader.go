@@ -53,41 +53,64 @@ func Read(r io.Reader) ([]Event, error) {
 // lines are skipped. Events of unknown kinds are kept; consumers ignore
 // kinds they do not know.
 func Stream(r io.Reader, fn func(*Event)) error {
+	_, err := streamTorn(r, fn)
+	return err
+}
+
+// TornLine is the final line of a stream that ended without its newline
+// and did not decode: the torn last write of a killed runner, ignored.
+type TornLine struct {
+	Offset int64 // byte offset of the line in the stream
+	Bytes  int   // its length
+}
+
+// streamTorn is Stream, and says what torn last line it ignored (nil:
+// none).
+func streamTorn(r io.Reader, fn func(*Event)) (*TornLine, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var ev Event
+	var off int64
 	for n := 1; ; n++ {
 		// ReadBytes, not Scanner: a run_start with many validators has no
 		// line-length limit to trip over.
 		line, err := br.ReadBytes('\n')
 		if err != nil && !errors.Is(err, io.EOF) {
-			return err
+			return nil, err
 		}
+		at := off
+		off += int64(len(line))
 		complete := err == nil // ended by '\n'
 		if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
 			ev = Event{}
 			if jerr := json.Unmarshal(trimmed, &ev); jerr != nil {
 				if !complete {
-					return nil // truncated final line
+					return &TornLine{Offset: at, Bytes: len(line)}, nil // truncated final line
 				}
-				return &LineError{Line: n, Err: jerr}
+				return nil, &LineError{Line: n, Err: jerr}
 			}
 			fn(&ev)
 		}
 		if !complete {
-			return nil
+			return nil, nil
 		}
 	}
 }
 
 // StreamFile streams an events.jsonl file through fn; see Stream.
 func StreamFile(path string, fn func(*Event)) error {
+	_, err := streamFileTorn(path, fn)
+	return err
+}
+
+func streamFileTorn(path string, fn func(*Event)) (*TornLine, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer f.Close()
-	if err := Stream(f, fn); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+	torn, err := streamTorn(f, fn)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return nil
+	return torn, nil
 }

@@ -1,6 +1,8 @@
 package results
 
 import (
+	"fmt"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -27,7 +29,8 @@ type Summarizer struct {
 	x     *index
 	w     *watch
 
-	n            int64 // events added
+	n            int64  // events added
+	torn         string // the torn last line SummarizeFile ignored, described; "": none
 	start, end   *Event
 	first        time.Time // the first event's time
 	latest       time.Time // the latest event time
@@ -582,7 +585,11 @@ func summarizeWith(p plan, feed func(*Summarizer) error) *Summarizer {
 func SummarizeFile(path string) (*Summarizer, error) {
 	var err error
 	z := summarizeWith(defaultPlan(), func(z *Summarizer) error {
-		err = StreamFile(path, z.Add)
+		var torn *TornLine
+		torn, err = streamFileTorn(path, z.Add)
+		if torn != nil {
+			z.torn = fmt.Sprintf("%s: last line truncated at byte %d (%d bytes), ignored", filepath.Base(path), torn.Offset, torn.Bytes)
+		}
 		return err
 	})
 	return z, err

@@ -2,6 +2,7 @@ package results
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"slices"
 	"sort"
@@ -20,8 +21,16 @@ type Summary struct {
 	Seed       int64  `json:"seed"`
 	OK         bool   `json:"ok"`
 	StopReason string `json:"stop_reason"`
-	Error      string `json:"error"`
-	DurationMS int64  `json:"duration_ms"`
+	// InterruptedStage is run_end's: the stage Ctrl-C arrived in, if it
+	// did (StageSetup ... StageStop).
+	InterruptedStage string `json:"interrupted_stage,omitempty"`
+	Error            string `json:"error"`
+	DurationMS       int64  `json:"duration_ms"`
+	// Partial: the stream is not the whole run (no run_end: the runner
+	// was killed; a torn last line). PartialReasons says why, one line
+	// each. The figures cover the events recorded.
+	Partial        bool     `json:"partial,omitempty"`
+	PartialReasons []string `json:"partial_reasons,omitempty"`
 
 	// Model is run_start's: the run is a MODEL, not real nodes (nil for
 	// real nodes). Unavailable names the values it cannot tell (see
@@ -351,6 +360,16 @@ func (z *Summarizer) summarizeRun(s *Summary) {
 		}
 	default:
 		s.StopReason, s.Error = end.StopReason, end.Error
+	}
+	if end != nil {
+		s.InterruptedStage = end.InterruptedStage
+	} else {
+		s.Partial = true
+		s.PartialReasons = append(s.PartialReasons, fmt.Sprintf("no run_end event: the runner stopped before the run was over (killed?); the figures cover the %d events recorded", z.n))
+	}
+	if z.torn != "" {
+		s.Partial = true
+		s.PartialReasons = append(s.PartialReasons, z.torn)
 	}
 	if start == nil {
 		return

@@ -56,6 +56,12 @@ func WriteTable(w io.Writer, s *Summary) error {
 		fmt.Fprintf(tw, "  host\t%s\n", hostText(s.Host))
 	}
 	fmt.Fprintf(tw, "  stop reason\t%s\n", s.StopReason)
+	if s.InterruptedStage != "" {
+		fmt.Fprintf(tw, "  interrupted\tduring %s\n", s.InterruptedStage)
+	}
+	if s.Partial {
+		fmt.Fprintf(tw, "  PARTIAL\t%s\n", strings.Join(s.PartialReasons, "; "))
+	}
 	if s.Error != "" {
 		fmt.Fprintf(tw, "  error\t%s\n", s.Error)
 	}

@@ -44,12 +44,20 @@ type Options struct {
 	// OnKeep is called when Keep is set and the run is done and summarised,
 	// before waiting for ctx to end (the CLI prints the addresses).
 	OnKeep func(*Outcome, NetworkInfo)
+	// Force, once done, makes the stop after ctx ended quick (a second
+	// Ctrl-C): nodes are killed rather than stopped cleanly and the
+	// runner waits for no node that cannot be killed. nil: never.
+	Force context.Context
 }
 
 // Outcome is what a finished run produced.
 type Outcome struct {
 	OutDir  string
 	Summary *results.Summary
+	// Interrupted is the stage (results.Stage*) Ctrl-C arrived in, if it
+	// did; it may be later than the summary's interrupted_stage (a
+	// Ctrl-C while the report was written).
+	Interrupted string
 }
 
 // NetworkInfo is network.json: how to reach the running validators.
@@ -100,11 +108,29 @@ func Run(ctx context.Context, plan *scenarios.Plan, opts Options) (*Outcome, err
 	if err != nil {
 		return nil, err
 	}
+	r := &run{plan: plan, seed: seed, opts: opts, rec: newRecorder(w), writer: w, start: time.Now()}
+	r.stage.set(ctx, results.StageSetup)
+	defer context.AfterFunc(ctx, r.stage.interrupt)()
+	// abort ends a run that could not be done before its network started.
+	// Interrupted, it is still recorded (run_start with what the plan
+	// says, run_end interrupted) and summarised: Ctrl-C at any moment
+	// leaves a readable summary.
+	abort := func(err error) (*Outcome, error) {
+		r.stage.note(ctx)
+		if r.stage.interruptedAt() == "" {
+			r.rec.seal()
+			w.Close()
+			return &Outcome{OutDir: opts.OutDir}, err
+		}
+		if r.backend == nil {
+			r.backendName = plan.Run.Backend
+		}
+		return r.conclude(ctx, err)
+	}
 	backend := opts.Backend
 	if backend == nil {
 		if backend, err = openBackend(ctx, plan.Run.Backend, filepath.Base(opts.OutDir), opts); err != nil {
-			w.Close()
-			return &Outcome{OutDir: opts.OutDir}, err
+			return abort(err)
 		}
 	}
 	if rel, ok := backend.(nodes.Releaser); ok {
@@ -112,21 +138,19 @@ func Run(ctx context.Context, plan *scenarios.Plan, opts Options) (*Outcome, err
 		// Ctrl-C): whatever the backend holds for the run goes.
 		defer rel.Release()
 	}
+	r.backend = backend
 	if c, ok := backend.(nodes.LeftoverCleaner); ok {
 		// A runner killed earlier may have left nodes behind.
 		if _, err := c.CleanLeftovers(ctx); err != nil {
-			w.Close()
-			return &Outcome{OutDir: opts.OutDir}, fmt.Errorf("cleaning up nodes of an earlier run: %w", err)
+			return abort(fmt.Errorf("cleaning up nodes of an earlier run: %w", err))
 		}
 	}
-	r := &run{plan: plan, seed: seed, opts: opts, rec: newRecorder(w), writer: w, backend: backend}
 	r.remoteSigning, _ = backend.(nodes.RemoteSigning)
 	r.addresser, _ = backend.(nodes.Addresser)
 	if opts.Metrics != "" {
 		m, err := startMetrics(opts.Metrics)
 		if err != nil {
-			w.Close()
-			return &Outcome{OutDir: opts.OutDir}, err
+			return abort(err)
 		}
 		defer m.Close()
 		r.rec.metrics = m
@@ -136,23 +160,45 @@ func Run(ctx context.Context, plan *scenarios.Plan, opts Options) (*Outcome, err
 	}
 	var runErr error
 	if s, ok := backend.(simulator); ok {
+		r.runStarted = true // the model records its own run_start
 		runErr = r.simulate(ctx, s)
 	} else {
 		runErr = r.execute(ctx)
 	}
-	keep := opts.Keep && runErr == nil && r.reason != results.StopInterrupted
+	return r.conclude(ctx, runErr)
+}
+
+// conclude stops what runs (unless --keep holds the network up), records
+// run_end and writes the summary.
+func (r *run) conclude(ctx context.Context, runErr error) (*Outcome, error) {
+	r.stage.note(ctx)
+	if runErr != nil && r.stage.interruptedAt() != "" {
+		// Ctrl-C cut the run short before its network ran (a node start
+		// or a signer open gave up on the cancelled context): recorded as
+		// an interruption, with the error that it caused.
+		r.reason, r.endErr, runErr = results.StopInterrupted, runErr.Error(), nil
+	}
+	if !r.runStarted && r.stage.interruptedAt() != "" {
+		// Interrupted before run_start: what the plan says (signers not
+		// opened yet), so that the run still has a summary.
+		r.runStarted = true
+		r.writer.Emit(planRunStart(r))
+	}
+	keep := r.opts.Keep && runErr == nil && r.reason != results.StopInterrupted
 	if !keep {
+		r.stage.set(ctx, results.StageStop)
+		holdForTest(results.StageStop, r.opts.Status, r.force())
 		for _, err := range r.shutdown() {
 			// Sealed recorder: write straight to the stream, before run_end.
-			w.Emit(results.Event{Time: time.Now(), Kind: results.KindNodeError, Error: err.Error()})
+			r.writer.Emit(results.Event{Time: time.Now(), Kind: results.KindNodeError, Error: err.Error()})
 		}
 	}
-	out, finishErr := r.finish(runErr)
+	out, finishErr := r.finish(ctx, runErr)
 	if keep {
 		// The run is recorded and summarised; the network stays up for
 		// debugging until ctx ends (Ctrl-C).
-		if opts.OnKeep != nil {
-			opts.OnKeep(out, r.network)
+		if r.opts.OnKeep != nil {
+			r.opts.OnKeep(out, r.network)
 		}
 		<-ctx.Done()
 		if errs := r.shutdown(); len(errs) > 0 && finishErr == nil {
@@ -181,6 +227,12 @@ type run struct {
 	network NetworkInfo
 	start   time.Time
 	reason  string
+	endErr  string // run_end's error of an interrupted run
+	stage   stageTracker
+	// runStarted: run_start is recorded; backendName names the backend
+	// when none could be opened (an interrupted docker engine connect).
+	runStarted  bool
+	backendName string
 	// end is when the run ended in a simulator's virtual time; zero for
 	// real backends, whose run_end is the wall clock.
 	end time.Time
@@ -200,7 +252,6 @@ type run struct {
 }
 
 func (r *run) execute(ctx context.Context) error {
-	r.start = time.Now()
 	members, err := layoutNetwork(r.plan, r.seed, r.opts.OutDir)
 	if err != nil {
 		return err
@@ -232,6 +283,7 @@ func (r *run) execute(ctx context.Context) error {
 	}
 	halt, haltExplicit := r.plan.HaltAfter()
 	r.stopHost = startHostMonitor(ctx, r.rec.Emit)
+	r.runStarted = true
 	r.rec.Emit(results.Event{Time: r.start, Kind: results.KindRunStart, Scenario: r.plan.Name,
 		Backend: r.backend.Name(), ChainID: r.plan.ChainID, Seed: r.seed,
 		Heights: r.plan.Run.Heights, Validators: infos, Expect: expectations(r.plan),
@@ -250,6 +302,7 @@ func (r *run) execute(ctx context.Context) error {
 		}
 	}
 	r.startDevices(ctx) // with the network: background load and utilisation count from here
+	r.stage.set(ctx, results.StageStart)
 	if err := r.startNodes(ctx, gen, names); err != nil {
 		return err
 	}
@@ -265,6 +318,7 @@ func (r *run) execute(ctx context.Context) error {
 		live := func() bool { return r.rec.tracker.Snapshot().Height >= 1 }
 		r.load = startLoad(ctx, *lp, r.seed, targets, r.rec.nodeDown, r.rec.Emit, live)
 	}
+	r.stage.set(ctx, results.StageRun)
 	r.reason = r.wait(ctx, newTimeline(r), netStart)
 	r.load.stop()
 	return nil
@@ -463,7 +517,9 @@ func (r *run) stopNodes() []error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			// A forced stop (second Ctrl-C) ends the graceful stop at
+			// once: nodes in processes and containers are killed.
+			ctx, cancel := context.WithTimeout(r.force(), 30*time.Second)
 			defer cancel()
 			if err := n.Stop(ctx); err != nil {
 				mu.Lock()
@@ -472,7 +528,7 @@ func (r *run) stopNodes() []error {
 			}
 		}()
 	}
-	wg.Wait()
+	waitStopped(&wg, r.force())
 	r.nodes = nil
 	for _, m := range r.members {
 		releasePorts(m)
@@ -482,14 +538,16 @@ func (r *run) stopNodes() []error {
 
 // finish closes the event stream and derives the summary files from it.
 // It runs whatever happened before, so a failed run keeps its results.
-func (r *run) finish(runErr error) (*Outcome, error) {
+func (r *run) finish(ctx context.Context, runErr error) (*Outcome, error) {
 	r.recordDevices() // with --keep the devices still run: their account so far
 	r.rec.seal()
 	t := time.Now()
 	if !r.end.IsZero() {
 		t = r.end
 	}
-	end := results.Event{Time: t, Kind: results.KindRunEnd, StopReason: r.reason}
+	r.stage.note(ctx)
+	end := results.Event{Time: t, Kind: results.KindRunEnd, StopReason: r.reason, Error: r.endErr,
+		InterruptedStage: r.stage.interruptedAt()}
 	if runErr != nil {
 		end.StopReason, end.Error = results.StopError, runErr.Error()
 	}
@@ -497,9 +555,13 @@ func (r *run) finish(runErr error) (*Outcome, error) {
 	if err := r.writer.Close(); err != nil {
 		return nil, fmt.Errorf("events: %w", err)
 	}
+	r.stage.set(ctx, results.StageReport)
+	holdForTest(results.StageReport, r.opts.Status, r.force())
 	out := &Outcome{OutDir: r.opts.OutDir}
 	s, err := Report(r.opts.OutDir)
 	out.Summary = s
+	r.stage.note(ctx)
+	out.Interrupted = r.stage.interruptedAt()
 	return out, err
 }
 

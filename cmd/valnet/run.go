@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -49,6 +50,10 @@ is appended to it. See docs/ci.md.`,
   valnet run scenarios/ci/ baseline --out runs/ci      # a suite`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// Ctrl-C from the first moment: before the run directory
+			// exists it only stops what is being checked.
+			ctx, force, stop := interrupts(cmd.Context(), cmd.ErrOrStderr())
+			defer stop()
 			if asSuite || suite.IsSuite(args) {
 				if keep || metrics != "" {
 					return &exitError{exitBadInput, errors.New("--keep and --metrics take one scenario, not a suite")}
@@ -57,19 +62,25 @@ is appended to it. See docs/ci.md.`,
 				if cmd.Flags().Changed("seed") {
 					f.seed = &seed
 				}
-				ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-				defer stop()
-				return runSuite(ctx, cmd, args, f)
+				return runSuite(ctx, force, cmd, args, f)
 			}
 			plan, err := scenarios.ResolveWith(args[0], scenarios.Overrides{Backend: backend})
 			if err != nil {
 				return &exitError{exitBadInput, err}
 			}
-			if ps := runner.Preflight(cmd.Context(), plan); len(ps) > 0 {
+			if ps := runner.Preflight(ctx, plan); len(ps) > 0 {
 				return &exitError{exitBadInput, ps}
 			}
 			if out == "" {
 				out = runner.DefaultOutDir(plan.Name, time.Now())
+			}
+			// What runners killed earlier left goes first, said on stderr
+			// (what could not be checked is not: valnet clean says it).
+			l, err := runner.CleanLeftovers(ctx, false)
+			l.Notes = nil
+			printLeftovers(cmd.ErrOrStderr(), l, false)
+			if err != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "valnet: leftovers of dead runs: %v\n", err)
 			}
 			opts := runner.Options{OutDir: out, Metrics: metrics}
 			if cmd.Flags().Changed("seed") {
@@ -98,8 +109,7 @@ is appended to it. See docs/ci.md.`,
 					fmt.Fprintf(stdout, "Should valnet be killed, remove the containers with:\n  %s\n", n.Cleanup)
 				}
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
+			opts.Force = force
 			if keep && plan.Run.Backend == scenarios.BackendSim {
 				return &exitError{exitBadInput, errors.New("--keep: the sim backend runs no network to keep (it is a model in virtual time)")}
 			}
@@ -120,6 +130,13 @@ is appended to it. See docs/ci.md.`,
 			}
 			if !keep {
 				printOutcome(stdout, outcome, quiet)
+			}
+			if at := outcome.Interrupted; at != "" && outcome.Summary.StopReason != results.StopInterrupted {
+				// The run had ended by itself (its summary says how); the
+				// interrupt came while it stopped or wrote its report.
+				fmt.Fprintf(stderr, "valnet: interrupted during %s, after the run had ended (stop_reason %s); its files are complete in %s\n",
+					at, outcome.Summary.StopReason, outcome.OutDir)
+				return &exitError{code: exitBadInput}
 			}
 			return exitFor(outcome.Summary)
 		},
@@ -147,10 +164,46 @@ func printOutcome(w io.Writer, o *runner.Outcome, quiet bool) {
 	fmt.Fprintf(w, "\nrun directory: %s (%s)\n", o.OutDir, runDirContents(o.OutDir))
 }
 
+// secondInterruptNote is what the first Ctrl-C prints.
+const secondInterruptNote = "valnet: interrupted: stopping the nodes and writing the summary (Ctrl-C again to kill the nodes and exit at once)"
+
+// interrupts returns a context that ends at the first Ctrl-C (SIGINT or
+// SIGTERM) and one that ends at the second: the runner then kills its
+// nodes instead of stopping them, and still cleans up. stop releases the
+// signals.
+func interrupts(parent context.Context, stderr io.Writer) (ctx, force context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(parent)
+	force, forceNow := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+			fmt.Fprintln(stderr, secondInterruptNote)
+			cancel()
+		case <-done:
+			return
+		}
+		select {
+		case <-sigs:
+			fmt.Fprintln(stderr, "valnet: second interrupt: killing the nodes; cleaning up and exiting")
+			forceNow()
+		case <-done:
+		}
+	}()
+	return ctx, force, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel()
+		forceNow()
+	}
+}
+
 // exitFor maps a summary to the exit code CI reads.
 func exitFor(s *results.Summary) error {
 	switch {
-	case s.StopReason == results.StopInterrupted || s.StopReason == results.StopError:
+	case s.StopReason == results.StopInterrupted || s.StopReason == results.StopError || s.InterruptedStage != "":
 		return &exitError{code: exitBadInput}
 	case !s.OK:
 		return &exitError{code: exitFailed}

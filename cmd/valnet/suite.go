@@ -31,7 +31,7 @@ type suiteFlags struct {
 // runSuite is valnet run with several scenarios (or a directory): every
 // file is checked before any runs, each runs into its own directory under
 // the suite's, and the exit code is the worst of the runs'.
-func runSuite(ctx context.Context, cmd *cobra.Command, args []string, f suiteFlags) error {
+func runSuite(ctx, force context.Context, cmd *cobra.Command, args []string, f suiteFlags) error {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	if f.parallel < 1 {
 		return &exitError{exitBadInput, fmt.Errorf("--parallel %d: give 1 or more runs at once", f.parallel)}
@@ -43,7 +43,14 @@ func runSuite(ctx context.Context, cmd *cobra.Command, args []string, f suiteFla
 	if f.out == "" {
 		f.out = runner.DefaultOutDir("suite", time.Now())
 	}
-	opts := suite.Options{OutDir: f.out, Parallel: f.parallel, Base: runner.Options{Seed: f.seed}}
+	// What runners killed earlier left goes first, as before one run.
+	l, err := runner.CleanLeftovers(ctx, false)
+	l.Notes = nil
+	printLeftovers(stderr, l, false)
+	if err != nil {
+		fmt.Fprintf(stderr, "valnet: leftovers of dead runs: %v\n", err)
+	}
+	opts := suite.Options{OutDir: f.out, Parallel: f.parallel, Base: runner.Options{Seed: f.seed, Force: force}}
 	if !f.quiet {
 		opts.Progress = stderr
 		if f.parallel == 1 {

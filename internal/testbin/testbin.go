@@ -18,38 +18,80 @@ var (
 	dir  string
 	bin  string
 	err  error
+
+	staticOnce sync.Once
+	staticDir  string
+	staticBin  string
+	staticErr  error
 )
 
 // Valnet builds ./cmd/valnet once per test binary and returns its path.
 // Call Cleanup from TestMain after m.Run.
 func Valnet(t testing.TB) string {
 	t.Helper()
-	once.Do(func() {
-		out, e := exec.Command("go", "env", "GOMOD").Output()
-		if e != nil {
-			err = fmt.Errorf("go env GOMOD: %w", e)
-			return
-		}
-		root := filepath.Dir(strings.TrimSpace(string(out)))
-		if dir, err = os.MkdirTemp("", "valnet-testbin-"); err != nil {
-			return
-		}
-		bin = filepath.Join(dir, "valnet")
-		cmd := exec.Command("go", "build", "-o", bin, "./cmd/valnet")
-		cmd.Dir = root
-		if out, e := cmd.CombinedOutput(); e != nil {
-			err = fmt.Errorf("go build ./cmd/valnet: %w\n%s", e, out)
-		}
-	})
+	build(false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return bin
 }
 
+// ValnetStatic is Valnet built with CGO_ENABLED=0: a static Linux binary
+// that the docker backend puts into its node image as it is (no second
+// build), and that runs every backend but pkcs11.
+func ValnetStatic(t testing.TB) string {
+	t.Helper()
+	build(true)
+	if staticErr != nil {
+		t.Fatal(staticErr)
+	}
+	return staticBin
+}
+
+func build(static bool) {
+	if static {
+		staticOnce.Do(func() {
+			d, e := os.MkdirTemp("", "valnet-testbin-static-")
+			if e != nil {
+				staticErr = e
+				return
+			}
+			staticDir = d
+			staticBin = filepath.Join(d, "valnet")
+			staticErr = goBuild(staticBin, "CGO_ENABLED=0")
+		})
+		return
+	}
+	once.Do(func() {
+		if dir, err = os.MkdirTemp("", "valnet-testbin-"); err != nil {
+			return
+		}
+		bin = filepath.Join(dir, "valnet")
+		err = goBuild(bin)
+	})
+}
+
+// goBuild builds ./cmd/valnet of this module into out.
+func goBuild(out string, env ...string) error {
+	gomod, e := exec.Command("go", "env", "GOMOD").Output()
+	if e != nil {
+		return fmt.Errorf("go env GOMOD: %w", e)
+	}
+	cmd := exec.Command("go", "build", "-o", out, "./cmd/valnet")
+	cmd.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
+	cmd.Env = append(os.Environ(), env...)
+	if b, e := cmd.CombinedOutput(); e != nil {
+		return fmt.Errorf("go build ./cmd/valnet: %w\n%s", e, b)
+	}
+	return nil
+}
+
 // Cleanup removes the built binary, if any.
 func Cleanup() {
 	if dir != "" {
 		os.RemoveAll(dir)
+	}
+	if staticDir != "" {
+		os.RemoveAll(staticDir)
 	}
 }
