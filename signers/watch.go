@@ -23,8 +23,9 @@ import (
 // returned, in FilePV's format, persisted and locked like Guarded's, and:
 //   - refuses a request below the mark without asking the signer (FilePV
 //     refuses a regression);
-//   - checks every signature the signer returns against its public key,
-//     and withholds one that does not verify;
+//   - checks every answer: the message signed must be the one asked
+//     (timestamp aside) and its signature must verify against the
+//     signer's public key, or it is withheld;
 //   - at the mark's height/round/step, passes on only a signature over the
 //     same sign bytes, timestamp aside (FilePV's rule): a signer that signs
 //     conflicting data there is a double-signer, and the node never sees
@@ -72,10 +73,16 @@ func (w *Watched) SignVote(chainID string, vote *cmtproto.Vote, signExtension bo
 	if vote.Type == types.PrecommitType {
 		step = stepPrecommit
 	}
+	req := *vote // the signer's answer replaces the vote's fields
 	return w.sign(VotePhase(vote), vote.Height, vote.Round, step,
 		func() error { return w.next.SignVote(chainID, vote, signExtension) },
 		func() ([]byte, []byte, error) {
 			sb := types.VoteSignBytes(chainID, vote)
+			asked := req
+			asked.Timestamp = vote.Timestamp
+			if !bytes.Equal(types.VoteSignBytes(chainID, &asked), sb) {
+				return nil, nil, errAnotherMessage
+			}
 			if signExtension && vote.Type == types.PrecommitType && len(vote.BlockID.Hash) > 0 {
 				if !w.pub.VerifySignature(types.VoteExtensionSignBytes(chainID, vote), vote.ExtensionSignature) {
 					return nil, nil, errors.New("its vote extension signature does not verify")
@@ -95,10 +102,17 @@ func (w *Watched) SignVote(chainID string, vote *cmtproto.Vote, signExtension bo
 }
 
 func (w *Watched) SignProposal(chainID string, proposal *cmtproto.Proposal) error {
+	req := *proposal
 	return w.sign(phase.Proposal, proposal.Height, proposal.Round, stepPropose,
 		func() error { return w.next.SignProposal(chainID, proposal) },
 		func() ([]byte, []byte, error) {
-			return types.ProposalSignBytes(chainID, proposal), proposal.Signature, nil
+			sb := types.ProposalSignBytes(chainID, proposal)
+			asked := req
+			asked.Timestamp = proposal.Timestamp
+			if !bytes.Equal(types.ProposalSignBytes(chainID, &asked), sb) {
+				return nil, nil, errAnotherMessage
+			}
+			return sb, proposal.Signature, nil
 		},
 		func(stored []byte) ([]byte, error) {
 			var cp cmtproto.CanonicalProposal
@@ -110,6 +124,10 @@ func (w *Watched) SignProposal(chainID string, proposal *cmtproto.Proposal) erro
 			return types.ProposalSignBytes(chainID, &p), nil
 		})
 }
+
+// errAnotherMessage: the signer's answer is not the message the node
+// asked it to sign (timestamp aside).
+var errAnotherMessage = errors.New("it signed another message than the node asked for (conflicting data)")
 
 // sign runs one request: check the mark, ask, verify, compare, persist.
 // signed gives the sign bytes and signature of the answer; withStoredTime
