@@ -256,6 +256,11 @@ func TestExternalCometBFTSignerServer(t *testing.T) {
 				t.Fatalf("%s: %+v", results.ResultLine(out.Summary), out.Summary.Failed())
 			}
 			checkSignedByExternal(t, dir, out.Summary, ext.address)
+			if path, ok := strings.CutPrefix(address, "unix://"); ok {
+				if _, err := os.Stat(path); !os.IsNotExist(err) {
+					t.Errorf("the run left its socket %s behind (%v)", path, err)
+				}
+			}
 		})
 	}
 }
@@ -357,6 +362,30 @@ func TestExternalSignerErrors(t *testing.T) {
 			t.Fatalf("err %v, want %q", err, want)
 		}
 		assertPortFree(t, addr)
+	})
+	t.Run("ctrl-c while waiting", func(t *testing.T) {
+		addr := freeTCP(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(500*time.Millisecond, cancel)
+		start := time.Now()
+		_, err := Run(ctx, parse(t, externalYAML("inprocess", "tcp://"+addr, "", "")), Options{OutDir: filepath.Join(t.TempDir(), "run")})
+		if err == nil || !strings.Contains(err.Error(), "interrupted while waiting for it to dial in") {
+			t.Fatalf("err %v", err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("Ctrl-C took %v to end the wait (wait: 30s)", d)
+		}
+		assertPortFree(t, addr)
+	})
+	t.Run("socket exists", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "kms.sock")
+		if err := os.WriteFile(path, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		ps := Preflight(context.Background(), parse(t, externalYAML("inprocess", "unix://"+path, "", "")))
+		if len(ps) != 1 || !strings.Contains(ps[0].Message, "exists; the node listens there") {
+			t.Fatalf("preflight %v", ps)
+		}
 	})
 	t.Run("bad scheme", func(t *testing.T) {
 		_, err := scenarios.Parse("external.yaml", []byte(externalYAML("inprocess", "http://127.0.0.1:26659", "", "")))
