@@ -278,7 +278,8 @@ func TestExternalValnetSignerServe(t *testing.T) {
 			privval.NewFilePV(ed25519.GenPrivKey(), keyFile, filepath.Join(home, "unused_state.json")).Key.Save()
 			ext := startExt(t, "valnet signer: key ", "valnet signer: identity ", true, bin, "signer", "serve", "--node", "tcp://"+addr,
 				"--chain-id", "ext-chain", "--key-file", keyFile)
-			faults := "faults:\n  - {action: signer-outage, target: kms, at: {height: 3}, duration: 2s}"
+			faults := "faults:\n  - {action: signer-outage, target: kms, at: {height: 3}, duration: 2s}" +
+				"\n  - {action: signer-delay, target: kms, at: {height: 6}, duration: 1s, latency: 300ms, phases: [precommit]}"
 			dir := filepath.Join(t.TempDir(), "run")
 			showLogsOnFailure(t, dir)
 			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -293,8 +294,8 @@ func TestExternalValnetSignerServe(t *testing.T) {
 				t.Fatalf("%s: %+v", results.ResultLine(s), s.Failed())
 			}
 			checkSignedByExternal(t, dir, s, ext.address)
-			if len(s.Faults) != 1 || s.Faults[0].EndMS == 0 {
-				t.Fatalf("outage fault %+v", s.Faults)
+			if len(s.Faults) != 2 || s.Faults[0].EndMS == 0 || s.Faults[1].EndMS == 0 {
+				t.Fatalf("faults %+v", s.Faults)
 			}
 			events, err := results.ReadFile(filepath.Join(dir, EventsFile))
 			if err != nil {
@@ -304,9 +305,9 @@ func TestExternalValnetSignerServe(t *testing.T) {
 			var gap time.Duration
 			for _, e := range events {
 				switch {
-				case e.Kind == results.KindFault && e.State == results.FaultStart:
+				case e.Kind == results.KindFault && e.Action == "signer-outage" && e.State == results.FaultStart:
 					start = e.Time
-				case e.Kind == results.KindFault && e.State == results.FaultEnd:
+				case e.Kind == results.KindFault && e.Action == "signer-outage" && e.State == results.FaultEnd:
 					end = e.Time
 				case e.Kind == results.KindBlock:
 					if !lastBlock.IsZero() && !start.IsZero() && end.IsZero() || !lastBlock.IsZero() && e.Time.After(end) && lastBlock.Before(end) {
@@ -321,14 +322,20 @@ func TestExternalValnetSignerServe(t *testing.T) {
 				t.Errorf("longest block interval across the outage %v; the cut link did not stop kms signing", gap)
 			}
 			t.Logf("longest block interval across the 2s outage: %v", gap)
-			signedAfter := false
+			signedAfter, delayed := false, false
 			for _, e := range events {
 				if e.Kind == results.KindSign && e.Validator == "kms" && e.Error == "" && e.Time.After(end) {
 					signedAfter = true
 				}
+				if e.Kind == results.KindSign && e.Validator == "kms" && e.Phase == "precommit" && e.InjectedMS >= 300 && e.LatencyMS >= 300 {
+					delayed = true // signer-delay, applied at the node
+				}
 			}
 			if !signedAfter {
 				t.Error("kms never signed again after the outage ended")
+			}
+			if !delayed {
+				t.Error("no kms precommit carries the 300ms signer-delay")
 			}
 		})
 	}
