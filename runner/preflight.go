@@ -59,6 +59,9 @@ func Preflight(ctx context.Context, plan *scenarios.Plan) Problems {
 			add(at+".node.binary", checkBinary(v.Binary))
 		}
 		s := v.Signer
+		if e := s.External; e != nil {
+			add(at+".signer.address", checkExternalAddress(e))
+		}
 		if k := s.Keyfile; k != nil {
 			key := at + ".signer.passphrase_file"
 			if k.PassphraseEnv != "" {

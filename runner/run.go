@@ -268,7 +268,7 @@ func (r *run) execute(ctx context.Context) error {
 	}
 	// Signers first: a wrong passphrase or a missing profile must stop the
 	// run before any node starts, and the genesis needs their keys.
-	infos, pubs, err := r.openSigners()
+	infos, pubs, err := r.openSigners(ctx)
 	if err != nil {
 		return err
 	}
@@ -335,7 +335,7 @@ func loadInfo(lp *scenarios.LoadPlan) *results.LoadInfo {
 
 // openSigners opens every validator's signer chain and returns the labels
 // and public keys.
-func (r *run) openSigners() ([]results.ValidatorInfo, []crypto.PubKey, error) {
+func (r *run) openSigners(ctx context.Context) ([]results.ValidatorInfo, []crypto.PubKey, error) {
 	var sockDir string
 	for _, m := range r.members {
 		if (m.plan.Signer.Via == scenarios.ViaUnix || r.remoteSigning != nil && m.plan.Signer.Via != scenarios.ViaTCP) && sockDir == "" {
@@ -354,7 +354,7 @@ func (r *run) openSigners() ([]results.ValidatorInfo, []crypto.PubKey, error) {
 	infos := make([]results.ValidatorInfo, 0, len(r.members))
 	pubs := make([]crypto.PubKey, 0, len(r.members))
 	for _, m := range r.members {
-		vs, err := r.openSigner(m, sockDir)
+		vs, err := r.openSigner(ctx, m, sockDir)
 		if err != nil {
 			return nil, nil, err
 		}

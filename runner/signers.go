@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -26,14 +27,17 @@ type validatorSigner struct {
 	node   signers.Signer // what the node signs with
 	client *signers.RemoteClient
 	server *signers.RemoteServer
-	log    *os.File
+	// external is the node's listener for a signer valnet does not run
+	// (type external): its outage is cut at the node's end.
+	external *signers.RemoteClient
+	log      *os.File
 }
 
 // openSigner builds m's signer chain. With via tcp or unix the chain runs
 // behind CometBFT's remote-signer protocol: the node side listens (as a
 // node with priv_validator_laddr), the signer side dials in, and both ends
 // time every signature.
-func (r *run) openSigner(m *member, sockDir string) (*validatorSigner, error) {
+func (r *run) openSigner(ctx context.Context, m *member, sockDir string) (*validatorSigner, error) {
 	name := m.plan.Name
 	sp := m.plan.Signer
 	obs := func(side string) signers.Observer {
@@ -112,11 +116,21 @@ func (r *run) openSigner(m *member, sockDir string) (*validatorSigner, error) {
 		}
 		spec.Profile = &p
 	}
+	vs := &validatorSigner{}
+	if ep := sp.External; ep != nil {
+		var err error
+		if vs.external, err = r.openExternal(ctx, vs, m, ep); err != nil {
+			vs.close()
+			return nil, fmt.Errorf("validator %s: %w", name, err)
+		}
+		spec.Type, spec.External, spec.ExternalLabel = signers.TypeExternal, vs.external, externalLabel(ep, r.remoteSigning != nil)
+	}
 	built, err := signers.Build(spec)
 	if err != nil {
+		vs.close()
 		return nil, fmt.Errorf("validator %s: %w", name, err)
 	}
-	vs := &validatorSigner{built: built, node: requested(built.Signer)}
+	vs.built, vs.node = built, requested(built.Signer)
 	if r.remoteSigning != nil {
 		// The node is elsewhere: its requests are seen where they reach
 		// the signer chain.
@@ -223,6 +237,12 @@ func (r *run) serveToNode(vs *validatorSigner, m *member, sockDir string, signer
 // openLog opens the signer's log in its validator's home (signer.log),
 // kept until close.
 func (vs *validatorSigner) openLog(m *member) (*os.File, error) {
+	if vs.log != nil {
+		return vs.log, nil
+	}
+	if err := os.MkdirAll(m.config.RootDir, 0o700); err != nil {
+		return nil, err
+	}
 	f, err := os.OpenFile(filepath.Join(m.config.RootDir, "signer.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err == nil {
 		vs.log = f
@@ -232,7 +252,11 @@ func (vs *validatorSigner) openLog(m *member) (*os.File, error) {
 
 // release ends any signature waiting in a model, so no node is held up
 // by its signer while it stops.
-func (vs *validatorSigner) release() { _ = vs.built.Close() }
+func (vs *validatorSigner) release() {
+	if vs.built != nil {
+		_ = vs.built.Close()
+	}
+}
 
 // close stops both ends of the hop and the signer.
 func (vs *validatorSigner) close() {
@@ -242,7 +266,10 @@ func (vs *validatorSigner) close() {
 	if vs.client != nil {
 		_ = vs.client.Close()
 	}
-	_ = vs.built.Close()
+	if vs.external != nil {
+		_ = vs.external.Close()
+	}
+	vs.release()
 	if vs.log != nil {
 		_ = vs.log.Close()
 	}

@@ -167,6 +167,14 @@ func (t *timeline) start(task *faultTask) {
 			onEnd(on.Detail, on.Undo)
 		}
 	case action.SignerOutage:
+		if ext := vs.external; ext != nil {
+			// valnet does not run this signer: the link is cut at the
+			// node's end, which hangs up on the signer until the end.
+			t.emit(task, results.FaultStart, "link to the external signer cut at the node: connection closed, redials hung up on")
+			ext.Cut(true)
+			onEnd("link to the external signer mended; waiting for it to redial", func() { ext.Cut(false) })
+			return
+		}
 		t.emit(task, results.FaultStart, "remote signer disconnected; the node cannot reach it")
 		_ = vs.server.Stop()
 		onEnd("remote signer reconnecting", func() { _ = vs.server.Start() })

@@ -186,7 +186,11 @@ func (d *decoder) resolveFaults(raws []rawFault, vals validatorSet, run RunPlan)
 			k := key + ".action"
 			d.fail(d.valuePos(k), k, fmt.Sprintf("%s needs run.backend: process or docker; %s", act.Name, act.Process))
 		}
-		if act.Remote && targetOK && target.Signer.Via == ViaDirect {
+		if act.Name == action.SignerRestart && targetOK && target.Signer.Type == SignerExternal {
+			k := key + ".action"
+			d.fail(d.valuePos(k), k, fmt.Sprintf("%s cannot restart %s's external signer: valnet does not run it (restart your KMS yourself, or cut the link with signer-outage)", act.Name, target.Name))
+		}
+		if act.Remote && targetOK && target.Signer.Via == ViaDirect && target.Signer.Type != SignerExternal {
 			k := key + ".target"
 			d.fail(d.valuePos(k), k, fmt.Sprintf("%s needs a remote signer (via: tcp or unix) on %s; %s signs in-process (via: direct)", act.Name, target.Name, target.Name))
 		}

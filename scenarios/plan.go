@@ -162,15 +162,16 @@ type ValidatorPlan struct {
 
 // SignerPlan is the signing backend of one validator.
 type SignerPlan struct {
-	Type     string       // local | keyfile | simulated | pkcs11 | ledger
-	KeyType  string       // ed25519 | secp256k1 (default ed25519)
-	Via      string       // direct | tcp | unix (default direct)
-	Latency  *LatencyPlan // nil: no injected latency
-	CPUScale float64      // multiplies software signing cost; default 1
-	Keyfile  *KeyfilePlan // set for type keyfile only
-	Profile  string       // simulated: a built-in or scenario profile name
-	PKCS11   *PKCS11Plan  // set for type pkcs11 only
-	Ledger   *LedgerPlan  // set for type ledger only
+	Type     string        // local | keyfile | simulated | pkcs11 | ledger | external
+	KeyType  string        // ed25519 | secp256k1 (default ed25519)
+	Via      string        // direct | tcp | unix (default direct)
+	Latency  *LatencyPlan  // nil: no injected latency
+	CPUScale float64       // multiplies software signing cost; default 1
+	Keyfile  *KeyfilePlan  // set for type keyfile only
+	Profile  string        // simulated: a built-in or scenario profile name
+	PKCS11   *PKCS11Plan   // set for type pkcs11 only
+	Ledger   *LedgerPlan   // set for type ledger only
+	External *ExternalPlan // set for type external only
 	// Device names the shared device this signer signs on ("" = none). A
 	// simulated signer's Profile is then the device's.
 	Device string
@@ -212,7 +213,23 @@ const (
 	LedgerEmulator = "emulator"
 
 	ProvisionSoftHSM = "softhsm"
+
+	// SignerExternal is the user's own signer (a KMS), which dials in.
+	SignerExternal = "external"
 )
+
+// ExternalPlan is a signer valnet does not run: the validator's node
+// listens at Address and the signer dials in with its own key, which the
+// run reads (GetPubKey) to write the genesis.
+type ExternalPlan struct {
+	Network  string        // tcp | unix (the address's scheme)
+	Address  string        // host:port or a socket path
+	Wait     time.Duration // how long to wait for the signer to dial in; default 60s
+	Identity string        // tcp: the signer's SecretConnection identity (upper-case hex); "" = any
+}
+
+// URL is the address as written, tcp://host:port or unix:///path.
+func (e *ExternalPlan) URL() string { return e.Network + "://" + e.Address }
 
 // Signer types, key types and transports.
 const (

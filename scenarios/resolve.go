@@ -40,7 +40,7 @@ const (
 var (
 	backends           = []string{backendInprocess, backendProcess, backendDocker, BackendSim}
 	plannedBackends    = []string{}
-	signerTypes        = []string{SignerLocal, SignerKeyfile, SignerSimulated, SignerPKCS11, SignerLedger}
+	signerTypes        = []string{SignerLocal, SignerKeyfile, SignerSimulated, SignerPKCS11, SignerLedger, SignerExternal}
 	plannedSignerTypes []string // none for now; a planned type goes here
 )
 

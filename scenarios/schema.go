@@ -126,7 +126,7 @@ type rawValidator struct {
 // rawSigner picks a validator's signing backend. Keys that belong to one
 // signer type only are listed in signerTypeKeys (signer.go).
 type rawSigner struct {
-	Type     *string     `yaml:"type"`      // default "local"; local|keyfile|simulated|pkcs11|ledger
+	Type     *string     `yaml:"type"`      // default "local"; local|keyfile|simulated|pkcs11|ledger|external
 	KeyType  *string     `yaml:"key_type"`  // default "ed25519"; ed25519|secp256k1
 	Via      *string     `yaml:"via"`       // default "direct"; direct|tcp|unix (tcp, unix: behind CometBFT's remote-signer protocol)
 	Latency  *rawLatency `yaml:"latency"`   // default: no injected latency
@@ -162,6 +162,12 @@ type rawSigner struct {
 	HostStall    *time.Duration `yaml:"host_stall"`    // emulator only; default 51ms (ledger-nano-s-plus); > 0; host side per exchange
 	Wire         *time.Duration `yaml:"wire"`          // emulator only; default 3ms; > 0; USB transfer per exchange
 	DeviceSign   *time.Duration `yaml:"device_sign"`   // emulator only; default 525ms; > 0; on-device signing, once per signature
+
+	// external only (external.go): the user's own signer (tmkms, horcrux,
+	// gnokms, valnet signer serve) dials the node with its own key.
+	Address  *string        `yaml:"address"`  // required; tcp://host:port or unix:///path: where the node listens for the signer
+	Wait     *time.Duration `yaml:"wait"`     // default 60s; > 0; how long the run waits for the signer to dial in
+	Identity *string        `yaml:"identity"` // tcp only; default: any signer; the signer's SecretConnection identity (its address, 40 hex digits)
 }
 
 // rawLatency is an injected signing delay. It is written either as a bare

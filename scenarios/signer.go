@@ -40,6 +40,7 @@ var signerTypeKeys = map[string][]string{
 	SignerSimulated: {"profile"},
 	SignerPKCS11:    {"module", "token", "slot", "key", "pin_env", "pin_file", "provision"},
 	SignerLedger:    {"connection", "serial", "chunk_size", "confirm_delay", "host_stall", "wire", "device_sign"},
+	SignerExternal:  {"address", "wait", "identity"},
 }
 
 // envNamePattern is what a POSIX shell accepts as a variable name.
@@ -101,6 +102,9 @@ func (d *decoder) resolveSigner(key string, rs *rawSigner, profiles profileSet, 
 		sp.PKCS11 = d.resolvePKCS11(key, rs, sp.KeyType)
 	case SignerLedger:
 		sp.Ledger = d.resolveLedger(key, rs, sp.KeyType)
+	case SignerExternal:
+		sp.External = d.resolveExternal(key, rs)
+		return sp
 	}
 	d.resolveSignerDevice(key, &sp, rs.Device, devices)
 	return sp
@@ -269,6 +273,10 @@ func (s SignerPlan) clone() SignerPlan {
 	if s.Ledger != nil {
 		l := *s.Ledger
 		s.Ledger = &l
+	}
+	if s.External != nil {
+		e := *s.External
+		s.External = &e
 	}
 	return s
 }

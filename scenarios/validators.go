@@ -63,9 +63,10 @@ func (d *decoder) resolveValidators(raws []rawValidator, profiles profileSet, de
 		d.fail(d.valuePos(key), key, "needs at least one validator")
 		return vs
 	}
-	owner := make(map[string]int)    // expanded name -> index of the entry that made it
-	keyfiles := make(map[string]int) // key file path -> index of the entry that uses it
-	ledgers := make(map[string]int)  // Ledger serial -> index of the entry that uses it
+	owner := make(map[string]int)     // expanded name -> index of the entry that made it
+	keyfiles := make(map[string]int)  // key file path -> index of the entry that uses it
+	ledgers := make(map[string]int)   // Ledger serial -> index of the entry that uses it
+	externals := make(map[string]int) // external signer address -> index of the entry that uses it
 	counts := make([]int64, len(raws))
 	for i, rv := range raws {
 		k := fmt.Sprintf("%s[%d]", key, i)
@@ -95,6 +96,7 @@ func (d *decoder) resolveValidators(raws []rawValidator, profiles profileSet, de
 		signer := d.resolveSigner(k+".signer", rv.Signer, profiles, devices)
 		d.checkKeyfileShared(k, i, counts[i], signer, keyfiles)
 		d.checkLedgerShared(k, i, counts[i], signer, ledgers)
+		d.checkExternalShared(k, i, counts[i], signer, run.Backend, externals)
 		binary := d.resolveNodeBinary(k+".node", rv.Node, run)
 		if !nameOK {
 			continue

@@ -22,6 +22,10 @@ const (
 	TypeSimulated = "simulated"
 	TypePKCS11    = "pkcs11"
 	TypeLedger    = "ledger"
+	// TypeExternal is a signer valnet does not run (a KMS that dialled
+	// in): Spec.External is the node's connection to it, behind a Watched
+	// instead of a Guarded.
+	TypeExternal = "external"
 )
 
 // LedgerSpec is a Ledger running the validator app: a real device over
@@ -56,6 +60,10 @@ type Spec struct {
 	// Device is the shared signing device this signer queues on (nil:
 	// none); the backend signs on it, under the guard.
 	Device *Device
+	// External is the node's connection to an external signer (type
+	// external), connected; Label names it.
+	External      Signer
+	ExternalLabel string
 }
 
 // KeyfileSpec is an encrypted key file.
@@ -94,14 +102,18 @@ func Build(spec Spec) (*Built, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.PubKey, _ = guard.GetPubKey()
+	b.PubKey, err = guard.GetPubKey()
+	if err != nil {
+		_ = Close(guard)
+		return nil, err
+	}
 	b.slot = &swappable{inner: guard, pub: b.PubKey}
 	b.Faults = WithFaults(b.slot)
 	var s Signer = b.Faults
 	if spec.Latency != nil {
 		model, err := latency.New(*spec.Latency, spec.Seed, spec.Stream)
 		if err != nil {
-			guard.Close()
+			_ = Close(guard)
 			return nil, err
 		}
 		s = WithLatency(s, model, spec.Phases)
@@ -116,8 +128,12 @@ func Build(spec Spec) (*Built, error) {
 	return b, nil
 }
 
-// open opens the backend, scaled for the host's CPU, behind a new guard.
-func (b *Built) open() (*Guarded, string, error) {
+// open opens the backend, scaled for the host's CPU, behind a new guard
+// (an external signer behind the node-side watch).
+func (b *Built) open() (Signer, string, error) {
+	if b.spec.Type == TypeExternal {
+		return b.openExternal()
+	}
 	var (
 		ks    KeySigner
 		label string
@@ -148,6 +164,24 @@ func (b *Built) open() (*Guarded, string, error) {
 		return nil, "", err
 	}
 	return g, label, nil
+}
+
+// openExternal puts the connection to an external signer behind the
+// node-side watch, with the key the signer holds.
+func (b *Built) openExternal() (Signer, string, error) {
+	ext := b.spec.External
+	if ext == nil {
+		return nil, "", errors.New("external signer without a connection")
+	}
+	pub, err := ext.GetPubKey()
+	if err != nil {
+		return nil, "", fmt.Errorf("external signer's public key (GetPubKey): %w", err)
+	}
+	w, err := Watch(ext, pub, b.spec.StateFile)
+	if err != nil {
+		return nil, "", err
+	}
+	return w, b.spec.ExternalLabel, nil
 }
 
 func closeKeySigner(ks KeySigner) {
@@ -240,6 +274,9 @@ func (b *Built) openLedger() (KeySigner, string, error) {
 // lock released) and a new guard reads the high-water mark back from the
 // state file. Signatures asked for in between fail.
 func (b *Built) Restart(down func()) error {
+	if b.spec.Type == TypeExternal {
+		return errors.New("valnet does not run an external signer, so it cannot restart it")
+	}
 	if prev := b.slot.swap(nil); prev != nil {
 		if err := Close(prev); err != nil {
 			return err

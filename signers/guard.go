@@ -47,14 +47,25 @@ var (
 
 // OpenGuard opens (or creates) the state file and locks it.
 func OpenGuard(ks KeySigner, stateFile string) (*Guarded, error) {
-	if err := os.MkdirAll(filepath.Dir(stateFile), 0o700); err != nil {
-		return nil, fmt.Errorf("double-sign guard: %w", err)
-	}
-	lock, err := lockFile(stateFile + ".lock")
+	key := &delegatingKey{ks: ks}
+	pv, lock, err := openSignState(key, stateFile)
 	if err != nil {
 		return nil, err
 	}
-	key := &delegatingKey{ks: ks}
+	return &Guarded{pv: pv, key: key, lock: lock}, nil
+}
+
+// openSignState opens (or creates) a high-water mark in FilePV's format
+// and locks it: a FilePV over key whose LastSignState is the file's. The
+// guard and the node-side watch of an external signer (Watched) share it.
+func openSignState(key crypto.PrivKey, stateFile string) (*privval.FilePV, *os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(stateFile), 0o700); err != nil {
+		return nil, nil, fmt.Errorf("double-sign guard: %w", err)
+	}
+	lock, err := lockFile(stateFile + ".lock")
+	if err != nil {
+		return nil, nil, err
+	}
 	// NewFilePV is the only way to give FilePV a state path; the key file
 	// path is never written (the key may not even be extractable).
 	pv := privval.NewFilePV(key, "", stateFile)
@@ -73,9 +84,9 @@ func OpenGuard(ks KeySigner, stateFile string) (*Guarded, error) {
 	}
 	if err != nil {
 		unlockFile(lock)
-		return nil, err
+		return nil, nil, err
 	}
-	return &Guarded{pv: pv, key: key, lock: lock}, nil
+	return pv, lock, nil
 }
 
 // LastSigned is the persisted high-water mark.

@@ -1,7 +1,6 @@
 package signers
 
 import (
-	"encoding/hex"
 	"fmt"
 	"net"
 	"strings"
@@ -10,6 +9,8 @@ import (
 	"github.com/cometbft/cometbft/crypto"
 	p2pconn "github.com/cometbft/cometbft/p2p/conn"
 	"github.com/cometbft/cometbft/privval"
+
+	"github.com/valnet/valnet/internal/signeraddr"
 )
 
 // SecretConnection identities on the remote-signer hop (tcp only): the
@@ -34,13 +35,7 @@ func (e *IdentityError) Error() string {
 func IdentityOf(k crypto.PubKey) string { return fmt.Sprintf("%X", k.Address()) }
 
 // ParseIdentity reads an identity as written by IdentityOf (any case).
-func ParseIdentity(s string) (string, error) {
-	b, err := hex.DecodeString(s)
-	if err != nil || len(b) != crypto.AddressSize {
-		return "", fmt.Errorf("identity %q is not an address of %d hex digits (as `valnet signer serve` prints it: \"identity 1A2B...\")", s, 2*crypto.AddressSize)
-	}
-	return strings.ToUpper(s), nil
-}
+func ParseIdentity(s string) (string, error) { return signeraddr.ParseIdentity(s) }
 
 // checkIdentity is nil when c's peer has one of the identities want (or
 // want is empty); otherwise an *IdentityError. A connection that is not a

@@ -75,12 +75,13 @@ func (r *redialer) Stop() {
 	})
 }
 
-// lossConn reports every read and write error as one the endpoint drops.
+// lossConn reports every read and write error as one the endpoint drops
+// (either end of the hop: the signer's redialer, the node's gateListener).
 type lossConn struct{ net.Conn }
 
 type errConnLost struct{ err error }
 
-func (e *errConnLost) Error() string   { return "connection to the node lost: " + e.err.Error() }
+func (e *errConnLost) Error() string   { return "remote-signer connection lost: " + e.err.Error() }
 func (e *errConnLost) Unwrap() error   { return e.err }
 func (e *errConnLost) Timeout() bool   { return false }
 func (e *errConnLost) Temporary() bool { return false }

@@ -41,7 +41,10 @@ type ClientConfig struct {
 	// (tcp only); a signer with another key is disconnected at once.
 	// Empty: any signer (what a stock CometBFT node does).
 	AllowedSigners []crypto.PubKey
-	Logger         cmtlog.Logger
+	// AllowedIdentities are more of them, written as IdentityOf writes
+	// them (a scenario's signer.identity).
+	AllowedIdentities []string
+	Logger            cmtlog.Logger
 }
 
 // RemoteClient is the node side: a Signer whose every call goes over the
@@ -53,6 +56,7 @@ type RemoteClient struct {
 	addr     string
 	cleanup  func()
 	auth     *authListener // tcp
+	gate     *gateListener
 }
 
 var (
@@ -93,7 +97,7 @@ func ListenRemote(cfg ClientConfig) (*RemoteClient, error) {
 			ln.Close()
 			return nil, errors.New("remote signer listener: tcp needs a node key")
 		}
-		auth = &authListener{TCPListener: privval.NewTCPListener(ln, cfg.NodeKey), allowed: identitiesOf(cfg.AllowedSigners), logger: cfg.Logger}
+		auth = &authListener{TCPListener: privval.NewTCPListener(ln, cfg.NodeKey), allowed: append(identitiesOf(cfg.AllowedSigners), cfg.AllowedIdentities...), logger: cfg.Logger}
 		listener = auth
 	case NetUnix:
 		listener = privval.NewUnixListener(ln)
@@ -102,7 +106,8 @@ func ListenRemote(cfg ClientConfig) (*RemoteClient, error) {
 		ln.Close()
 		return nil, fmt.Errorf("remote signer: unknown network %q (allowed: tcp, unix)", cfg.Network)
 	}
-	endpoint := privval.NewSignerListenerEndpoint(cfg.Logger.With("module", "privval"), listener)
+	gate := &gateListener{Listener: listener}
+	endpoint := privval.NewSignerListenerEndpoint(cfg.Logger.With("module", "privval"), gate)
 	sc, err := privval.NewSignerClient(endpoint, cfg.ChainID)
 	if err != nil {
 		ln.Close()
@@ -110,7 +115,7 @@ func ListenRemote(cfg ClientConfig) (*RemoteClient, error) {
 		return nil, err
 	}
 	return &RemoteClient{endpoint: endpoint, client: privval.NewRetrySignerClient(sc, remoteRetries, remoteRetryPause),
-		addr: ln.Addr().String(), cleanup: cleanup, auth: auth}, nil
+		addr: ln.Addr().String(), cleanup: cleanup, auth: auth, gate: gate}, nil
 }
 
 // Addr is the address the node listens on (with the port the kernel chose
@@ -128,6 +133,27 @@ func (c *RemoteClient) WaitForSigner(maxWait time.Duration) error {
 		}
 	}
 	return err
+}
+
+// Cut cuts the node's end of the link (true) or mends it (false): while
+// cut, the connection is closed and every signer that dials in is hung
+// up on at once, as if the link between them were down. It is how a
+// signer valnet does not run (type external) has an outage.
+func (c *RemoteClient) Cut(cut bool) { c.gate.setCut(cut) }
+
+// Dialled says what reached the listener before a signer was connected,
+// for an error: nothing, a failed SecretConnection handshake, or a
+// refused identity.
+func (c *RemoteClient) Dialled() string {
+	if r := c.Refused(); r != nil {
+		return r.Error()
+	}
+	if c.auth != nil {
+		if n, last := c.auth.failures(); n > 0 {
+			return fmt.Sprintf("%d connection(s) came but failed the SecretConnection handshake (last: %v): is the signer speaking CometBFT's privval protocol over tcp?", n, last)
+		}
+	}
+	return "nothing dialled in"
 }
 
 // Refused is the last signer refused for its identity (an *IdentityError),
@@ -169,12 +195,23 @@ type authListener struct {
 	allowed []string
 	logger  cmtlog.Logger
 	refused refusals
+
+	mu        sync.Mutex
+	handshake int   // connections that failed the SecretConnection handshake
+	lastFail  error // the last of them
 }
 
 func (l *authListener) Accept() (net.Conn, error) {
 	for {
 		c, err := l.TCPListener.Accept()
 		if err != nil {
+			var ne net.Error
+			if !errors.As(err, &ne) || !ne.Timeout() || !errors.Is(err, os.ErrDeadlineExceeded) {
+				l.mu.Lock()
+				l.handshake++
+				l.lastFail = err
+				l.mu.Unlock()
+			}
 			return nil, err
 		}
 		ie := checkIdentity(c, "signer", l.allowed)
@@ -186,6 +223,69 @@ func (l *authListener) Accept() (net.Conn, error) {
 		}
 		c.Close()
 	}
+}
+
+func (l *authListener) failures() (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.handshake, l.lastFail
+}
+
+// gateListener is the node's end of the link, which Cut cuts: while cut
+// it hangs up on every connection. The connections it hands out report
+// every error as one CometBFT's endpoint drops (lossConn), so the node
+// takes the next connection when the link is back.
+type gateListener struct {
+	net.Listener
+	mu    sync.Mutex
+	cut   bool
+	conns map[net.Conn]bool
+}
+
+func (g *gateListener) Accept() (net.Conn, error) {
+	for {
+		c, err := g.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		g.mu.Lock()
+		if g.cut {
+			g.mu.Unlock()
+			c.Close()
+			continue
+		}
+		if g.conns == nil {
+			g.conns = map[net.Conn]bool{}
+		}
+		g.conns[c] = true
+		g.mu.Unlock()
+		return &lossConn{Conn: &gatedConn{Conn: c, g: g}}, nil
+	}
+}
+
+func (g *gateListener) setCut(cut bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.cut = cut
+	if cut {
+		for c := range g.conns {
+			_ = c.Close()
+		}
+		clear(g.conns)
+	}
+}
+
+// gatedConn forgets itself when closed.
+type gatedConn struct {
+	net.Conn
+	g *gateListener
+}
+
+func (c *gatedConn) Close() error {
+	c.g.mu.Lock()
+	delete(c.g.conns, c.Conn)
+	c.g.mu.Unlock()
+	return c.Conn.Close()
 }
 
 // ServerConfig configures the signer side of the hop.

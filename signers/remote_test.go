@@ -2,6 +2,7 @@ package signers
 
 import (
 	"fmt"
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -199,5 +200,37 @@ func BenchmarkRemoteTransport(b *testing.B) {
 				h++
 			}
 		})
+	}
+}
+
+// What dialled is said when no signer connected: nothing, or connections
+// that are not SecretConnection.
+func TestRemoteClientSaysWhatDialled(t *testing.T) {
+	client, err := ListenRemote(ClientConfig{Network: NetTCP, Address: "127.0.0.1:0", ChainID: chainID,
+		NodeKey: ed25519.GenPrivKeyFromSecret([]byte("node"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	if err := client.WaitForSigner(200 * time.Millisecond); err == nil {
+		t.Fatal("connected with nobody dialling")
+	}
+	if got := client.Dialled(); got != "nothing dialled in" {
+		t.Fatalf("Dialled() = %q", got)
+	}
+	for i := 0; i < 2; i++ {
+		c, err := net.Dial("tcp", client.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = c.Write([]byte(strings.Repeat("GET / HTTP/1.0\r\n\r\n", 8)))
+		c.Close()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(client.Dialled(), "2 connection(s) came but failed the SecretConnection handshake") {
+		if time.Now().After(deadline) {
+			t.Fatalf("Dialled() = %q", client.Dialled())
+		}
+		_ = client.WaitForSigner(100 * time.Millisecond)
 	}
 }

@@ -4,12 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/cometbft/cometbft/privval"
+
+	"github.com/valnet/valnet/internal/signeraddr"
 )
 
 // A standalone signer dials the node (the node listens on its
@@ -19,28 +19,11 @@ import (
 // ParseNodeAddr splits a node's priv_validator_laddr into network and
 // address.
 func ParseNodeAddr(s string) (network, address string, err error) {
-	scheme, rest, ok := strings.Cut(s, "://")
-	if !ok {
-		return "", "", fmt.Errorf("node address %q has no scheme: write tcp://host:port or unix:///path/to/socket", s)
+	network, address, err = signeraddr.Parse(s)
+	if err != nil {
+		return "", "", fmt.Errorf("node %w", err)
 	}
-	switch scheme {
-	case NetTCP:
-		host, port, err := net.SplitHostPort(rest)
-		if err != nil {
-			return "", "", fmt.Errorf("node address %q: want tcp://host:port (%v)", s, err)
-		}
-		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			return "", "", fmt.Errorf("node address %q: port %q is not a port number", s, port)
-		}
-		return NetTCP, net.JoinHostPort(host, port), nil
-	case NetUnix:
-		if rest == "" {
-			return "", "", fmt.Errorf("node address %q: no socket path (write unix:///path/to/socket)", s)
-		}
-		return NetUnix, rest, nil
-	default:
-		return "", "", fmt.Errorf("node address %q: unsupported scheme %q (allowed: tcp, unix)", s, scheme)
-	}
+	return network, address, nil
 }
 
 // errStopped ends the dial loop when the signer stops.

@@ -1,6 +1,9 @@
-// Package testbin builds the valnet command for tests that need a real
-// valnet binary (the process backend runs `valnet node`, and a test binary
-// is not valnet). It is shared so that every package builds it the same way.
+// Package testbin builds commands for tests that need a real binary: the
+// valnet command (the process backend runs `valnet node`, and a test
+// binary is not valnet), its static build (the docker backend's node
+// image takes it as it is), and test programs in testdata (a remote
+// signer valnet did not write). It is shared so that every package builds
+// them the same way.
 package testbin
 
 import (
@@ -13,27 +16,24 @@ import (
 	"testing"
 )
 
-var (
+type built struct {
 	once sync.Once
-	dir  string
 	bin  string
 	err  error
+}
 
-	staticOnce sync.Once
-	staticDir  string
-	staticBin  string
-	staticErr  error
+var (
+	mu     sync.Mutex
+	dir    string
+	dirErr error
+	builds = map[string]*built{}
 )
 
 // Valnet builds ./cmd/valnet once per test binary and returns its path.
 // Call Cleanup from TestMain after m.Run.
 func Valnet(t testing.TB) string {
 	t.Helper()
-	build(false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bin
+	return Build(t, "./cmd/valnet")
 }
 
 // ValnetStatic is Valnet built with CGO_ENABLED=0: a static Linux binary
@@ -41,57 +41,72 @@ func Valnet(t testing.TB) string {
 // build), and that runs every backend but pkcs11.
 func ValnetStatic(t testing.TB) string {
 	t.Helper()
-	build(true)
-	if staticErr != nil {
-		t.Fatal(staticErr)
-	}
-	return staticBin
+	return buildOnce(t, "./cmd/valnet", "static", "CGO_ENABLED=0")
 }
 
-func build(static bool) {
-	if static {
-		staticOnce.Do(func() {
-			d, e := os.MkdirTemp("", "valnet-testbin-static-")
-			if e != nil {
-				staticErr = e
-				return
-			}
-			staticDir = d
-			staticBin = filepath.Join(d, "valnet")
-			staticErr = goBuild(staticBin, "CGO_ENABLED=0")
-		})
-		return
+// Build builds the main package at pkg (a path relative to the module
+// root, e.g. ./runner/testdata/extsigner) once per test binary and
+// returns the binary's path. Call Cleanup from TestMain after m.Run.
+func Build(t testing.TB, pkg string) string {
+	t.Helper()
+	return buildOnce(t, pkg, "")
+}
+
+// buildOnce builds pkg with env once per (pkg, variant); variant names the
+// build's own subdirectory.
+func buildOnce(t testing.TB, pkg, variant string, env ...string) string {
+	t.Helper()
+	key := pkg + "\x00" + variant
+	mu.Lock()
+	b := builds[key]
+	if b == nil {
+		b = &built{}
+		builds[key] = b
 	}
-	once.Do(func() {
-		if dir, err = os.MkdirTemp("", "valnet-testbin-"); err != nil {
-			return
+	mu.Unlock()
+	b.once.Do(func() { b.bin, b.err = build(pkg, variant, env) })
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.bin
+}
+
+func build(pkg, variant string, env []string) (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	root := filepath.Dir(strings.TrimSpace(string(out)))
+	mu.Lock()
+	if dir == "" && dirErr == nil {
+		dir, dirErr = os.MkdirTemp("", "valnet-testbin-")
+	}
+	d, derr := dir, dirErr
+	mu.Unlock()
+	if derr != nil {
+		return "", derr
+	}
+	if variant != "" {
+		d = filepath.Join(d, variant)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return "", err
 		}
-		bin = filepath.Join(dir, "valnet")
-		err = goBuild(bin)
-	})
-}
-
-// goBuild builds ./cmd/valnet of this module into out.
-func goBuild(out string, env ...string) error {
-	gomod, e := exec.Command("go", "env", "GOMOD").Output()
-	if e != nil {
-		return fmt.Errorf("go env GOMOD: %w", e)
 	}
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/valnet")
-	cmd.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
+	bin := filepath.Join(d, filepath.Base(pkg))
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
+	cmd.Dir = root
 	cmd.Env = append(os.Environ(), env...)
-	if b, e := cmd.CombinedOutput(); e != nil {
-		return fmt.Errorf("go build ./cmd/valnet: %w\n%s", e, b)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, out)
 	}
-	return nil
+	return bin, nil
 }
 
-// Cleanup removes the built binary, if any.
+// Cleanup removes the built binaries, if any.
 func Cleanup() {
+	mu.Lock()
+	defer mu.Unlock()
 	if dir != "" {
 		os.RemoveAll(dir)
-	}
-	if staticDir != "" {
-		os.RemoveAll(staticDir)
 	}
 }

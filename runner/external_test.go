@@ -1,0 +1,424 @@
+package runner
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	cfg "github.com/cometbft/cometbft/config"
+	"github.com/cometbft/cometbft/crypto/ed25519"
+	"github.com/cometbft/cometbft/privval"
+	"github.com/cometbft/cometbft/store"
+	"github.com/cometbft/cometbft/types"
+
+	"github.com/valnet/valnet/internal/nettest"
+	"github.com/valnet/valnet/internal/testbin"
+	"github.com/valnet/valnet/nodes"
+	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/scenarios"
+)
+
+// extProc is a remote signer valnet's runner does not run, started as a
+// separate process: it prints "address X" (its validator key) and, over
+// tcp, "identity Y" (its SecretConnection key) first.
+type extProc struct {
+	cmd      *exec.Cmd
+	address  string
+	identity string
+	mu       sync.Mutex
+	output   bytes.Buffer
+}
+
+// startExt starts args as a process in its own process group, reads its
+// validator address and identity from the lines (stdout or stderr) that
+// start with addrPrefix and idPrefix, and stops it at the end of the test.
+func startExt(t *testing.T, addrPrefix, idPrefix string, needID bool, args ...string) *extProc {
+	t.Helper()
+	p := &extProc{cmd: exec.Command(args[0], args[1:]...)}
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Stdout, p.cmd.Stderr = w, w
+	err = p.cmd.Start()
+	w.Close()
+	if err != nil {
+		r.Close()
+		t.Fatal(err)
+	}
+	stdout := r
+	t.Cleanup(func() {
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = p.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("%s output:\n%s", filepath.Base(args[0]), p.out())
+		}
+	})
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-time.After(time.Second):
+			}
+		}
+		close(lines)
+	}()
+	deadline := time.After(30 * time.Second)
+	for p.address == "" || needID && p.identity == "" {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("%s exited before printing its keys:\n%s", args[0], p.out())
+			}
+			p.mu.Lock()
+			p.output.WriteString(l + "\n")
+			p.mu.Unlock()
+			if v, ok := strings.CutPrefix(l, addrPrefix); ok {
+				p.address = strings.ToUpper(strings.Fields(v)[0])
+			}
+			if v, ok := strings.CutPrefix(l, idPrefix); ok && idPrefix != "" {
+				p.identity = strings.ToUpper(strings.Fields(v)[0])
+			}
+		case <-deadline:
+			t.Fatalf("%s printed no keys in 30s:\n%s", args[0], p.out())
+		}
+	}
+	go func() { // keep draining
+		for l := range lines {
+			p.mu.Lock()
+			p.output.WriteString(l + "\n")
+			p.mu.Unlock()
+		}
+	}()
+	return p
+}
+
+func (p *extProc) out() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.output.String()
+}
+
+func freeTCP(t *testing.T) string {
+	t.Helper()
+	port, err := nodes.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", port)
+}
+
+// externalYAML: three validators of equal power, so no block commits
+// without the external one (more than 2/3 is all three).
+func externalYAML(backend, address, identity, faults string) string {
+	id := ""
+	if identity != "" {
+		id = ", identity: " + identity
+	}
+	return fmt.Sprintf(`
+name: e2e-external
+chain:
+  chain_id: ext-chain
+  timeouts: {propose: 300ms, propose_delta: 100ms, prevote: 100ms, prevote_delta: 50ms,
+             precommit: 100ms, precommit_delta: 50ms, commit: 100ms}
+run: {backend: %s, heights: 8, max_duration: 3m}
+validators:
+  - name: kms
+    signer: {type: external, address: %q, wait: 30s%s}
+  - name: v
+    count: 2
+%s
+expect:
+  - {metric: heights_committed, min: 8}
+  - {metric: double_signs, max: 0}
+`, backend, address, id, faults)
+}
+
+// checkSignedByExternal asserts the run's validator kms has the external
+// signer's address in the genesis, and that its signatures in the
+// committed blocks verify against the external key.
+func checkSignedByExternal(t *testing.T, dir string, s *results.Summary, address string) {
+	t.Helper()
+	var label string
+	for _, v := range s.Validators {
+		if v.Name == "kms" {
+			if v.Address != address {
+				t.Fatalf("kms's address in the run is %s; the external signer's key is %s", v.Address, address)
+			}
+			label = v.Signer
+		}
+	}
+	if !strings.Contains(label, "external(") || !strings.Contains(label, "not inside the signer") {
+		t.Errorf("signer label %q does not say where it is timed", label)
+	}
+	gen, err := types.GenesisDocFromFile(filepath.Join(dir, "nodes", "v-1", "config", "genesis.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found *types.GenesisValidator
+	for i, gv := range gen.Validators {
+		if fmt.Sprintf("%X", gv.Address) == address {
+			found = &gen.Validators[i]
+		}
+	}
+	if found == nil {
+		t.Fatalf("genesis has no validator with the external key's address %s", address)
+	}
+	// Read v-1's block store: every commit of heights 1..7 verifies, and
+	// carries kms's signature, which verifies against the external key.
+	c, err := nodes.LoadConfig(filepath.Join(dir, "nodes", "v-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := cfg.DefaultDBProvider(&cfg.DBContext{ID: "blockstore", Config: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	bs := store.NewBlockStore(db)
+	vals := make([]*types.Validator, len(gen.Validators))
+	for i, gv := range gen.Validators {
+		vals[i] = types.NewValidator(gv.PubKey, gv.Power)
+	}
+	set := types.NewValidatorSet(vals)
+	idx, _ := set.GetByAddress(found.Address)
+	signed := 0
+	for h := int64(1); h < 8; h++ {
+		commit := bs.LoadBlockCommit(h)
+		if commit == nil {
+			t.Fatalf("no commit of height %d in v-1's block store", h)
+		}
+		if err := set.VerifyCommit(gen.ChainID, commit.BlockID, h, commit); err != nil {
+			t.Fatalf("commit of height %d: %v", h, err)
+		}
+		if commit.Signatures[idx].BlockIDFlag != types.BlockIDFlagCommit {
+			continue
+		}
+		vote := commit.GetVote(idx)
+		if !found.PubKey.VerifySignature(types.VoteSignBytes(gen.ChainID, vote.ToProto()), vote.Signature) {
+			t.Fatalf("kms's precommit at height %d does not verify against the external key", h)
+		}
+		signed++
+	}
+	if signed < 5 {
+		t.Fatalf("kms signed %d of the commits of heights 1..7; want nearly all", signed)
+	}
+	events, err := results.ReadFile(filepath.Join(dir, EventsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := nettest.ConflictingVotes(events); len(c) > 0 {
+		t.Fatalf("double signs: %v", c)
+	}
+}
+
+// CometBFT's own privval.SignerServer over a FilePV, in its own process,
+// dialing the node over tcp (SecretConnection, its identity pinned) and
+// over a unix socket.
+func TestExternalCometBFTSignerServer(t *testing.T) {
+	bin := testbin.Build(t, "./runner/testdata/extsigner")
+	for _, network := range []string{"tcp", "unix"} {
+		t.Run(network, func(t *testing.T) {
+			address := "tcp://" + freeTCP(t)
+			if network == "unix" {
+				address = "unix://" + filepath.Join(t.TempDir(), "kms.sock")
+			}
+			ext := startExt(t, "address ", "identity ", network == "tcp", bin, "-addr", address, "-chain-id", "ext-chain", "-home", t.TempDir())
+			dir := filepath.Join(t.TempDir(), "run")
+			showLogsOnFailure(t, dir)
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+			defer cancel()
+			out, err := Run(ctx, parse(t, externalYAML("inprocess", address, ext.identity, "")), Options{OutDir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !out.Summary.OK {
+				t.Fatalf("%s: %+v", results.ResultLine(out.Summary), out.Summary.Failed())
+			}
+			checkSignedByExternal(t, dir, out.Summary, ext.address)
+			if path, ok := strings.CutPrefix(address, "unix://"); ok {
+				if _, err := os.Stat(path); !os.IsNotExist(err) {
+					t.Errorf("the run left its socket %s behind (%v)", path, err)
+				}
+			}
+		})
+	}
+}
+
+// valnet signer serve as a separate process is an external signer too;
+// its outage is cut at the node's end, and it comes back. On the process
+// backend valnet's listener relays to the node's own process.
+func TestExternalValnetSignerServe(t *testing.T) {
+	bin := valnetBinary(t)
+	for _, backend := range []string{"inprocess", "process"} {
+		t.Run(backend, func(t *testing.T) {
+			addr := freeTCP(t)
+			home := t.TempDir()
+			keyFile := filepath.Join(home, "priv_validator_key.json")
+			privval.NewFilePV(ed25519.GenPrivKey(), keyFile, filepath.Join(home, "unused_state.json")).Key.Save()
+			ext := startExt(t, "valnet signer: key ", "valnet signer: identity ", true, bin, "signer", "serve", "--node", "tcp://"+addr,
+				"--chain-id", "ext-chain", "--key-file", keyFile)
+			faults := "faults:\n  - {action: signer-outage, target: kms, at: {height: 3}, duration: 2s}" +
+				"\n  - {action: signer-delay, target: kms, at: {height: 6}, duration: 1s, latency: 300ms, phases: [precommit]}"
+			dir := filepath.Join(t.TempDir(), "run")
+			showLogsOnFailure(t, dir)
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+			defer cancel()
+			out, err := Run(ctx, parse(t, externalYAML(backend, "tcp://"+addr, ext.identity, faults)),
+				Options{OutDir: dir, NodeCommand: []string{bin, "node"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := out.Summary
+			if !s.OK {
+				t.Fatalf("%s: %+v", results.ResultLine(s), s.Failed())
+			}
+			checkSignedByExternal(t, dir, s, ext.address)
+			if len(s.Faults) != 2 || s.Faults[0].EndMS == 0 || s.Faults[1].EndMS == 0 {
+				t.Fatalf("faults %+v", s.Faults)
+			}
+			events, err := results.ReadFile(filepath.Join(dir, EventsFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var start, end, lastBlock time.Time
+			var gap time.Duration
+			for _, e := range events {
+				switch {
+				case e.Kind == results.KindFault && e.Action == "signer-outage" && e.State == results.FaultStart:
+					start = e.Time
+				case e.Kind == results.KindFault && e.Action == "signer-outage" && e.State == results.FaultEnd:
+					end = e.Time
+				case e.Kind == results.KindBlock:
+					if !lastBlock.IsZero() && !start.IsZero() && end.IsZero() || !lastBlock.IsZero() && e.Time.After(end) && lastBlock.Before(end) {
+						gap = max(gap, e.Time.Sub(lastBlock))
+					}
+					lastBlock = e.Time
+				}
+			}
+			// No block commits without kms (all three are needed): the
+			// outage stops the chain for about its 2 s.
+			if gap < 1500*time.Millisecond {
+				t.Errorf("longest block interval across the outage %v; the cut link did not stop kms signing", gap)
+			}
+			t.Logf("longest block interval across the 2s outage: %v", gap)
+			signedAfter, delayed := false, false
+			for _, e := range events {
+				if e.Kind == results.KindSign && e.Validator == "kms" && e.Error == "" && e.Time.After(end) {
+					signedAfter = true
+				}
+				if e.Kind == results.KindSign && e.Validator == "kms" && e.Phase == "precommit" && e.InjectedMS >= 300 && e.LatencyMS >= 300 {
+					delayed = true // signer-delay, applied at the node
+				}
+			}
+			if !signedAfter {
+				t.Error("kms never signed again after the outage ended")
+			}
+			if !delayed {
+				t.Error("no kms precommit carries the 300ms signer-delay")
+			}
+		})
+	}
+}
+
+// Bad input and a signer that never comes: clear errors, nothing left.
+func TestExternalSignerErrors(t *testing.T) {
+	t.Run("nothing dials", func(t *testing.T) {
+		addr := freeTCP(t)
+		y := strings.Replace(externalYAML("inprocess", "tcp://"+addr, "", ""), "wait: 30s", "wait: 700ms", 1)
+		start := time.Now()
+		_, err := Run(context.Background(), parse(t, y), Options{OutDir: filepath.Join(t.TempDir(), "run")})
+		want := fmt.Sprintf("external signer at tcp://%s did not connect within 700ms: nothing dialled in", addr)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("err %v, want %q", err, want)
+		}
+		if d := time.Since(start); d > 20*time.Second {
+			t.Errorf("gave up after %v", d)
+		}
+		assertPortFree(t, addr)
+	})
+	t.Run("wrong identity", func(t *testing.T) {
+		bin := testbin.Build(t, "./runner/testdata/extsigner")
+		addr := freeTCP(t)
+		ext := startExt(t, "address ", "identity ", true, bin, "-addr", "tcp://"+addr, "-chain-id", "ext-chain", "-home", t.TempDir())
+		other := strings.Repeat("AB", 20)
+		y := strings.Replace(externalYAML("inprocess", "tcp://"+addr, other, ""), "wait: 30s", "wait: 3s", 1)
+		_, err := Run(context.Background(), parse(t, y), Options{OutDir: filepath.Join(t.TempDir(), "run")})
+		want := fmt.Sprintf("did not connect within 3s: refused the signer: its SecretConnection identity is %s, expected %s", ext.identity, other)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("err %v, want %q", err, want)
+		}
+		assertPortFree(t, addr)
+	})
+	t.Run("ctrl-c while waiting", func(t *testing.T) {
+		addr := freeTCP(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(500*time.Millisecond, cancel)
+		start := time.Now()
+		_, err := Run(ctx, parse(t, externalYAML("inprocess", "tcp://"+addr, "", "")), Options{OutDir: filepath.Join(t.TempDir(), "run")})
+		if err == nil || !strings.Contains(err.Error(), "interrupted while waiting for it to dial in") {
+			t.Fatalf("err %v", err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("Ctrl-C took %v to end the wait (wait: 30s)", d)
+		}
+		assertPortFree(t, addr)
+	})
+	t.Run("socket exists", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "kms.sock")
+		if err := os.WriteFile(path, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		ps := Preflight(context.Background(), parse(t, externalYAML("inprocess", "unix://"+path, "", "")))
+		if len(ps) != 1 || !strings.Contains(ps[0].Message, "exists; the node listens there") {
+			t.Fatalf("preflight %v", ps)
+		}
+	})
+	t.Run("bad scheme", func(t *testing.T) {
+		_, err := scenarios.Parse("external.yaml", []byte(externalYAML("inprocess", "http://127.0.0.1:26659", "", "")))
+		if err == nil || !strings.Contains(err.Error(), `validators[0].signer.address: address "http://127.0.0.1:26659": unsupported scheme "http" (allowed: tcp, unix)`) {
+			t.Fatalf("err %v", err)
+		}
+	})
+	t.Run("address in use", func(t *testing.T) {
+		addr := freeTCP(t)
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		ps := Preflight(context.Background(), parse(t, externalYAML("inprocess", "tcp://"+addr, "", "")))
+		if len(ps) != 1 || ps[0].Key != "validators[kms].signer.address" || !strings.Contains(ps[0].Message, "address already in use") {
+			t.Fatalf("preflight %v", ps)
+		}
+	})
+}
+
+func assertPortFree(t *testing.T, addr string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("the run left %s in use: %v", addr, err)
+	}
+	ln.Close()
+}
