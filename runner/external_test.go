@@ -375,9 +375,12 @@ func TestExternalSignerErrors(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(500*time.Millisecond, cancel)
 		start := time.Now()
-		_, err := Run(ctx, parse(t, externalYAML("inprocess", "tcp://"+addr, "", "")), Options{OutDir: filepath.Join(t.TempDir(), "run")})
-		if err == nil || !strings.Contains(err.Error(), "interrupted while waiting for it to dial in") {
-			t.Fatalf("err %v", err)
+		out, err := Run(ctx, parse(t, externalYAML("inprocess", "tcp://"+addr, "", "")), Options{OutDir: filepath.Join(t.TempDir(), "run")})
+		// An interrupt before the network ran is recorded as one (exit 2),
+		// with the error it caused.
+		if err != nil || out.Summary == nil || out.Summary.StopReason != results.StopInterrupted ||
+			!strings.Contains(out.Summary.Error, "interrupted while waiting for it to dial in") {
+			t.Fatalf("err %v, outcome %+v", err, out)
 		}
 		if d := time.Since(start); d > 5*time.Second {
 			t.Errorf("Ctrl-C took %v to end the wait (wait: 30s)", d)
