@@ -101,19 +101,23 @@ func WriteSuiteJUnit(w io.Writer, runs []SuiteRun) error {
 
 // WriteSuiteMarkdown writes suite.md: the suite's verdict, a row per
 // scenario, then each run's summary.md (WriteMarkdown), for a CI step
-// summary.
-func WriteSuiteMarkdown(w io.Writer, runs []SuiteRun) error {
+// summary. interrupted: Ctrl-C ended the suite (its exit is 2 whatever
+// the runs gave).
+func WriteSuiteMarkdown(w io.Writer, runs []SuiteRun, interrupted bool) error {
 	bw := bufio.NewWriter(w)
 	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
 	counts := [3]int{}
 	for _, r := range runs {
 		counts[r.ExitCode()]++
 	}
-	mark := "✅"
-	if SuiteExitCode(runs) != ExitOK {
+	mark, how := "✅", ""
+	if SuiteExitCode(runs) != ExitOK || interrupted {
 		mark = "❌"
 	}
-	p("# %s valnet suite: %d scenarios, %d passed, %d failed, %d could not run\n\n", mark, len(runs), counts[ExitOK], counts[ExitFailed], counts[ExitError])
+	if interrupted {
+		how = " (interrupted: exit 2)"
+	}
+	p("# %s valnet suite: %d scenarios, %d passed, %d failed, %d could not run%s\n\n", mark, len(runs), counts[ExitOK], counts[ExitFailed], counts[ExitError], how)
 	p("| scenario | backend | verdict | result | run directory |\n| --- | --- | --- | --- | --- |\n")
 	for _, r := range runs {
 		verdict := [3]string{"✅ passed", "❌ failed", "⚠️ could not run"}[r.ExitCode()]

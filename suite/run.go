@@ -77,12 +77,19 @@ type Options struct {
 
 // Outcome is a finished suite.
 type Outcome struct {
-	Record *Record
-	Runs   []results.SuiteRun
+	Record      *Record
+	Runs        []results.SuiteRun
+	interrupted bool
 }
 
-// ExitCode is the suite's: the worst of its runs' (2 > 1 > 0).
-func (o *Outcome) ExitCode() int { return results.SuiteExitCode(o.Runs) }
+// ExitCode is the suite's: the worst of its runs' (2 > 1 > 0), and 2
+// when it was interrupted.
+func (o *Outcome) ExitCode() int {
+	if o.interrupted {
+		return results.ExitError
+	}
+	return results.SuiteExitCode(o.Runs)
+}
 
 // Run runs entries into opts.OutDir (a new or empty directory), one run
 // directory each (NN-name), at most opts.Parallel at once, and writes
@@ -142,12 +149,17 @@ func Run(ctx context.Context, entries []Entry, opts Options) (*Outcome, error) {
 	}
 	close(next)
 	wg.Wait()
+	// A Ctrl-C that came while the last runs stopped or wrote their
+	// reports still ends the suite as interrupted (exit 2), as valnet run
+	// exits for one run.
+	interrupted = interrupted || ctx.Err() != nil
 	now := time.Now().UTC()
 	s.mu.Lock()
-	code := results.SuiteExitCode(s.runs)
+	o := &Outcome{Record: s.rec, Runs: s.runs, interrupted: interrupted}
+	code := o.ExitCode()
 	s.rec.Finished, s.rec.ExitCode, s.rec.Interrupted = &now, &code, interrupted
 	s.mu.Unlock()
-	return &Outcome{Record: s.rec, Runs: s.runs}, s.write()
+	return o, s.write()
 }
 
 // claim makes the suite directory: a new or empty one.
@@ -253,6 +265,6 @@ func (s *state) write() error {
 		return err
 	}
 	return atomicfile.WriteWith(filepath.Join(s.dir, MarkdownFile), 0o644, func(w io.Writer) error {
-		return results.WriteSuiteMarkdown(w, done)
+		return results.WriteSuiteMarkdown(w, done, s.rec.Interrupted)
 	})
 }

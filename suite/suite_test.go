@@ -253,6 +253,34 @@ func TestSuiteInterrupted(t *testing.T) {
 	}
 }
 
+// TestSuiteInterruptedAtTheEnd: a Ctrl-C while the last run ends (its
+// summary complete) still makes the suite's exit 2.
+func TestSuiteInterruptedAtTheEnd(t *testing.T) {
+	work := t.TempDir()
+	entries, err := Expand(context.Background(), []string{write(t, work, "a.yaml", passing)}, scenarios.Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	late := func(ctx context.Context, plan *scenarios.Plan, o runner.Options) (*runner.Outcome, error) {
+		out, err := runner.Run(context.Background(), plan, o) // runs to its end
+		cancel()                                              // Ctrl-C as it returns
+		return out, err
+	}
+	out := filepath.Join(work, "suite")
+	o, err := Run(ctx, entries, Options{OutDir: out, Run: late})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := readRecord(t, out)
+	if o.ExitCode() != results.ExitError || !rec.Interrupted || *rec.ExitCode != 2 || *rec.Runs[0].ExitCode != 0 {
+		t.Errorf("exit %d, suite.json %+v", o.ExitCode(), rec)
+	}
+	if md, _ := os.ReadFile(filepath.Join(out, MarkdownFile)); !strings.Contains(string(md), "❌ valnet suite: 1 scenarios, 1 passed, 0 failed, 0 could not run (interrupted: exit 2)") {
+		t.Errorf("suite.md:\n%s", md)
+	}
+}
+
 // TestSuiteOutDirMustBeNew: a suite does not write into a directory that
 // holds something.
 func TestSuiteOutDirMustBeNew(t *testing.T) {
