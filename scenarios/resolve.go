@@ -20,8 +20,11 @@ const (
 	defaultPower     = 10
 	defaultHeights   = 20
 	defaultMaxDur    = 10 * time.Minute
-	defaultSeed      = 1
-	chainIDPrefix    = "valnet-"
+	// maxRealDuration caps run.max_duration where time is real: a longer
+	// value is a typo (1000h for 1000s) that would hold the host for weeks.
+	maxRealDuration = 24 * time.Hour
+	defaultSeed     = 1
+	chainIDPrefix   = "valnet-"
 )
 
 // Backends.
@@ -188,8 +191,13 @@ func (d *decoder) resolveRun(rr *rawRun) RunPlan {
 	}
 	if rr.MaxDuration != nil {
 		run.MaxDuration = *rr.MaxDuration
-		if run.MaxDuration == 0 {
+		switch {
+		case run.MaxDuration == 0:
 			d.fail(d.valuePos("run.max_duration"), "run.max_duration", "must be greater than 0: it is the hard stop of the run")
+		case run.MaxDuration > maxRealDuration && run.Backend != BackendSim:
+			d.fail(d.valuePos("run.max_duration"), "run.max_duration", fmt.Sprintf(
+				"must be at most %v on a real backend, got %v: a longer soak is several runs (on the sim, run.backend: sim, time is virtual and may be longer)",
+				maxRealDuration, run.MaxDuration))
 		}
 	}
 	if rr.Seed != nil {
