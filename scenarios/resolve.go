@@ -75,6 +75,7 @@ func (d *decoder) resolve(raw *rawScenario) *Plan {
 	p.Timeouts = d.resolveTimeouts(chain.Timeouts)
 	p.Run = d.resolveRun(raw.Run)
 	d.maxDuration = p.Run.MaxDuration
+	d.checkTimeoutsWithinRun(p.Timeouts)
 	p.Run.Binary = d.resolveNodeBinary("node", raw.Node, p.Run)
 	profiles := d.resolveProfiles(raw.Profiles)
 	p.Profiles = profiles.plans
@@ -171,6 +172,27 @@ func (d *decoder) resolveTimeouts(rt *rawTimeouts) Timeouts {
 		Precommit:      cfg.TimeoutPrecommit,
 		PrecommitDelta: cfg.TimeoutPrecommitDelta,
 		Commit:         cfg.TimeoutCommit,
+	}
+}
+
+// checkTimeoutsWithinRun refuses a written timeout no shorter than the
+// whole run: a round or a commit would then outlast the hard stop (1000h
+// for 1000ms, say).
+func (d *decoder) checkTimeoutsWithinRun(t Timeouts) {
+	if d.failed("run.max_duration") {
+		return
+	}
+	for _, f := range []struct {
+		key string
+		v   time.Duration
+	}{
+		{"propose", t.Propose}, {"propose_delta", t.ProposeDelta}, {"prevote", t.Prevote}, {"prevote_delta", t.PrevoteDelta},
+		{"precommit", t.Precommit}, {"precommit_delta", t.PrecommitDelta}, {"commit", t.Commit},
+	} {
+		k := "chain.timeouts." + f.key
+		if d.written(k) && !d.failed(k) && f.v >= d.maxDuration {
+			d.fail(d.valuePos(k), k, fmt.Sprintf("%v is not shorter than the whole run (run.max_duration %v): the chain would not get past it before the hard stop; shorten it or raise run.max_duration", f.v, d.maxDuration))
+		}
 	}
 }
 
