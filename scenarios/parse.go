@@ -49,10 +49,14 @@ func LoadWith(path string, o Overrides) (*Plan, error) {
 // and reading and parsing it would only hold memory.
 const maxFileBytes = 2 << 20
 
-// tooBig is the error of a file over maxFileBytes.
-func tooBig(file string) Error {
-	return Error{Pos: Pos{File: file, Line: 1, Col: 1},
-		Msg: fmt.Sprintf("the file is larger than %d MiB, the most valnet reads; a scenario is short (count: makes many validators of one entry)", maxFileBytes>>20)}
+// tooBig is the error of a file over maxFileBytes; what names the kind of
+// file, as in yamlRoot.
+func tooBig(file, what string) Error {
+	msg := fmt.Sprintf("the file is larger than %d MiB, the most valnet reads for a %s", maxFileBytes>>20, what)
+	if what == scenarioFile {
+		msg += "; a scenario is short (count: makes many validators of one entry)"
+	}
+	return Error{Pos: Pos{File: file, Line: 1, Col: 1}, Msg: msg}
 }
 
 // readFile reads a scenario file, at most maxFileBytes+1 of it (enough to
@@ -148,10 +152,13 @@ func (o Overrides) apply(raw *rawScenario) {
 	}
 }
 
+// scenarioFile names a scenario in yamlRoot's messages.
+const scenarioFile = "scenario file"
+
 // document returns the single YAML document's top-level mapping.
 func document(file string, data []byte) (*yaml.Node, error) {
 	start := Pos{File: file, Line: 1, Col: 1}
-	root, err := yamlRoot(file, "scenario file", data)
+	root, err := yamlRoot(file, scenarioFile, data)
 	switch {
 	case err != nil:
 		return nil, err
@@ -171,7 +178,7 @@ func document(file string, data []byte) (*yaml.Node, error) {
 // and a second document are Errors; what names the file in them.
 func yamlRoot(file, what string, data []byte) (*yaml.Node, error) {
 	if len(data) > maxFileBytes {
-		return nil, Errors{tooBig(file)}
+		return nil, Errors{tooBig(file, what)}
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
