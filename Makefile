@@ -27,7 +27,8 @@ test:
 # of four validators (process backend), valnet sweep and threshold on the
 # process and docker backends, and a crosscheck of the sim MODEL against
 # in-process nodes on three cases of the default grid (skipped, saying so,
-# while no sim backend is built in).
+# while no sim backend is built in). Then each fuzz target for
+# FUZZTIME_INTEG (make fuzz below; about 3 minutes in all).
 integ:
 	$(GO) test -tags integ -timeout 50m -run 'Integ|UserBinary' -v ./runner/ ./nodes/ ./sweep/ ./crosscheck/ ./calibrate/
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME_INTEG)

@@ -238,7 +238,9 @@ func syntaxError(file string, data []byte, err error) Error {
 	}
 	text := lineText(data, line)
 	indent := len(text) - len(strings.TrimLeft(text, " \t"))
-	if tab := strings.IndexByte(text[:indent], '\t'); tab >= 0 {
+	// A tab after a list item's dash ("-\tname: a") indents too.
+	lead := len(text) - len(strings.TrimLeft(text, " \t-"))
+	if tab := strings.IndexByte(text[:lead], '\t'); tab >= 0 {
 		return Error{Pos: Pos{File: file, Line: line, Col: tab + 1},
 			Msg: "YAML syntax error: tabs are not allowed for indentation in YAML; use spaces"}
 	}
