@@ -10,7 +10,7 @@ LDFLAGS   := -X main.version=$(VERSION) -X github.com/valnet/valnet/docker.Sourc
 # Tests that start real networks print node logs only when they fail.
 TESTFLAGS ?= -timeout 20m
 
-.PHONY: build run test integ torture crosscheck bench lint clean
+.PHONY: build run test integ torture fuzz crosscheck bench lint clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/valnet
@@ -29,9 +29,32 @@ test:
 # in-process nodes on four cases of the default grid. The interrupt
 # harness's sample (Ctrl-C at 6 observed moments per backend) and the
 # killed-runner test are in ./runner/ (TestInterruptInteg,
-# TestKilledRunnerInteg).
+# TestKilledRunnerInteg). Then each fuzz target for FUZZTIME_INTEG (make
+# fuzz below; about 3 minutes in all).
 integ:
 	$(GO) test -tags integ -timeout 50m -run 'Integ|UserBinary' -v ./runner/ ./nodes/ ./sweep/ ./crosscheck/ ./calibrate/
+	$(MAKE) fuzz FUZZTIME=$(FUZZTIME_INTEG)
+
+# Fuzzing (docs/reliability.md#fuzzing): each target for FUZZTIME, one at
+# a time (go test -fuzz takes one target per run), on one worker. The last
+# status line (execs, time) of each is printed. A failing input is written
+# to PKG/testdata/fuzz/TARGET/ and fails the target. A run that ends in
+# "context deadline exceeded" having written no input is Go 1.26's race at
+# the end of -fuzztime (golang/go#75804), not a finding, and passes.
+FUZZTIME       ?= 5m
+FUZZTIME_INTEG ?= 30s
+FUZZ_TARGETS   := scenarios:FuzzScenario latency:FuzzParse sweep:FuzzSetFlags results:FuzzEvents signers:FuzzServeFrames
+fuzz:
+	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; dir=$$pkg/testdata/fuzz/$$fn; \
+	  before=$$(ls $$dir 2>/dev/null | wc -l); \
+	  out=$$($(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 10s -parallel 1 -timeout 2h ./$$pkg/ 2>&1); code=$$?; \
+	  echo "$$pkg $$fn: $$(echo "$$out" | grep 'execs:' | tail -1)"; \
+	  if [ $$code -ne 0 ]; then \
+	    if [ "$$(ls $$dir 2>/dev/null | wc -l)" = "$$before" ] && echo "$$out" | grep -q 'context deadline exceeded'; then \
+	      echo "  (the -fuzztime race of golang/go#75804: no failing input)"; \
+	    else echo "$$out" | tail -40; exit 1; fi; \
+	  fi; \
+	done
 
 # Ctrl-C at TORTURE_MOMENTS moments spread over a run and at the 6 observed
 # ones, on every backend, each followed by a search for leaks (processes,

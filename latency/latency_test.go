@@ -274,3 +274,32 @@ func TestSerialDrawsTheSame(t *testing.T) {
 	MakeSerial(nil)                   // nil: nothing to do
 	MakeSerial(Constant(time.Second)) // no stream: nothing to do
 }
+
+// Found by FuzzParse: a draw beyond int64 nanoseconds (a lognormal with a
+// huge p99, a normal with a huge mean or stddev) converted to the most
+// negative Duration. Draws are clamped to [0, the longest Duration], and a
+// uniform stays within its bounds.
+func TestHugeSpecsDrawRealDelays(t *testing.T) {
+	const longest = time.Duration(math.MaxInt64)
+	for _, spec := range []Spec{
+		{Dist: Lognormal, P50: 1, P99: longest},
+		{Dist: Lognormal, P50: longest / 2, P99: longest},
+		{Dist: Normal, Mean: longest, Stddev: longest},
+		{Dist: Normal, Mean: 0, Stddev: longest},
+		{Dist: Uniform, Min: 0, Max: longest},
+		{Dist: Uniform, Min: longest - 1, Max: longest},
+	} {
+		t.Run(spec.String(), func(t *testing.T) {
+			m, err := New(spec, 1, "huge")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 10000 {
+				d := m.Draw()
+				if d < 0 || spec.Dist == Uniform && (d < spec.Min || d > spec.Max) {
+					t.Fatalf("drew %v", d)
+				}
+			}
+		})
+	}
+}

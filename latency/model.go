@@ -54,15 +54,29 @@ func (m *model) Draw() time.Duration {
 	s := m.spec
 	switch s.Dist {
 	case Uniform:
-		return s.Min + time.Duration(m.rng.Float64()*float64(s.Max-s.Min))
+		// float64 rounds a range near the top of int64 up: never past Max.
+		return min(s.Max, s.Min+duration(m.rng.Float64()*float64(s.Max-s.Min)))
 	case Normal:
 		// Clamped at zero, as netem's "distribution normal" is: a delay
 		// cannot be negative.
-		d := float64(s.Mean) + m.rng.NormFloat64()*float64(s.Stddev)
-		return time.Duration(math.Max(0, d))
+		return duration(float64(s.Mean) + m.rng.NormFloat64()*float64(s.Stddev))
 	default: // Lognormal; New admits nothing else
-		return time.Duration(math.Exp(m.mu + m.sigma*m.rng.NormFloat64()))
+		return duration(math.Exp(m.mu + m.sigma*m.rng.NormFloat64()))
 	}
+}
+
+// duration converts a drawn delay in nanoseconds, clamped to [0, the
+// longest time.Duration]: converting a float beyond int64 is undefined in
+// Go (on amd64 it gives the most negative Duration), and a huge mean or
+// p99 (2562047h is the longest Duration) draws there.
+func duration(ns float64) time.Duration {
+	switch {
+	case !(ns > 0): // also NaN
+		return 0
+	case ns >= math.MaxInt64:
+		return math.MaxInt64
+	}
+	return time.Duration(ns)
 }
 
 func (m *model) String() string { return m.spec.String() }

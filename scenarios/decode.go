@@ -33,7 +33,21 @@ type decoder struct {
 	maxDuration time.Duration
 	// hasLoad: the scenario has a load key (load metrics may be expected).
 	hasLoad bool
+	// visits counts the nodes decoded, aliases followed; past maxVisits
+	// (the document's own nodes plus maxAliasValues) decoding stops, and
+	// bombed holds the one error said.
+	visits, maxVisits int
+	alias             *yaml.Node // the outermost alias being followed, if any
+	aliasKey          string     // its key path
+	bombed            *Error
 }
+
+// maxAliasValues is how many values YAML aliases may add to a document
+// beyond those written in it. Reusing an anchor for every validator adds a
+// few thousand; an alias bomb ("billion laughs": lists of aliases to lists
+// of aliases) adds billions in a few hundred bytes, and would hold the
+// decoder and its memory for as long.
+const maxAliasValues = 100_000
 
 // nodePos is where a key and its value were written. List items have both
 // set to the item.
@@ -129,7 +143,18 @@ type scalarShorthand interface {
 var durationType = reflect.TypeFor[time.Duration]()
 
 // decode fills v (addressable) from n. key is n's path, for messages.
+// The first call (with the document's root) sets the alias budget.
 func (d *decoder) decode(n *yaml.Node, key string, v reflect.Value) {
+	if d.maxVisits == 0 {
+		d.maxVisits = countNodes(n) + maxAliasValues
+	}
+	if d.overBudget(n, key) {
+		return
+	}
+	if n.Kind == yaml.AliasNode && d.alias == nil {
+		d.alias, d.aliasKey = n, key
+		defer func() { d.alias = nil }()
+	}
 	for n.Kind == yaml.AliasNode {
 		n = n.Alias
 	}
@@ -182,6 +207,36 @@ func (d *decoder) decode(n *yaml.Node, key string, v reflect.Value) {
 	default:
 		panic("scenarios: no decoder for " + v.Type().String())
 	}
+}
+
+// countNodes is the number of nodes written in the tree under n (aliases
+// count once, not what they stand for).
+func countNodes(n *yaml.Node) int {
+	c := 1
+	for _, child := range n.Content {
+		c += countNodes(child)
+	}
+	return c
+}
+
+// overBudget counts one visit and reports whether decoding has gone past
+// the alias budget, saying so once, at the alias being followed.
+func (d *decoder) overBudget(n *yaml.Node, key string) bool {
+	if d.bombed != nil {
+		return true
+	}
+	if d.visits++; d.visits <= d.maxVisits {
+		return false
+	}
+	at := n
+	if d.alias != nil {
+		at, key = d.alias, d.aliasKey
+	}
+	d.bombed = &Error{Pos: d.at(at), Key: key, Msg: fmt.Sprintf(
+		"YAML aliases here expand to more than %d values beyond the %d written in the file (an alias bomb?); write the values out, or nest fewer aliases",
+		maxAliasValues, d.maxVisits-maxAliasValues)}
+	d.errs = append(d.errs, *d.bombed)
+	return true
 }
 
 // unknownKeyHints replace the "did you mean" guess for keys that are
@@ -253,7 +308,7 @@ func (d *decoder) dict(n *yaml.Node, key string, v reflect.Value) {
 // name, reporting the others.
 func (d *decoder) entries(n *yaml.Node, key string, fn func(kn, vn *yaml.Node, name, child string)) {
 	firstLine := make(map[string]int)
-	for i := 0; i+1 < len(n.Content); i += 2 {
+	for i := 0; i+1 < len(n.Content) && d.bombed == nil; i += 2 {
 		kn, vn := n.Content[i], n.Content[i+1]
 		for kn.Kind == yaml.AliasNode {
 			kn = kn.Alias
@@ -288,6 +343,9 @@ func (d *decoder) sequence(n *yaml.Node, key string, v reflect.Value) {
 	}
 	s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
 	for i, item := range n.Content {
+		if d.bombed != nil {
+			break
+		}
 		child := fmt.Sprintf("%s[%d]", key, i)
 		d.pos[child] = nodePos{Key: d.at(item), Value: d.at(item)}
 		d.decode(item, child, s.Index(i))

@@ -37,11 +37,50 @@ func Load(path string) (*Plan, error) {
 
 // LoadWith is Load with overrides.
 func LoadWith(path string, o Overrides) (*Plan, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return parse(path, path, filepath.Dir(path), data, o)
+}
+
+// maxFileBytes bounds a file valnet reads as YAML. Scenarios are short
+// (count: makes many validators of one entry); a bigger file is a mistake,
+// and reading and parsing it would only hold memory.
+const maxFileBytes = 2 << 20
+
+// tooBig is the error of a file over maxFileBytes; what names the kind of
+// file, as in yamlRoot.
+func tooBig(file, what string) Error {
+	msg := fmt.Sprintf("the file is larger than %d MiB, the most valnet reads for a %s", maxFileBytes>>20, what)
+	if what == scenarioFile {
+		msg += "; a scenario is short (count: makes many validators of one entry)"
+	}
+	return Error{Pos: Pos{File: file, Line: 1, Col: 1}, Msg: msg}
+}
+
+// readFile reads a scenario file, at most maxFileBytes+1 of it (enough to
+// tell it is too big). A directory is refused at its path, as bad input.
+func readFile(path string) ([]byte, error) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return nil, Errors{{Pos: Pos{File: path, Line: 1, Col: 1},
+			Msg: "is a directory; give a scenario file (a .yaml in it) or a builtin name"}}
+	}
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading scenario: %w", err)
 	}
-	return parse(path, path, filepath.Dir(path), data, o)
+	defer f.Close()
+	return readLimited(f, "reading scenario")
+}
+
+// readLimited reads r up to maxFileBytes+1 bytes.
+func readLimited(r io.Reader, what string) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return data, nil
 }
 
 // Parse parses a scenario; name is the file name used in messages and as
@@ -88,6 +127,9 @@ func parse(file, source, dir string, data []byte, o Overrides) (*Plan, error) {
 	d.pos[""] = nodePos{Key: d.at(root), Value: d.at(root)}
 	var raw rawScenario
 	d.decode(root, "", reflect.ValueOf(&raw).Elem())
+	if d.bombed != nil { // what was decoded is a fraction of the document
+		return nil, Errors{*d.bombed}
+	}
 	o.apply(&raw)
 	plan := d.resolve(&raw)
 	if len(d.errs) > 0 {
@@ -110,10 +152,13 @@ func (o Overrides) apply(raw *rawScenario) {
 	}
 }
 
+// scenarioFile names a scenario in yamlRoot's messages.
+const scenarioFile = "scenario file"
+
 // document returns the single YAML document's top-level mapping.
 func document(file string, data []byte) (*yaml.Node, error) {
 	start := Pos{File: file, Line: 1, Col: 1}
-	root, err := yamlRoot(file, "scenario file", data)
+	root, err := yamlRoot(file, scenarioFile, data)
 	switch {
 	case err != nil:
 		return nil, err
@@ -132,6 +177,9 @@ func document(file string, data []byte) (*yaml.Node, error) {
 // a file with no document, a null node for an empty one. Syntax errors
 // and a second document are Errors; what names the file in them.
 func yamlRoot(file, what string, data []byte) (*yaml.Node, error) {
+	if len(data) > maxFileBytes {
+		return nil, Errors{tooBig(file, what)}
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
@@ -190,7 +238,9 @@ func syntaxError(file string, data []byte, err error) Error {
 	}
 	text := lineText(data, line)
 	indent := len(text) - len(strings.TrimLeft(text, " \t"))
-	if tab := strings.IndexByte(text[:indent], '\t'); tab >= 0 {
+	// A tab after a list item's dash ("-\tname: a") indents too.
+	lead := len(text) - len(strings.TrimLeft(text, " \t-"))
+	if tab := strings.IndexByte(text[:lead], '\t'); tab >= 0 {
 		return Error{Pos: Pos{File: file, Line: line, Col: tab + 1},
 			Msg: "YAML syntax error: tabs are not allowed for indentation in YAML; use spaces"}
 	}
@@ -211,20 +261,31 @@ func lineText(data []byte, n int) string {
 	return strings.TrimSuffix(lines[n-1], "\r")
 }
 
-// maxSearchLines bounds faultyLine's quadratic search; scenarios are short.
-const maxSearchLines = 2000
+// maxSearchLines and maxSearchBytes bound faultyLine's quadratic search
+// (the bytes it parses in all); scenarios are short. 32 MiB is well under
+// a second of parsing.
+const (
+	maxSearchLines = 2000
+	maxSearchBytes = 32 << 20
+)
 
 // faultyLine returns the line that makes data unparseable: one more than the
 // longest run of leading lines that parses. An early construct that is
 // closed later (a flow list over several lines) then does not take the
-// blame for a later mistake. 0 if unknown.
+// blame for a later mistake. 0 if unknown (or too long to search).
 func faultyLine(data []byte) int {
 	lines := bytes.SplitAfter(data, []byte("\n"))
 	if len(lines) > maxSearchLines {
 		return 0
 	}
+	budget := maxSearchBytes
+	size := len(data)
 	for k := len(lines) - 1; k >= 0; k-- {
-		if parsesAsYAML(bytes.Join(lines[:k], nil)) {
+		size -= len(lines[k]) // the bytes of lines[:k]
+		if budget -= size; budget < 0 {
+			return 0
+		}
+		if parsesAsYAML(data[:size]) {
 			return k + 1
 		}
 	}

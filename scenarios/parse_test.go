@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -39,19 +40,62 @@ func checkGolden(t *testing.T, wantFile, got string) {
 	}
 }
 
+// generatedBad are bad scenarios too big to commit: each is written by the
+// test under the name given (in a temporary directory, so messages name it
+// testdata/NAME.bad.yaml as if it were there) and checked against its
+// testdata/NAME.bad.want like the files.
+var generatedBad = map[string]func() []byte{
+	// 10 MB: a scenario with a description of 10 MiB.
+	"generated-10mb": func() []byte {
+		return []byte("name: ten-megabytes\nvalidators:\n  - name: a\ndescription: " + strings.Repeat("x", 10<<20) + "\n")
+	},
+	// 100,000 validators, each written out (1.7 MB).
+	"generated-100k-validators": func() []byte {
+		var b bytes.Buffer
+		b.WriteString("name: many-validators\nvalidators:\n")
+		for i := range 100_000 {
+			fmt.Fprintf(&b, "  - name: v%d\n", i)
+		}
+		return b.Bytes()
+	},
+}
+
+// badDeadline bounds how long any bad scenario may take to be refused:
+// far above what any takes (the 100,000 validators, the slowest, take
+// about a second on a loaded host), so only a hang or runaway work trips it.
+const badDeadline = 20 * time.Second
+
 // TestBadScenarios checks the exact messages for each testdata/*.bad.yaml
-// against its .bad.want file. Run `go test ./scenarios -update` to rewrite
+// (and each generatedBad) against its .bad.want file, and that each is
+// refused within badDeadline. Run `go test ./scenarios -update` to rewrite
 // them after an intended change, and read the diff.
 func TestBadScenarios(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.bad.yaml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no testdata/*.bad.yaml (err %v)", err)
 	}
+	gen := t.TempDir()
+	for name := range generatedBad {
+		files = append(files, filepath.Join(gen, name+".bad.yaml"))
+	}
 	for _, file := range files {
 		name := strings.TrimSuffix(filepath.Base(file), ".bad.yaml")
-		wantFile := strings.TrimSuffix(file, ".yaml") + ".want"
+		wantFile := filepath.Join("testdata", name+".bad.want")
 		t.Run(name, func(t *testing.T) {
-			plan, err := Load(file)
+			if generate, ok := generatedBad[name]; ok {
+				if err := os.WriteFile(file, generate(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var (
+				plan *Plan
+				err  error
+			)
+			start := time.Now()
+			within(t, "Load", func() { plan, err = Load(file) })
+			if took := time.Since(start); took > badDeadline {
+				t.Errorf("took %v to refuse", took)
+			}
 			if err == nil {
 				t.Fatalf("parsed without errors: %+v", plan)
 			}
@@ -62,21 +106,79 @@ func TestBadScenarios(t *testing.T) {
 			if !ok {
 				t.Fatalf("error is not scenarios.Errors: %v", err)
 			}
-			for i := 1; i < len(es); i++ {
-				a, b := es[i-1].Pos, es[i].Pos
-				if a.Line > b.Line || a.Line == b.Line && a.Col > b.Col {
-					t.Errorf("errors not sorted: %v before %v", es[i-1], es[i])
+			for i, e := range es {
+				if e.Pos.File != file || e.Pos.Line < 1 || e.Pos.Col < 1 {
+					t.Errorf("error without file:line:col: %v", e)
+				}
+				if i > 0 {
+					a, b := es[i-1].Pos, e.Pos
+					if a.Line > b.Line || a.Line == b.Line && a.Col > b.Col {
+						t.Errorf("errors not sorted: %v before %v", es[i-1], e)
+					}
 				}
 			}
-			checkGolden(t, wantFile, err.Error()+"\n")
+			got := strings.ReplaceAll(err.Error(), gen+string(filepath.Separator), "testdata/")
+			checkGolden(t, wantFile, got+"\n")
 		})
 	}
 	// A .want without its .yaml would be a test that silently stopped running.
 	wants, _ := filepath.Glob("testdata/*.bad.want")
 	for _, w := range wants {
+		if _, gen := generatedBad[strings.TrimSuffix(filepath.Base(w), ".bad.want")]; gen {
+			continue
+		}
 		if _, err := os.Stat(strings.TrimSuffix(w, ".want") + ".yaml"); err != nil {
 			t.Errorf("%s has no .yaml beside it", w)
 		}
+	}
+	if n := len(files); n < 60 {
+		t.Errorf("%d bad scenarios; the corpus keeps at least 60", n)
+	}
+}
+
+// Found by FuzzScenario's seeds (and an alias bomb written for it): the
+// decoder followed every alias, so a few KB of nested aliases in the
+// schema's shape (faults of groups of names) expanded to a billion values,
+// held the decoder for as long and its memory grew with them. Both bombs
+// are refused at once, allocating little.
+func TestAliasBombsAreRefusedFast(t *testing.T) {
+	for _, file := range []string{"testdata/billion-laughs.bad.yaml", "testdata/billion-laughs-classic.bad.yaml"} {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			start := time.Now()
+			var err error
+			within(t, "Load", func() { _, err = Load(file) })
+			took := time.Since(start)
+			runtime.ReadMemStats(&after)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			alloc := after.TotalAlloc - before.TotalAlloc
+			t.Logf("refused in %v, %d MB allocated", took, alloc>>20)
+			if took > 5*time.Second {
+				t.Errorf("took %v (want well under 5s)", took)
+			}
+			if alloc > 256<<20 {
+				t.Errorf("allocated %d MB (want well under 256 MB)", alloc>>20)
+			}
+		})
+	}
+}
+
+// A line search for the syntax error over a big file used to parse every
+// prefix of it: an error near the top of a 10 MB file took minutes. The
+// file is refused by its size now, and under it the search is bounded.
+func TestSyntaxErrorInABigFileIsQuick(t *testing.T) {
+	data := []byte("name: big\nvalidators:\n  - name: a\nrun: {heights: [\n" + strings.Repeat("# "+strings.Repeat("x", 998)+"\n", 1990))
+	start := time.Now()
+	var err error
+	within(t, "Parse", func() { _, err = Parse("big.yaml", data) })
+	if err == nil || !strings.Contains(err.Error(), "YAML syntax error") {
+		t.Fatalf("got %v", err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("took %v", took)
 	}
 }
 

@@ -20,8 +20,11 @@ const (
 	defaultPower     = 10
 	defaultHeights   = 20
 	defaultMaxDur    = 10 * time.Minute
-	defaultSeed      = 1
-	chainIDPrefix    = "valnet-"
+	// maxRealDuration caps run.max_duration where time is real: a longer
+	// value is a typo (1000h for 1000s) that would hold the host for weeks.
+	maxRealDuration = 24 * time.Hour
+	defaultSeed     = 1
+	chainIDPrefix   = "valnet-"
 )
 
 // Backends.
@@ -72,6 +75,7 @@ func (d *decoder) resolve(raw *rawScenario) *Plan {
 	p.Timeouts = d.resolveTimeouts(chain.Timeouts)
 	p.Run = d.resolveRun(raw.Run)
 	d.maxDuration = p.Run.MaxDuration
+	d.checkTimeoutsWithinRun(p.Timeouts)
 	p.Run.Binary = d.resolveNodeBinary("node", raw.Node, p.Run)
 	profiles := d.resolveProfiles(raw.Profiles)
 	p.Profiles = profiles.plans
@@ -171,6 +175,27 @@ func (d *decoder) resolveTimeouts(rt *rawTimeouts) Timeouts {
 	}
 }
 
+// checkTimeoutsWithinRun refuses a written timeout no shorter than the
+// whole run: a round or a commit would then outlast the hard stop (1000h
+// for 1000ms, say).
+func (d *decoder) checkTimeoutsWithinRun(t Timeouts) {
+	if d.failed("run.max_duration") {
+		return
+	}
+	for _, f := range []struct {
+		key string
+		v   time.Duration
+	}{
+		{"propose", t.Propose}, {"propose_delta", t.ProposeDelta}, {"prevote", t.Prevote}, {"prevote_delta", t.PrevoteDelta},
+		{"precommit", t.Precommit}, {"precommit_delta", t.PrecommitDelta}, {"commit", t.Commit},
+	} {
+		k := "chain.timeouts." + f.key
+		if d.written(k) && !d.failed(k) && f.v >= d.maxDuration {
+			d.fail(d.valuePos(k), k, fmt.Sprintf("%v is not shorter than the whole run (run.max_duration %v): the chain would not get past it before the hard stop; shorten it or raise run.max_duration", f.v, d.maxDuration))
+		}
+	}
+}
+
 func (d *decoder) resolveRun(rr *rawRun) RunPlan {
 	run := RunPlan{Backend: defaultBackend, Heights: defaultHeights, MaxDuration: defaultMaxDur, Seed: defaultSeed}
 	if rr == nil {
@@ -188,8 +213,13 @@ func (d *decoder) resolveRun(rr *rawRun) RunPlan {
 	}
 	if rr.MaxDuration != nil {
 		run.MaxDuration = *rr.MaxDuration
-		if run.MaxDuration == 0 {
+		switch {
+		case run.MaxDuration == 0:
 			d.fail(d.valuePos("run.max_duration"), "run.max_duration", "must be greater than 0: it is the hard stop of the run")
+		case run.MaxDuration > maxRealDuration && run.Backend != BackendSim:
+			d.fail(d.valuePos("run.max_duration"), "run.max_duration", fmt.Sprintf(
+				"must be at most %v on a real backend, got %v: a longer soak is several runs (on the sim, run.backend: sim, time is virtual and may be longer)",
+				maxRealDuration, run.MaxDuration))
 		}
 	}
 	if rr.Seed != nil {

@@ -52,7 +52,7 @@ type rawTimeouts struct {
 type rawRun struct {
 	Backend     *string        `yaml:"backend"`      // default "inprocess"; inprocess|process|docker|sim
 	Heights     *int64         `yaml:"heights"`      // default 20; >= 1; stop once this height is committed
-	MaxDuration *time.Duration `yaml:"max_duration"` // default 10m; > 0; hard stop
+	MaxDuration *time.Duration `yaml:"max_duration"` // default 10m; > 0, at most 24h (but on the sim); hard stop
 	Seed        *int64         `yaml:"seed"`         // default 1; any int64; keys, random latency models and random topologies
 	HaltAfter   *time.Duration `yaml:"halt_after"`   // default: round 0 + round 1 of timeouts + commit (12.5s at the defaults), at least 5 × the median block interval; > 0; a longer stretch without a commit is a halt
 	Sim         *rawSim        `yaml:"sim"`          // default: the default calibration, every node its own CPU; used by the sim backend only

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"unicode"
 
 	"gopkg.in/yaml.v3"
 )
@@ -37,8 +39,18 @@ func (s Setting) flag() string {
 	return s.Flag
 }
 
-// String is the setting as written on the command line.
-func (s Setting) String() string { return s.Path + "=" + s.Value }
+// String is the setting as written on the command line (quoted, as Go
+// quotes, when it holds a newline or another unprintable character, so
+// that a message or the comment naming it stays on one line).
+func (s Setting) String() string { return oneLine(s.Path + "=" + s.Value) }
+
+// oneLine is text, or text quoted when it holds an unprintable character.
+func oneLine(text string) string {
+	if strings.IndexFunc(text, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return strconv.Quote(text)
+	}
+	return text
+}
 
 // ValueKind is what a path's value is, so a command can tell whether a
 // value or a range fits it before anything runs.
@@ -68,6 +80,7 @@ func (k ValueKind) Numeric() bool {
 func ParseSetFlag(arg string) (path string, values []string, err error) {
 	path, list, ok := strings.Cut(arg, "=")
 	path = strings.TrimSpace(path)
+	arg = oneLine(arg) // as messages show it
 	if !ok || path == "" {
 		return "", nil, fmt.Errorf("--set %s: write PATH=VALUE[,VALUE...], e.g. --set 'validators[hsm].signer.latency=50ms,200ms'", arg)
 	}

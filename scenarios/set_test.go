@@ -220,6 +220,28 @@ func TestParseSetFlag(t *testing.T) {
 	}
 }
 
+// Found by FuzzSetFlags: a value holding a newline (the shell passes one
+// through quotes) split the message naming the setting over two lines, and
+// the comment naming it in the run's scenario.yaml. Such a setting is
+// shown quoted, on one line.
+func TestSetWithNewlineStaysOnOneLine(t *testing.T) {
+	set := Setting{Path: "network", Value: "0\n0"}
+	_, err := ResolveWith("quickstart", Overrides{Set: []Setting{set}})
+	if err == nil || strings.Contains(err.Error(), "\n") || !strings.HasPrefix(err.Error(), `--set "network=0\n0": `) {
+		t.Errorf("error %q: want one line naming the setting quoted", err)
+	}
+	if _, _, err := ParseSetFlag("run.heights=\n"); err == nil || strings.Contains(err.Error(), "\n") {
+		t.Errorf("ParseSetFlag: %q, want one line", err)
+	}
+	plan, err := ResolveWith("quickstart", Overrides{Set: []Setting{{Path: "description", Value: "a\tb"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(plan.Text), `#   --set "description=a\tb"`+"\n") {
+		t.Errorf("scenario text does not name the setting on one line:\n%s", plan.Text)
+	}
+}
+
 // TestSetBadValueIsOneError checks that a bad value set on a required key
 // is reported once, as the bad value, and not again as a missing key.
 func TestSetBadValueIsOneError(t *testing.T) {

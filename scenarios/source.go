@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,23 +24,17 @@ type Source struct {
 // a builtin name.
 func ReadSource(nameOrPath string) (*Source, error) {
 	if nameOrPath == Stdin {
-		data, err := io.ReadAll(os.Stdin)
+		data, err := readLimited(os.Stdin, "reading the scenario from standard input")
 		if err != nil {
-			return nil, fmt.Errorf("reading the scenario from standard input: %w", err)
+			return nil, err
 		}
 		return &Source{file: stdinName, name: stdinName, data: data}, nil
 	}
-	isFile := false
-	if fi, err := os.Stat(nameOrPath); err == nil {
-		if fi.IsDir() {
-			return nil, fmt.Errorf("%s is a directory; give a scenario file (a .yaml in it) or a builtin name", nameOrPath)
-		}
-		isFile = true
-	}
-	if ext := strings.ToLower(filepath.Ext(nameOrPath)); isFile || ext == ".yaml" || ext == ".yml" {
-		data, err := os.ReadFile(nameOrPath)
+	_, err := os.Stat(nameOrPath)
+	if ext := strings.ToLower(filepath.Ext(nameOrPath)); err == nil || ext == ".yaml" || ext == ".yml" {
+		data, err := readFile(nameOrPath)
 		if err != nil {
-			return nil, fmt.Errorf("reading scenario: %w", err)
+			return nil, err
 		}
 		return &Source{file: nameOrPath, name: nameOrPath, dir: filepath.Dir(nameOrPath), data: data}, nil
 	}

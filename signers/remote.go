@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	privvalproto "github.com/cometbft/cometbft/api/cometbft/privval/v1"
 	cmtproto "github.com/cometbft/cometbft/api/cometbft/types/v1"
 	"github.com/cometbft/cometbft/crypto"
 	"github.com/cometbft/cometbft/crypto/ed25519"
@@ -358,6 +359,7 @@ func (s *RemoteServer) Start() error {
 	s.dialer = privval.NewSignerDialerEndpoint(cfg.Logger.With("module", "privval"), s.redialer.Dial,
 		privval.SignerDialerEndpointConnRetries(1))
 	s.server = privval.NewSignerServer(s.dialer, cfg.ChainID, cfg.Signer)
+	s.server.SetRequestHandler(handleRequest)
 	if err := s.server.Start(); err != nil {
 		return fmt.Errorf("remote signer: %w", err)
 	}
@@ -389,4 +391,24 @@ func (s *RemoteServer) Stop() error {
 // FormatAddr turns a transport and address into CometBFT's laddr form.
 func FormatAddr(network, address string) string {
 	return network + "://" + strings.TrimPrefix(address, network+"://")
+}
+
+// handleRequest answers one request of a node as CometBFT's own handler
+// does, but refuses a sign request that carries no vote or proposal: the
+// stock handler dereferences it, and the panic would take the whole
+// signer down (any peer on the connection could send one).
+func handleRequest(pv Signer, req privvalproto.Message, chainID string) (privvalproto.Message, error) {
+	switch r := req.Sum.(type) {
+	case *privvalproto.Message_SignVoteRequest:
+		if r.SignVoteRequest.Vote == nil {
+			return privvalproto.Message{Sum: &privvalproto.Message_SignedVoteResponse{SignedVoteResponse: &privvalproto.SignedVoteResponse{
+				Error: &privvalproto.RemoteSignerError{Description: "the sign request carries no vote"}}}}, nil
+		}
+	case *privvalproto.Message_SignProposalRequest:
+		if r.SignProposalRequest.Proposal == nil {
+			return privvalproto.Message{Sum: &privvalproto.Message_SignedProposalResponse{SignedProposalResponse: &privvalproto.SignedProposalResponse{
+				Error: &privvalproto.RemoteSignerError{Description: "the sign request carries no proposal"}}}}, nil
+		}
+	}
+	return privval.DefaultValidationRequestHandler(pv, req, chainID)
 }

@@ -384,7 +384,7 @@ func (s *Serve) handle(pv Signer, req privvalproto.Message, chainID string) (pri
 			s.logf("refusing the node: it runs chain %q, this signer serves chain %q (chain_id)", asked, chainID)
 		}
 	}
-	return privval.DefaultValidationRequestHandler(pv, req, chainID)
+	return handleRequest(pv, req, chainID)
 }
 
 // faultTrigger sits outside the whole chain and tells the timeline the

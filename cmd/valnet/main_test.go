@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -228,6 +229,64 @@ func TestScenarioArguments(t *testing.T) {
 			}
 			if tt.stderrLike != "" && !regexp.MustCompile(tt.stderrLike).MatchString(stderr) {
 				t.Errorf("stderr does not match %q:\n%s", tt.stderrLike, stderr)
+			}
+		})
+	}
+}
+
+// TestBadInputThroughTheCLI runs valnet validate on a sample of the
+// scenarios package's bad-input corpus (scenarios/testdata/*.bad.yaml,
+// whose exact messages TestBadScenarios checks): each exits 2, and every
+// line it prints names the file with a line and a column.
+func TestBadInputThroughTheCLI(t *testing.T) {
+	big := filepath.Join(t.TempDir(), "ten-megabytes.yaml")
+	if err := os.WriteFile(big, []byte("name: big\nvalidators:\n  - name: a\ndescription: "+strings.Repeat("x", 10<<20)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		file string
+		has  string // a part of the message
+	}{
+		{"empty", "the file is empty"},
+		{"binary", "control characters are not allowed"},
+		{"directory", "is a directory"},
+		{"syntax", "YAML syntax error"},
+		{"syntax-tab", "tabs are not allowed"},
+		{"syntax-unclosed-mapping", "did not find expected ',' or '}'"},
+		{"duplicate-key", "duplicate key (first at line 4)"},
+		{"duplicate-key-flow", "duplicate key"},
+		{"duration-1000h", "must be at most 24h0m0s on a real backend"},
+		{"duration-1000h-timeout", "is not shorter than the whole run"},
+		{"alias-unknown", "unknown anchor 'fast' referenced"},
+		{"billion-laughs", "YAML aliases here expand to more than 100000 values"},
+		{"billion-laughs-classic", "unknown key"},
+		{"merge-key", "merge keys are not supported"},
+		{"two-documents", "holds one YAML document"},
+		{"many-errors", "duplicate validator name"},
+		{"", "the file is larger than 2 MiB"}, // big
+	}
+	for _, tt := range tests {
+		file := big
+		if tt.file != "" {
+			file = filepath.Join("..", "..", "scenarios", "testdata", tt.file+".bad.yaml")
+		}
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			start := time.Now()
+			code, stdout, stderr := runCLI(t, "validate", file)
+			if took := time.Since(start); took > 20*time.Second {
+				t.Errorf("took %v", took)
+			}
+			if code != 2 || stdout != "" {
+				t.Fatalf("exit %d (want 2)\nstdout: %s\nstderr: %s", code, stdout, stderr)
+			}
+			if !strings.Contains(stderr, tt.has) {
+				t.Errorf("stderr lacks %q:\n%s", tt.has, stderr)
+			}
+			at := regexp.MustCompile(`^` + regexp.QuoteMeta(file) + `:[1-9][0-9]*:[1-9][0-9]*: \S`)
+			for _, line := range strings.Split(strings.TrimSuffix(stderr, "\n"), "\n") {
+				if !at.MatchString(line) {
+					t.Errorf("a line without file:line:col: %q", line)
+				}
 			}
 		})
 	}
