@@ -99,7 +99,10 @@ type Sample struct {
 }
 
 func newMonitor(events string, scheduled int, bound time.Duration) *monitor {
-	tr := &http.Transport{MaxIdleConnsPerHost: 1, IdleConnTimeout: 30 * time.Second}
+	// No keep-alive: a connection kept to a node that was stopped is
+	// still answered by its RPC server (CometBFT closes the listener, not
+	// the connections), with the stopped node's heights.
+	tr := &http.Transport{DisableKeepAlives: true}
 	return &monitor{events: events, z: results.NewSummarizer(), tr: tr, http: &http.Client{Transport: tr, Timeout: 2 * time.Second},
 		scheduled: scheduled, resumeBound: bound, rpc: map[string]string{}, next: map[string]int64{}, tip: map[string]int64{}, rpcErr: map[string]string{},
 		blocks: map[int64]seen{}, injected: map[Family]int{}, skipped: map[Family][]string{}, t0: time.Now()}

@@ -80,6 +80,9 @@ type Resume struct {
 	Final      *Final  `json:"final"`
 }
 
+// stopMargin: samples this close to the run's end may see nodes stopping.
+const stopMargin = 5 * time.Second
+
 // Slope is a sampled quantity over the run after the warm-up: a least
 // squares line's slope per hour, and its first and last sample.
 type Slope struct {
@@ -88,18 +91,19 @@ type Slope struct {
 	PerHour   float64 `json:"per_hour"`
 	Samples   int     `json:"samples"`
 	FromS     float64 `json:"from_s"`
+	ToS       float64 `json:"to_s"`
 	Undefined bool    `json:"undefined,omitempty"` // fewer than two samples
 }
 
-func slopeOf(samples []Sample, from float64, v func(Sample) float64) Slope {
+func slopeOf(samples []Sample, from, to float64, v func(Sample) float64) Slope {
 	var xs, ys []float64
 	for _, s := range samples {
-		if s.T >= from {
+		if s.T >= from && s.T <= to {
 			xs = append(xs, s.T/3600)
 			ys = append(ys, v(s))
 		}
 	}
-	out := Slope{Samples: len(xs), FromS: from}
+	out := Slope{Samples: len(xs), FromS: from, ToS: to}
 	if len(ys) > 0 {
 		out.First, out.Last = ys[0], ys[len(ys)-1]
 	}
@@ -135,9 +139,11 @@ func (p *Prepared) report(m *monitor, opts Options, runDir string) *Report {
 	for _, d := range m.resumes {
 		r.Resume.MaxS = max(r.Resume.MaxS, d.Seconds())
 	}
-	from := p.Warmup.Seconds()
-	r.Heap = slopeOf(m.samples, from, func(s Sample) float64 { return s.HeapMB })
-	r.Goroutines.Slope = slopeOf(m.samples, from, func(s Sample) float64 { return float64(s.Goroutines) })
+	// From the first fault to before the nodes are stopped: the nodes'
+	// start and stop are no trend.
+	from, to := p.Warmup.Seconds(), (p.Duration - stopMargin).Seconds()
+	r.Heap = slopeOf(m.samples, from, to, func(s Sample) float64 { return s.HeapMB })
+	r.Goroutines.Slope = slopeOf(m.samples, from, to, func(s Sample) float64 { return float64(s.Goroutines) })
 	return r
 }
 
@@ -224,8 +230,8 @@ func (s Slope) text(format string) string {
 	if s.Undefined {
 		return fmt.Sprintf("slope undefined (%d samples)", s.Samples)
 	}
-	return fmt.Sprintf("slope %+"+format[1:]+"/h (least squares over %d samples from %.0fs; first "+format+", last "+format+")",
-		s.PerHour, s.Samples, s.FromS, s.First, s.Last)
+	return fmt.Sprintf("slope %+"+format[1:]+"/h (least squares over %d samples, %.0fs to %.0fs; first "+format+", last "+format+")",
+		s.PerHour, s.Samples, s.FromS, s.ToS, s.First, s.Last)
 }
 
 func secs(s *float64) string {

@@ -118,7 +118,6 @@ loop:
 	// What the run wrote after the last poll; the nodes are gone.
 	m.poll(context.Background(), time.Now(), false)
 	m.endFinal(time.Now(), stoppedBy != "" || res.err != nil)
-	m.sample(time.Now())
 	m.close()
 
 	rep := p.report(m, opts, runDir)
@@ -236,12 +235,19 @@ func upstreamGoroutines() int {
 	if err := pprof.Lookup("goroutine").WriteTo(&b, 1); err != nil {
 		return 0
 	}
+	return countStacks(b.String(), upstreamLeak)
+}
+
+// countStacks counts the goroutines of a goroutine profile (debug=1: a
+// "goroutine profile: total N" line, then blocks of "COUNT @ PCS" and
+// "#\tPC\tFUNC\tFILE:LINE" lines) whose stack mentions fn.
+func countStacks(profile, fn string) int {
+	_, body, _ := strings.Cut(profile, "\n")
 	n := 0
-	// debug=1: blocks of "COUNT @ PCS" then "#\tPC\tFUNC\tFILE:LINE" lines.
-	for _, block := range strings.Split(b.String(), "\n\n") {
+	for _, block := range strings.Split(body, "\n\n") {
 		head, _, _ := strings.Cut(block, "\n")
 		count, _, ok := strings.Cut(head, " @ ")
-		if !ok || !strings.Contains(block, upstreamLeak) {
+		if !ok || !strings.Contains(block, fn) {
 			continue
 		}
 		if c, err := strconv.Atoi(count); err == nil {
