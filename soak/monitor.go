@@ -96,6 +96,9 @@ type Sample struct {
 	T          float64 `json:"t_s"` // since the soak started
 	HeapMB     float64 `json:"heap_live_mb"`
 	Goroutines int     `json:"goroutines"`
+	// Upstream: of Goroutines, CometBFT v1.0.1's own leak (run.go
+	// upstreamLeak), which grows by two per stopped node.
+	Upstream int `json:"upstream_cometbft"`
 }
 
 func newMonitor(events string, scheduled int, bound time.Duration) *monitor {
@@ -384,7 +387,8 @@ func (m *monitor) sample(now time.Time) {
 	if s[0].Value.Kind() == metrics.KindUint64 {
 		live = float64(s[0].Value.Uint64())
 	}
-	m.samples = append(m.samples, Sample{T: now.Sub(m.t0).Seconds(), HeapMB: live / (1 << 20), Goroutines: runtime.NumGoroutine()})
+	m.samples = append(m.samples, Sample{T: now.Sub(m.t0).Seconds(), HeapMB: live / (1 << 20), Goroutines: runtime.NumGoroutine(),
+		Upstream: upstreamGoroutines()})
 }
 
 // statusLine is the soak's progress.

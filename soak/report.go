@@ -46,6 +46,8 @@ type Report struct {
 		// Upstream: of AfterRun, those CometBFT v1.0.1 leaves per stopped
 		// node (soak/run.go upstreamLeak).
 		Upstream int `json:"upstream_cometbft"`
+		// Own: the goroutines without Upstream's, sampled.
+		Own Slope `json:"own"`
 	} `json:"goroutines"`
 	FDs struct {
 		Before int      `json:"before"`
@@ -144,6 +146,7 @@ func (p *Prepared) report(m *monitor, opts Options, runDir string) *Report {
 	from, to := p.Warmup.Seconds(), (p.Duration - stopMargin).Seconds()
 	r.Heap = slopeOf(m.samples, from, to, func(s Sample) float64 { return s.HeapMB })
 	r.Goroutines.Slope = slopeOf(m.samples, from, to, func(s Sample) float64 { return float64(s.Goroutines) })
+	r.Goroutines.Own = slopeOf(m.samples, from, to, func(s Sample) float64 { return float64(s.Goroutines - s.Upstream) })
 	return r
 }
 
@@ -210,7 +213,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.Goroutines.Upstream > 0 {
 		fmt.Fprintf(w, " (%d of them CometBFT v1.0.1's own: a stopped node's WAL autofile routines)", r.Goroutines.Upstream)
 	}
-	fmt.Fprintln(w)
+	fmt.Fprintf(w, "\n  goroutines without CometBFT's autofile leak: %s\n", r.Goroutines.Own.text("%.0f"))
 	fmt.Fprintf(w, "  file descriptors: %d before, %d after", r.FDs.Before, r.FDs.After)
 	if len(r.FDs.Leaked) > 0 {
 		fmt.Fprintf(w, "; leaked: %s", strings.Join(r.FDs.Leaked, ", "))
