@@ -41,6 +41,8 @@ type Report struct {
 	Heap           Slope  `json:"heap_mb"`
 	Goroutines     struct {
 		Slope
+		// BeforeRun and AfterRun leave out the process's singletons
+		// (run.go singletons).
 		BeforeRun int `json:"before_run"`
 		AfterRun  int `json:"after_run"`
 		// Upstream: of AfterRun, those CometBFT v1.0.1 leaves per stopped

@@ -47,8 +47,8 @@ const (
 	pollEvery   = time.Second
 	sampleEvery = 5 * time.Second
 	settleFor   = 15 * time.Second
-	// goroutineSlack: goroutines the process may keep after a run that
-	// are no leak of it (the HTTP client's, the runtime's).
+	// goroutineSlack: goroutines that may still be on their way out after
+	// a run without being a leak (a connection's last read, a timer's).
 	goroutineSlack = 4
 )
 
@@ -61,7 +61,7 @@ func (p *Prepared) Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	warmNetpoll()
 	fdsBefore, _ := openFDs()
-	goBefore := runtime.NumGoroutine()
+	goBefore := runtime.NumGoroutine() - singletonGoroutines()
 	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
 		return nil, err
 	}
@@ -133,10 +133,10 @@ loop:
 		}
 	}
 	rep.Goroutines.BeforeRun = goBefore
-	rep.Goroutines.AfterRun = settle(func() int { return runtime.NumGoroutine() - upstreamGoroutines() }, goBefore+goroutineSlack)
+	left := settle(func() int { return runtime.NumGoroutine() - upstreamGoroutines() - singletonGoroutines() }, goBefore+goroutineSlack)
 	rep.Goroutines.Upstream = upstreamGoroutines()
-	rep.Goroutines.AfterRun += rep.Goroutines.Upstream
-	if left := rep.Goroutines.AfterRun - rep.Goroutines.Upstream; left > goBefore+goroutineSlack || rep.Goroutines.Upstream > 0 {
+	rep.Goroutines.AfterRun = left + rep.Goroutines.Upstream
+	if left > goBefore+goroutineSlack || rep.Goroutines.Upstream > 0 {
 		stacks := writeGoroutines(filepath.Join(opts.OutDir, GoroutinesFile))
 		if left > goBefore+goroutineSlack {
 			m.violate("goroutines: %d before the run, %d %v after it ended, %d of them not CometBFT's known leak (their stacks: %s)",
@@ -230,14 +230,29 @@ func writeGoroutines(path string) string {
 // reported apart, not taken for a leak of valnet.
 const upstreamLeak = "github.com/cometbft/cometbft/internal/autofile."
 
-// upstreamGoroutines counts the goroutines whose stack is upstreamLeak's.
-func upstreamGoroutines() int {
+// singletons are goroutines a process starts once, the first time it
+// needs them, and keeps: CometBFT's flow-rate clock and os/signal's
+// loop. They are left out of both counts, before and after a run.
+var singletons = []string{"github.com/cometbft/cometbft/internal/flowrate.runClockUpdates", "os/signal.loop"}
+
+func singletonGoroutines() int {
+	n := 0
+	for _, fn := range singletons {
+		n += countStacks(goroutineProfile(), fn)
+	}
+	return n
+}
+
+func goroutineProfile() string {
 	var b strings.Builder
 	if err := pprof.Lookup("goroutine").WriteTo(&b, 1); err != nil {
-		return 0
+		return ""
 	}
-	return countStacks(b.String(), upstreamLeak)
+	return b.String()
 }
+
+// upstreamGoroutines counts the goroutines whose stack is upstreamLeak's.
+func upstreamGoroutines() int { return countStacks(goroutineProfile(), upstreamLeak) }
 
 // countStacks counts the goroutines of a goroutine profile (debug=1: a
 // "goroutine profile: total N" line, then blocks of "COUNT @ PCS" and
