@@ -31,16 +31,19 @@ test:
 integ:
 	$(GO) test -tags integ -timeout 50m -run 'Integ|UserBinary' -v ./runner/ ./nodes/ ./sweep/ ./crosscheck/ ./calibrate/
 	$(GO) test -tags integ -timeout 15m -run 'Integ' -v ./soak/
-	$(GO) test -race -timeout 20m ./network/ ./signers/ ./soak/
+	$(GO) test -race -timeout 20m ./network/ ./signers/... ./soak/
 	$(GO) test -race -timeout 20m -run '$(RACE_RESULTS)' ./results/
+	$(GO) test -race -timeout 20m -run '$(RACE_NODES)' ./nodes/
 	$(GO) test -race -timeout 20m -run '$(RACE_RUNNER)' ./runner/
 
-# The race detector on the concurrent packages (a line of make integ):
-# network and signers whole, the results writer and live tracker, and the
-# runner tests that drive real in-process networks through signer, node
-# and network faults, Ctrl-C, a shared device, load and live metrics
-# (~4 minutes on 2 cores, compiling included).
+# The race detector on the concurrent packages (lines of make integ):
+# network, signers (pkcs11 and ledger included) and soak whole, the
+# results writer and live tracker, the nodes' event socket and lifecycle,
+# and the runner tests that drive real in-process networks through signer,
+# node and network faults, Ctrl-C, a shared device, load and live metrics
+# (~2 minutes on 2 cores with a warm build cache, ~5 cold).
 RACE_RESULTS := Writer|Tracker|Stream|Read
+RACE_NODES   := Listener|Lifecycle|Incarnations
 RACE_RUNNER  := TestRecorder|TestNodeFaultsRunOffTheLoopInOrderPerTarget|TestRequestNoter|TestRunSignerPathsAndFaults|TestStopDuringASlowNodeFault|TestHostMonitor|TestLoadGenerator|TestRunInterruptedStopsCleanly|TestRunDrivesBackendAbilities|TestRunMaxDurationEndsTheRun|TestLiveMetricsServeTheRun|TestRunSharedDevice|TestRunLoadAccounting
 
 # A long soak (docs/reliability.md#soak): random faults of every family
