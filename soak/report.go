@@ -28,10 +28,14 @@ type Report struct {
 	// Missing are the families this soak could not draw, and why.
 	Missing map[Family]string `json:"missing_families,omitempty"`
 
-	Heights     int    `json:"heights_committed"`
-	StopReason  string `json:"stop_reason"`
-	StoppedBy   string `json:"stopped_by,omitempty"` // the violation that stopped the run early
-	DoubleSigns int    `json:"double_signs"`
+	Heights int `json:"heights_committed"`
+	// LongestStallS is the longest block interval, faults included, and
+	// Halts the run summary's halts (stretches past the halt threshold).
+	LongestStallS float64 `json:"longest_stall_s"`
+	Halts         int     `json:"halts"`
+	StopReason    string  `json:"stop_reason"`
+	StoppedBy     string  `json:"stopped_by,omitempty"` // the violation that stopped the run early
+	DoubleSigns   int     `json:"double_signs"`
 	// Forks are heights at which two sources (a node's RPC, events.jsonl)
 	// hold different blocks; HashesCompared how many (source, height)
 	// hashes were compared with the first one of their height.
@@ -193,7 +197,8 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\n", fam, c.Scheduled, c.Injected, notApplied(c.NotApplied))
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "  heights committed: %d (stop: %s)\n", r.Heights, r.StopReason)
+	fmt.Fprintf(w, "  heights committed: %d (stop: %s); longest block interval %.1fs, %d halts (summary.json: their causes)\n",
+		r.Heights, r.StopReason, r.LongestStallS, r.Halts)
 	fmt.Fprintf(w, "  double signs: %d\n", r.DoubleSigns)
 	fmt.Fprintf(w, "  forks: %d (%d block hashes compared across nodes' RPC and events.jsonl)\n", len(r.Forks), r.HashesCompared)
 	fmt.Fprintf(w, "  time to resume after faults: max %.1fs over %d quiet moments (%d not measured: a new fault came first)\n",

@@ -126,6 +126,7 @@ loop:
 	if res.out != nil && res.out.Summary != nil {
 		s := res.out.Summary
 		rep.StopReason, rep.Heights = s.StopReason, s.Heights.Committed
+		rep.LongestStallS, rep.Halts = s.BlockIntervalMS.Max/1000, len(s.Halts)
 		// The summary's detector, over the whole stream, is the last word.
 		rep.DoubleSigns = max(rep.DoubleSigns, s.DoubleSigns)
 		if s.DoubleSigns > len(m.doubleSigns) {
