@@ -43,7 +43,10 @@ type Report struct {
 	HashesCompared int    `json:"hashes_compared"`
 	Resume         Resume `json:"resume"`
 	Heap           Slope  `json:"heap_mb"`
-	Goroutines     struct {
+	// HeapTail and Goroutines.OwnTail: the same over the fault-free tail,
+	// every node up and no fault coming or going.
+	HeapTail   Slope `json:"heap_mb_tail"`
+	Goroutines struct {
 		Slope
 		// BeforeRun and AfterRun leave out the process's singletons
 		// (run.go singletons).
@@ -53,7 +56,8 @@ type Report struct {
 		// node (soak/run.go upstreamLeak).
 		Upstream int `json:"upstream_cometbft"`
 		// Own: the goroutines without Upstream's, sampled.
-		Own Slope `json:"own"`
+		Own     Slope `json:"own"`
+		OwnTail Slope `json:"own_tail"`
 	} `json:"goroutines"`
 	FDs struct {
 		Before int      `json:"before"`
@@ -152,7 +156,11 @@ func (p *Prepared) report(m *monitor, opts Options, runDir string) *Report {
 	from, to := p.Warmup.Seconds(), (p.Duration - stopMargin).Seconds()
 	r.Heap = slopeOf(m.samples, from, to, func(s Sample) float64 { return s.HeapMB })
 	r.Goroutines.Slope = slopeOf(m.samples, from, to, func(s Sample) float64 { return float64(s.Goroutines) })
-	r.Goroutines.Own = slopeOf(m.samples, from, to, func(s Sample) float64 { return float64(s.Goroutines - s.Upstream) })
+	own := func(s Sample) float64 { return float64(s.Goroutines - s.Upstream) }
+	r.Goroutines.Own = slopeOf(m.samples, from, to, own)
+	tail := (p.FaultsEnd + startSlack).Seconds()
+	r.HeapTail = slopeOf(m.samples, tail, to, func(s Sample) float64 { return s.HeapMB })
+	r.Goroutines.OwnTail = slopeOf(m.samples, tail, to, own)
 	return r
 }
 
@@ -216,11 +224,13 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(w, "  after the last fault: not reached (the run ended before every fault had ended)\n")
 	}
 	fmt.Fprintf(w, "  heap (live, MB): %s\n", r.Heap.text("%.1f"))
+	fmt.Fprintf(w, "    fault-free tail: %s\n", r.HeapTail.text("%.1f"))
 	fmt.Fprintf(w, "  goroutines: %s; %d before the run, %d after it", r.Goroutines.text("%.0f"), r.Goroutines.BeforeRun, r.Goroutines.AfterRun)
 	if r.Goroutines.Upstream > 0 {
 		fmt.Fprintf(w, " (%d of them CometBFT v1.0.1's own: a stopped node's WAL autofile routines)", r.Goroutines.Upstream)
 	}
 	fmt.Fprintf(w, "\n  goroutines without CometBFT's autofile leak: %s\n", r.Goroutines.Own.text("%.0f"))
+	fmt.Fprintf(w, "    fault-free tail: %s\n", r.Goroutines.OwnTail.text("%.0f"))
 	fmt.Fprintf(w, "  file descriptors: %d before, %d after", r.FDs.Before, r.FDs.After)
 	if len(r.FDs.Leaked) > 0 {
 		fmt.Fprintf(w, "; leaked: %s", strings.Join(r.FDs.Leaked, ", "))
