@@ -3,6 +3,8 @@ package nodes
 import (
 	"context"
 	"errors"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,4 +50,38 @@ func TestInProcessKillRestart(t *testing.T) {
 	}
 	tn.Stop()
 	tn.Nodes = nil
+}
+
+// A stopped in-process node leaves none of its ABCI client routines:
+// CometBFT v1.0.1's Node.OnStop does not stop its proxy app, whose
+// killTMOnClientError routine then waits forever; Stop stops it (found by
+// valnet soak, one routine per node incarnation).
+func TestInProcessStopLeavesNoProxyAppRoutine(t *testing.T) {
+	tn := newTestNet(t, t.TempDir(), 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	tn.start(ctx, InProcess{})
+	tn.ReachHeight(2)
+	if err := tn.Ctl("v0").Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tn.ReachHeight(tn.Height("v0") + 1)
+	tn.Stop()
+	tn.Nodes = nil
+	nettest.WaitFor(t, 10*time.Second, "no killTMOnClientError routine left", func() bool {
+		return goroutinesIn("proxy.(*multiAppConn).killTMOnClientError") == 0
+	})
+}
+
+// goroutinesIn counts the goroutines with fn in their stack.
+func goroutinesIn(fn string) int {
+	buf := make([]byte, 1<<22)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, fn) {
+			n++
+		}
+	}
+	return n
 }

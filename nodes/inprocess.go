@@ -167,6 +167,11 @@ func (r *inProcessRun) stop() error {
 	if r.node.IsRunning() {
 		err = r.node.Stop()
 		r.node.Wait()
+		// CometBFT v1.0.1's Node.OnStop leaves its ABCI connections
+		// running: their killTMOnClientError routine would wait forever,
+		// one per incarnation, in valnet's own process.
+		// (Stopping them again is harmless: an error is "already stopped".)
+		_ = r.node.ProxyApp().Stop()
 	}
 	r.cancel()
 	r.pumps.Wait()

@@ -457,6 +457,17 @@ func (z *Summarizer) threshold() time.Duration {
 	return haltThreshold(z.start, z.intervals.stats().P50)
 }
 
+// DoubleSignsSoFar are the double signs of the heights judged so far, in
+// stream order: the run-wide detector while the stream goes on (valnet
+// soak checks it during a run). Summary's DoubleSignDetails has them all.
+func (z *Summarizer) DoubleSignsSoFar() []DoubleSign {
+	out := make([]DoubleSign, 0, len(z.doubleSigns))
+	for _, ds := range z.doubleSigns {
+		out = append(out, ds.DoubleSign)
+	}
+	return out
+}
+
 // Summary returns the summary of the events added, judging what is left
 // (the last heights) first. It is computed once; Add may not follow.
 func (z *Summarizer) Summary() *Summary {

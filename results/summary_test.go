@@ -473,3 +473,26 @@ func TestNodeErrors(t *testing.T) {
 		t.Error("a node error alone should not fail the run")
 	}
 }
+
+// DoubleSignsSoFar reports a conflict once its height is judged, while the
+// stream still goes on (valnet soak's live check), and Summary agrees.
+func TestDoubleSignsSoFar(t *testing.T) {
+	z := NewSummarizer()
+	add := func(ev Event) { z.Add(&ev) }
+	add(runStart("v1", "v2"))
+	add(signEv("v1", phase.Precommit, 2, 0, "A"))
+	add(signEv("v1", phase.Precommit, 2, 0, "B"))
+	if got := z.DoubleSignsSoFar(); len(got) != 0 {
+		t.Fatalf("height 2 judged before the stream moved on: %+v", got)
+	}
+	for h := int64(2); h <= 8; h++ {
+		add(block(h, float64(h)*1000, 0, nil, nil))
+	}
+	want := []DoubleSign{{Validator: "v1", Height: 2, Round: 0, Phase: phase.Precommit, BlockIDs: []string{"A", "B"}}}
+	if got := z.DoubleSignsSoFar(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("so far %+v, want %+v", got, want)
+	}
+	if s := z.Summary(); !reflect.DeepEqual(s.DoubleSignDetails, want) {
+		t.Fatalf("summary %+v, want %+v", s.DoubleSignDetails, want)
+	}
+}
