@@ -69,13 +69,21 @@ func Files(dir string) ([]string, error) {
 }
 
 // IsSuite says whether args name a suite rather than one scenario: more
-// than one argument, or a directory.
+// than one argument, or a directory of scenarios.
 func IsSuite(args []string) bool {
 	if len(args) != 1 {
 		return len(args) > 1
 	}
-	fi, err := os.Stat(args[0])
-	return err == nil && fi.IsDir()
+	return IsScenarioDir(args[0])
+}
+
+// IsScenarioDir says whether path is a directory to read scenario files
+// from: a directory whose name is not a scenario file's (x.yaml that is a
+// directory is a scenario file that is wrong, and says so).
+func IsScenarioDir(path string) bool {
+	ext := strings.ToLower(filepath.Ext(path))
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir() && ext != ".yaml" && ext != ".yml"
 }
 
 // Expand resolves every scenario args name (files, built-in names, the
@@ -98,7 +106,7 @@ func Expand(ctx context.Context, args []string, o scenarios.Overrides) ([]Entry,
 		entries = append(entries, Entry{Arg: arg, Name: plan.Name, Plan: plan})
 	}
 	for _, arg := range args {
-		if fi, err := os.Stat(arg); err == nil && fi.IsDir() {
+		if IsScenarioDir(arg) {
 			files, err := Files(arg)
 			if err != nil {
 				problems = append(problems, Problem{arg, err})

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -20,7 +19,7 @@ func newValidateCmd() *cobra.Command {
 			bad := 0
 			var names []string
 			for _, a := range args {
-				if fi, err := os.Stat(a); err == nil && fi.IsDir() {
+				if suite.IsScenarioDir(a) {
 					files, err := suite.Files(a)
 					if err != nil {
 						bad++
