@@ -266,6 +266,21 @@ func (r *run) execute(ctx context.Context) error {
 			return err
 		}
 	}
+	// The fabric before the signers: a signer link (signer.link) goes
+	// through it.
+	if r.plan.NeedsFabric() {
+		// Proxy ports come from the same picker as the nodes' ports, so a
+		// proxy never takes a port a node is about to bind.
+		opts := network.Options{PickPort: nodes.FreePort}
+		if r.addresser != nil {
+			// The nodes reach the proxies where the backend says.
+			opts.ListenHost = r.addresser.FabricHost()
+		}
+		r.fabric = network.NewFabric(opts)
+		if err := r.shapeLinks(); err != nil {
+			return err
+		}
+	}
 	// Signers first: a wrong passphrase or a missing profile must stop the
 	// run before any node starts, and the genesis needs their keys.
 	infos, pubs, err := r.openSigners(ctx)
@@ -288,19 +303,6 @@ func (r *run) execute(ctx context.Context) error {
 		Backend: r.backend.Name(), ChainID: r.plan.ChainID, Seed: r.seed,
 		Heights: r.plan.Run.Heights, Validators: infos, Expect: expectations(r.plan),
 		HaltAfterMS: halt.Milliseconds(), HaltAfterExplicit: haltExplicit, Load: loadInfo(r.plan.Load)})
-	if r.plan.NeedsFabric() {
-		// Proxy ports come from the same picker as the nodes' ports, so a
-		// proxy never takes a port a node is about to bind.
-		opts := network.Options{PickPort: nodes.FreePort}
-		if r.addresser != nil {
-			// The nodes reach the proxies where the backend says.
-			opts.ListenHost = r.addresser.FabricHost()
-		}
-		r.fabric = network.NewFabric(opts)
-		if err := r.shapeLinks(); err != nil {
-			return err
-		}
-	}
 	r.startDevices(ctx) // with the network: background load and utilisation count from here
 	r.stage.set(ctx, results.StageStart)
 	if err := r.startNodes(ctx, gen, names); err != nil {

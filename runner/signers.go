@@ -11,6 +11,7 @@ import (
 	"github.com/cometbft/cometbft/crypto"
 	cmtlog "github.com/cometbft/cometbft/libs/log"
 
+	"github.com/valnet/valnet/internal/links"
 	"github.com/valnet/valnet/internal/phase"
 	"github.com/valnet/valnet/results"
 	"github.com/valnet/valnet/scenarios"
@@ -195,7 +196,11 @@ func (r *run) openRemote(vs *validatorSigner, m *member, sockDir string, nodeObs
 	if err != nil {
 		return err
 	}
-	vs.server, err = signers.ServeRemote(signers.ServerConfig{Network: network, Address: vs.client.Addr(), ChainID: r.plan.ChainID,
+	dial, err := r.signerLinkRoute(m, vs.client.Addr())
+	if err != nil {
+		return err
+	}
+	vs.server, err = signers.ServeRemote(signers.ServerConfig{Network: network, Address: dial, ChainID: r.plan.ChainID,
 		IdentityKey: identity, ExpectedNode: nodeSignerKey(r.seed, name).PubKey(), Signer: vs.built.Signer,
 		RedialForever: true, Logger: logger.With("side", "signer")})
 	if err != nil {
@@ -228,10 +233,39 @@ func (r *run) serveToNode(vs *validatorSigner, m *member, sockDir string, signer
 	}
 	m.config.PrivValidatorListenAddr = ep.Listen
 	network, addr := ep.Network, ep.Addr
+	if addr, err = r.signerLinkRoute(m, addr); err != nil {
+		return err
+	}
 	vs.server, err = signers.ServeRemote(signers.ServerConfig{Network: network, Address: addr, ChainID: r.plan.ChainID,
 		IdentityKey: signerIdentity(r.seed, name), Signer: signer, RedialForever: true,
 		Logger: cmtlog.NewTMLogger(cmtlog.NewSyncWriter(logFile)).With("side", "signer")})
 	return err
+}
+
+// signerLinkRoute is where m's signer dials its node: through the fabric
+// when the signer has a link (signer.link, via tcp), shaped both ways, so
+// that every signature pays the link's round trip; else addr itself.
+func (r *run) signerLinkRoute(m *member, addr string) (string, error) {
+	lp := m.plan.Signer.Link
+	if lp == nil {
+		return addr, nil
+	}
+	if r.fabric == nil {
+		return "", fmt.Errorf("validator %s: a signer link needs the link fabric, which this run did not start", m.plan.Name)
+	}
+	name, far := m.plan.Name, scenarios.SignerEndpoint(m.plan.Name)
+	for _, dir := range [][2]string{{far, name}, {name, far}} {
+		l, err := links.FromPlan(*lp, r.seed, "signer-link:"+dir[0]+"->"+dir[1])
+		if err != nil {
+			return "", fmt.Errorf("validator %s: signer link: %w", name, err)
+		}
+		r.setLink(dir[0], dir[1], l)
+	}
+	route, err := r.fabric.Route(far, name, addr)
+	if err != nil {
+		return "", fmt.Errorf("validator %s: signer link: %w", name, err)
+	}
+	return route, nil
 }
 
 // openLog opens the signer's log in its validator's home (signer.log),

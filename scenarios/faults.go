@@ -214,8 +214,23 @@ func (d *decoder) resolveFaultTarget(key string, rf rawFault, act faultAction, v
 		}
 		return d.validatorRef(k, rf.Target, vals)
 	default:
+		if act.Name == action.Isolate && strings.HasSuffix(rf.Target, SignerEndpointSuffix) {
+			return d.signerLinkTarget(k, rf.Target, vals)
+		}
 		return d.checkFaultTarget(k, rf.Target, vals)
 	}
+}
+
+// signerLinkTarget is an isolate target NAME.signer: NAME's signer link
+// (signer.link), cut while its node runs on.
+func (d *decoder) signerLinkTarget(k, target string, vals validatorSet) (ValidatorPlan, bool) {
+	name := strings.TrimSuffix(target, SignerEndpointSuffix)
+	v, ok := d.validatorRef(k, name, vals)
+	if ok && v.Signer.Link == nil {
+		d.fail(d.valuePos(k), k, fmt.Sprintf("%s has no signer link: give its signer a link (via: tcp, link: {latency: ...}) to isolate its signer, or isolate %s to cut its node", name, name))
+		return v, false
+	}
+	return v, ok
 }
 
 // resolveFaultLink reads the link keys of network-latency: one link

@@ -114,8 +114,21 @@ func (p *Plan) NeedsFabric() bool {
 			return true
 		}
 	}
+	for _, v := range p.Validators {
+		if v.Signer.Link != nil {
+			return true
+		}
+	}
 	return false
 }
+
+// SignerEndpoint is the fabric's name for a validator's remote signer (a
+// signer link's far end; an isolate target).
+func SignerEndpoint(validator string) string { return validator + SignerEndpointSuffix }
+
+// SignerEndpointSuffix ends an isolate target that names a validator's
+// signer link rather than its node.
+const SignerEndpointSuffix = ".signer"
 
 // Timeouts are CometBFT's [consensus] timeouts, defaults already applied.
 type Timeouts struct {
@@ -172,6 +185,9 @@ type SignerPlan struct {
 	PKCS11   *PKCS11Plan   // set for type pkcs11 only
 	Ledger   *LedgerPlan   // set for type ledger only
 	External *ExternalPlan // set for type external only
+	// Link is the node<->signer connection's setting, both ways (via tcp
+	// only); nil: the signer sits next to its node.
+	Link *LinkPlan
 	// Device names the shared device this signer signs on ("" = none). A
 	// simulated signer's Profile is then the device's.
 	Device string

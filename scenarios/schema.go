@@ -105,6 +105,15 @@ type rawLink struct {
 	OneWay    *bool          `yaml:"one_way"`   // default false: the setting applies to from->to and to->from
 }
 
+// rawSignerLink shapes the connection between a validator's node and its
+// remote signer (via tcp), as a network link: a signer in another
+// datacenter pays this on every signature, both ways.
+type rawSignerLink struct {
+	Latency   *rawLatency    `yaml:"latency"`   // default: none; one-way; a duration or a latency model without phases
+	Jitter    *time.Duration `yaml:"jitter"`    // default 0; stddev of normal jitter on top of latency
+	Bandwidth *string        `yaml:"bandwidth"` // default: unlimited; same units as network.bandwidth
+}
+
 // rawTopology is mesh or explicit written as a bare word (decodeScalar),
 // or a mapping with exactly one of ring and random.
 type rawTopology struct {
@@ -126,12 +135,13 @@ type rawValidator struct {
 // rawSigner picks a validator's signing backend. Keys that belong to one
 // signer type only are listed in signerTypeKeys (signer.go).
 type rawSigner struct {
-	Type     *string     `yaml:"type"`      // default "local"; local|keyfile|simulated|pkcs11|ledger|external
-	KeyType  *string     `yaml:"key_type"`  // default "ed25519"; ed25519|secp256k1
-	Via      *string     `yaml:"via"`       // default "direct"; direct|tcp|unix (tcp, unix: behind CometBFT's remote-signer protocol)
-	Latency  *rawLatency `yaml:"latency"`   // default: no injected latency
-	CPUScale *float64    `yaml:"cpu_scale"` // default 1; > 0; multiplies the cost of software signing
-	Device   *string     `yaml:"device"`    // default: none; a name from the top-level devices: sign on that shared device (simulated, pkcs11, ledger only)
+	Type     *string        `yaml:"type"`      // default "local"; local|keyfile|simulated|pkcs11|ledger|external
+	KeyType  *string        `yaml:"key_type"`  // default "ed25519"; ed25519|secp256k1
+	Via      *string        `yaml:"via"`       // default "direct"; direct|tcp|unix (tcp, unix: behind CometBFT's remote-signer protocol)
+	Latency  *rawLatency    `yaml:"latency"`   // default: no injected latency
+	CPUScale *float64       `yaml:"cpu_scale"` // default 1; > 0; multiplies the cost of software signing
+	Device   *string        `yaml:"device"`    // default: none; a name from the top-level devices: sign on that shared device (simulated, pkcs11, ledger only)
+	Link     *rawSignerLink `yaml:"link"`      // default: none (the signer next to its node); via tcp only: the node<->signer connection through the link fabric, the same setting both ways
 
 	// keyfile only
 	Path           *string `yaml:"path"`            // default "" (the validator's home); relative to the scenario file's directory

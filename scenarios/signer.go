@@ -78,6 +78,9 @@ func (d *decoder) resolveSigner(key string, rs *rawSigner, profiles profileSet, 
 			d.fail(d.valuePos(k), k, fmt.Sprintf("must be greater than 0, got %g: it multiplies the time software signing takes (1: this machine; 10: a host ten times slower, such as a Raspberry Pi)", sp.CPUScale))
 		}
 	}
+	if rs.Link != nil {
+		sp.Link = d.resolveSignerLink(key+".link", rs.Link, sp.Via)
+	}
 	if !typeOK {
 		return sp // the type's own keys cannot be judged against a type we do not know
 	}
@@ -108,6 +111,20 @@ func (d *decoder) resolveSigner(key string, rs *rawSigner, profiles profileSet, 
 	}
 	d.resolveSignerDevice(key, &sp, rs.Device, devices)
 	return sp
+}
+
+// resolveSignerLink reads a signer link; it needs via tcp (the node and
+// its signer then talk over TCP, which the fabric shapes).
+func (d *decoder) resolveSignerLink(key string, rl *rawSignerLink, via string) *LinkPlan {
+	l := &LinkPlan{Latency: d.resolveLatencyNoPhases(key+".latency", rl.Latency, linkLatencyNoPhases),
+		Bandwidth: d.resolveBandwidth(key+".bandwidth", rl.Bandwidth)}
+	if rl.Jitter != nil {
+		l.Jitter = *rl.Jitter // >= 0: the decoder refuses a negative duration
+	}
+	if via != ViaTCP {
+		d.fail(d.keyPos(key), key, fmt.Sprintf("a signer link needs via: tcp (the node and its signer talk over TCP through the link fabric); this signer is via %s", via))
+	}
+	return l
 }
 
 // resolveKeyfile applies the keyfile defaults and checks its keys.

@@ -14,10 +14,12 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/cometbft/cometbft/crypto"
 
+	"github.com/valnet/valnet/internal/action"
 	"github.com/valnet/valnet/nodes"
 	"github.com/valnet/valnet/results"
 	"github.com/valnet/valnet/scenarios"
@@ -55,6 +57,11 @@ func Check(plan *scenarios.Plan) error {
 	for _, v := range plan.Validators {
 		if _, err := newSigner(plan, p, v, plan.Run.Seed, devices); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	for _, f := range plan.Faults {
+		if f.Action == action.Isolate && strings.HasSuffix(f.Target, scenarios.SignerEndpointSuffix) {
+			errs = append(errs, fmt.Errorf("%s: the sim does not model cutting a signer link (isolate %s); signer-outage models a lost signer", f.Pos, f.Target))
 		}
 	}
 	return errors.Join(errs...)

@@ -8,6 +8,7 @@ import (
 	cmtproto "github.com/cometbft/cometbft/api/cometbft/types/v1"
 	"github.com/cometbft/cometbft/types"
 
+	"github.com/valnet/valnet/internal/links"
 	"github.com/valnet/valnet/internal/phase"
 	"github.com/valnet/valnet/latency"
 	"github.com/valnet/valnet/results"
@@ -30,7 +31,10 @@ type signer struct {
 	ledger  *ledgerModel          // ledger emulator: its modelled time
 	queue   *deviceQueue          // shared device; nil: none
 	remote  bool                  // via tcp or unix: the remote-signer hop
-	decrypt time.Duration         // keyfile every-sign: bcrypt before each signature
+	// link: the node<->signer connection's delays (signer.link), each
+	// signature paying one of each; nil: the signer next to its node.
+	linkTo, linkBack latency.Model
+	decrypt          time.Duration // keyfile every-sign: bcrypt before each signature
 	// outage: the remote signer is disconnected (signer-outage,
 	// signer-restart) until outageUntil (virtual ns; 0: no end known).
 	outage      bool
@@ -140,6 +144,27 @@ func newSigner(plan *scenarios.Plan, params Params, v scenarios.ValidatorPlan, s
 	if s.remote {
 		s.label += " via " + sp.Via
 	}
+	if lp := sp.Link; lp != nil {
+		// The same models and streams as the runner's fabric link.
+		name, far := v.Name, scenarios.SignerEndpoint(v.Name)
+		for _, d := range []struct {
+			m        *latency.Model
+			from, to string
+		}{{&s.linkTo, name, far}, {&s.linkBack, far, name}} {
+			l, err := links.FromPlan(*lp, seed, "signer-link:"+d.from+"->"+d.to)
+			if err != nil {
+				return nil, fmt.Errorf("validator %s: signer link: %w", v.Name, err)
+			}
+			if l.Latency != nil {
+				latency.MakeSerial(l.Latency)
+				*d.m = l.Latency
+			}
+		}
+		if lp.Bandwidth > 0 {
+			return nil, fmt.Errorf("validator %s: the sim does not model a signer link's bandwidth (a signature's few hundred bytes); leave bandwidth out to model its latency", v.Name)
+		}
+		s.label += "+link"
+	}
 	return s, nil
 }
 
@@ -234,6 +259,11 @@ func (w *world) sign(n *node, ph string, h int64, r int32, block int32) bool {
 		t += service.Nanoseconds()
 		if s.remote {
 			t += w.p.RemoteHop.Nanoseconds()
+		}
+		for _, d := range []latency.Model{s.linkTo, s.linkBack} {
+			if d != nil {
+				t += d.Draw().Nanoseconds() // the request there, the signature back
+			}
 		}
 	}
 	n.t = t
