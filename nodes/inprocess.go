@@ -3,6 +3,7 @@ package nodes
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"github.com/valnet/valnet/internal/phase"
 	"os"
@@ -54,6 +55,9 @@ type inProcessNode struct {
 	// incarnation (for Height).
 	life incarnations[inProcessRun]
 	last atomic.Pointer[node.Node]
+	// app is the node's own application process (Spec.App), nil for the
+	// built-in kvstore; started before each incarnation, ended after it.
+	app *app
 }
 
 // inProcessRun is one incarnation of a node: Restart builds a new one from
@@ -88,8 +92,15 @@ func (InProcess) Start(ctx context.Context, spec Spec) (Node, error) {
 		return nil, fmt.Errorf("node %s: genesis validators: %w", spec.Name, err)
 	}
 	ipn := &inProcessNode{name: spec.Name, spec: spec, valSet: valSet, logFile: logFile, logger: logger}
+	if spec.App != nil {
+		if ipn.app, err = newApp(spec.Name, spec.Config.RootDir, *spec.App); err != nil {
+			logFile.Close()
+			return nil, err
+		}
+	}
 	r, err := ipn.launch(ctx)
 	if err != nil {
+		ipn.releaseApp()
 		logFile.Close()
 		return nil, err
 	}
@@ -126,14 +137,22 @@ func (n *inProcessNode) launch(ctx context.Context) (*inProcessRun, error) {
 			_ = db.Close()
 		}
 	}
+	clients := proxy.NewLocalClientCreator(kvstore.NewInMemoryApplication())
+	if n.app != nil {
+		if err := n.app.start(ctx); err != nil {
+			return nil, err
+		}
+		clients = n.appClients()
+	}
 	nd, err := node.NewNode(ctx, spec.Config, spec.Signer, spec.NodeKey,
-		proxy.NewLocalClientCreator(kvstore.NewInMemoryApplication()),
+		clients,
 		genesisProvider,
 		provider,
 		node.DefaultMetricsProvider(spec.Config.Instrumentation),
 		n.logger)
 	if err != nil {
 		closeDBs()
+		n.endApp()
 		return nil, fmt.Errorf("node %s: %w", spec.Name, err)
 	}
 	pumpCtx, cancel := context.WithCancel(context.Background())
@@ -145,6 +164,7 @@ func (n *inProcessNode) launch(ctx context.Context) (*inProcessRun, error) {
 		if err := subscribeBus(pumpCtx, nd.EventBus(), tr, spec.Sink, &r.pumps); err != nil {
 			cancel()
 			r.pumps.Wait()
+			n.endApp()
 			return nil, fmt.Errorf("node %s: subscribe: %w", spec.Name, err)
 		}
 	}
@@ -155,6 +175,7 @@ func (n *inProcessNode) launch(ctx context.Context) (*inProcessRun, error) {
 			_ = nd.Stop()
 		}
 		closeDBs()
+		n.endApp()
 		return nil, fmt.Errorf("node %s: start: %w", spec.Name, err)
 	}
 	n.last.Store(nd)
@@ -177,8 +198,19 @@ func (n *inProcessNode) Name() string                 { return n.name }
 func (n *inProcessNode) Height(context.Context) int64 { return n.last.Load().BlockStore().Height() }
 func (n *inProcessNode) Addrs() Addrs                 { return n.addrs }
 
-func (n *inProcessNode) Stop(context.Context) error {
-	return n.life.stop((*inProcessRun).stop, n.logFile.Close)
+func (n *inProcessNode) Stop(ctx context.Context) error {
+	return n.life.stop(func(r *inProcessRun) error { return n.endRun(ctx, r) },
+		func() error { n.releaseApp(); return n.logFile.Close() })
+}
+
+// endRun stops an incarnation, then its app (SIGTERM), as a clean stop of
+// the machine would.
+func (n *inProcessNode) endRun(ctx context.Context, r *inProcessRun) error {
+	err := r.stop()
+	if n.app != nil {
+		err = errors.Join(err, n.app.stop(ctx))
+	}
+	return err
 }
 
 // subscribeBus pumps the consensus events of bus, translated by tr, into
@@ -332,4 +364,19 @@ func nodeLogger(w *os.File, level string) (cmtlog.Logger, error) {
 		return nil, err
 	}
 	return cmtlog.NewFilter(cmtlog.NewTMLogger(cmtlog.NewSyncWriter(w)), opt), nil
+}
+
+// endApp stops the app of an incarnation that failed to start.
+func (n *inProcessNode) endApp() {
+	if n.app != nil {
+		_ = n.app.kill()
+	}
+}
+
+// releaseApp ends the app, if any, and gives back its address.
+func (n *inProcessNode) releaseApp() {
+	if n.app != nil {
+		_ = n.app.kill()
+		n.app.release()
+	}
 }

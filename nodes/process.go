@@ -72,8 +72,17 @@ func (p Process) Start(ctx context.Context, spec Spec) (Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node %s: genesis validators: %w", spec.Name, err)
 	}
-	argv, err := p.argv(spec)
+	var ap *app
+	if spec.App != nil {
+		if ap, err = newApp(spec.Name, c.RootDir, *spec.App); err != nil {
+			return nil, err
+		}
+	}
+	argv, err := p.argv(spec, ap)
 	if err != nil {
+		if ap != nil {
+			ap.release()
+		}
 		return nil, err
 	}
 	n := &processNode{
@@ -82,6 +91,7 @@ func (p Process) Start(ctx context.Context, spec Spec) (Node, error) {
 		tr:           &translator{node: spec.Name, names: spec.Names, valSet: valSet},
 		rpc:          "http://" + strings.TrimPrefix(c.RPC.ListenAddress, "tcp://"),
 		http:         &http.Client{Timeout: time.Second},
+		app:          ap,
 	}
 	if n.startTimeout <= 0 {
 		n.startTimeout = 60 * time.Second
@@ -96,13 +106,14 @@ func (p Process) Start(ctx context.Context, spec Spec) (Node, error) {
 	cur, err := n.spawn(ctx)
 	if err != nil {
 		n.closeEvents()
+		n.releaseApp()
 		return nil, err
 	}
 	n.life.cur = cur
 	return n, nil
 }
 
-func (p Process) argv(spec Spec) ([]string, error) {
+func (p Process) argv(spec Spec, ap *app) ([]string, error) {
 	// Absolute: the child runs in its home, and the orphan check matches
 	// the home in its command line.
 	home, err := filepath.Abs(spec.Config.RootDir)
@@ -110,6 +121,9 @@ func (p Process) argv(spec Spec) ([]string, error) {
 		return nil, err
 	}
 	if bin := p.binary(spec); bin != "" {
+		if ap != nil {
+			return []string{bin, "start", "--home", home, "--proxy_app=" + ap.Addr(), "--abci=" + ap.spec.Transport}, nil
+		}
 		return []string{bin, "start", "--home", home, "--proxy_app=kvstore"}, nil
 	}
 	cmd := p.Command
@@ -120,7 +134,11 @@ func (p Process) argv(spec Spec) ([]string, error) {
 		}
 		cmd = []string{exe, "node"}
 	}
-	return append(append([]string{}, cmd...), "--home", home, "--name", spec.Name), nil
+	argv := append(append([]string{}, cmd...), "--home", home, "--name", spec.Name)
+	if ap != nil {
+		argv = append(argv, "--proxy-app", ap.Addr(), "--abci", ap.spec.Transport)
+	}
+	return argv, nil
 }
 
 // binary is the validator's own binary (Spec.Binary), else p.Binary.
@@ -151,6 +169,9 @@ type processNode struct {
 	// The running child (nil once killed, halted or stopped), and what
 	// serialises Stop and the Controller methods.
 	life incarnations[child]
+	// app is the node's own application process (Spec.App), nil for the
+	// built-in kvstore; started before each child, ended after it.
+	app *app
 }
 
 var (
@@ -191,8 +212,14 @@ func (n *processNode) spawn(ctx context.Context) (*child, error) {
 		return nil, fmt.Errorf("node %s: %w", n.name, err)
 	}
 	removeStaleSocket(c.PrivValidatorListenAddr)
+	if n.app != nil {
+		if err := n.app.start(ctx); err != nil {
+			return nil, err
+		}
+	}
 	errFile, err := os.OpenFile(filepath.Join(home, StderrFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
+		n.killApp()
 		return nil, fmt.Errorf("node %s: %w", n.name, err)
 	}
 	defer errFile.Close() // the child has its own copy
@@ -202,6 +229,7 @@ func (n *processNode) spawn(ctx context.Context) (*child, error) {
 		// A stock CometBFT logs to stdout: node.log, like every node.
 		logFile, err := os.OpenFile(LogFile(c), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
+			n.killApp()
 			return nil, fmt.Errorf("node %s: %w", n.name, err)
 		}
 		defer logFile.Close()
@@ -213,6 +241,7 @@ func (n *processNode) spawn(ctx context.Context) (*child, error) {
 	cmd.Stdout, cmd.Stderr = out, errFile
 	cmd.SysProcAttr = childAttr()
 	if err := startChild(cmd); err != nil {
+		n.killApp()
 		return nil, fmt.Errorf("node %s: spawn %s: %w", n.name, n.argv[0], err)
 	}
 	ch := &child{cmd: cmd, pid: cmd.Process.Pid, done: make(chan struct{})}
@@ -225,6 +254,7 @@ func (n *processNode) spawn(ctx context.Context) (*child, error) {
 	fail := func(err error) (*child, error) {
 		_ = signalGroup(ch.pid, sigKill)
 		<-ch.done
+		n.killApp()
 		return nil, fmt.Errorf("node %s: %w", n.name, err)
 	}
 	if regErr != nil {
@@ -307,7 +337,13 @@ func (n *processNode) waitUp(ctx context.Context, ch *child) error {
 
 // stderrTail is the end of node.stderr, for error messages.
 func (n *processNode) stderrTail() string {
-	data, _ := os.ReadFile(filepath.Join(n.spec.Config.RootDir, StderrFile))
+	return fileTail(filepath.Join(n.spec.Config.RootDir, StderrFile))
+}
+
+// fileTail is the end of a log valnet appends a "--- valnet" line to at
+// each start: what the last start wrote, at most 2000 bytes.
+func fileTail(path string) string {
+	data, _ := os.ReadFile(path)
 	if i := strings.LastIndex(string(data), "\n--- valnet "); i >= 0 {
 		data = data[i+1:]
 	}
@@ -364,21 +400,50 @@ func (ch *child) stopEvents() {
 // its event socket and removes the socket's directory.
 func (n *processNode) Stop(ctx context.Context) error {
 	return n.life.stop(
-		func(ch *child) error { return n.terminate(ctx, ch) },
-		func() error { n.closeEvents(); return nil })
+		func(ch *child) error { return n.terminateAll(ctx, ch) },
+		func() error { n.closeEvents(); n.releaseApp(); return nil })
+}
+
+// terminateAll stops the node cleanly, then its app (SIGTERM), as a clean
+// stop of the machine would.
+func (n *processNode) terminateAll(ctx context.Context, ch *child) error {
+	err := n.terminate(ctx, ch)
+	if n.app != nil {
+		err = errors.Join(err, n.app.stop(ctx))
+	}
+	return err
+}
+
+// killApp SIGKILLs the app, if any runs.
+func (n *processNode) killApp() {
+	if n.app != nil {
+		_ = n.app.kill()
+	}
+}
+
+// releaseApp ends the app, if any, and gives back its address.
+func (n *processNode) releaseApp() {
+	if n.app != nil {
+		_ = n.app.kill()
+		n.app.release()
+	}
 }
 
 // Halt stops the node cleanly (SIGTERM, then SIGKILL after 10 s); Restart
 // starts it again.
 func (n *processNode) Halt(ctx context.Context) error {
-	return n.life.end(n.name, "stop", func(ch *child) error { return n.terminate(ctx, ch) })
+	return n.life.end(n.name, "stop", func(ch *child) error { return n.terminateAll(ctx, ch) })
 }
 
 var _ Halter = (*processNode)(nil)
 
 // Kill SIGKILLs the node's process group and waits until it is gone.
 func (n *processNode) Kill(ctx context.Context) error {
-	return n.life.end(n.name, "kill", func(ch *child) error { return ch.kill(ctx) })
+	return n.life.end(n.name, "kill", func(ch *child) error {
+		err := ch.kill(ctx)
+		n.killApp()
+		return err
+	})
 }
 
 // Pause freezes the node's process group (SIGSTOP) and returns once the
@@ -425,7 +490,7 @@ func (n *processNode) freeze(ctx context.Context, stop bool) error {
 // still running is stopped cleanly first.
 func (n *processNode) Restart(ctx context.Context) error {
 	return n.life.restart(n.name,
-		func(ch *child) error { return n.terminate(ctx, ch) },
+		func(ch *child) error { return n.terminateAll(ctx, ch) },
 		func() (*child, error) { return n.spawn(ctx) })
 }
 

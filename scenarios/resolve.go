@@ -73,6 +73,7 @@ func (d *decoder) resolve(raw *rawScenario) *Plan {
 	p.Run = d.resolveRun(raw.Run)
 	d.maxDuration = p.Run.MaxDuration
 	p.Run.Binary = d.resolveNodeBinary("node", raw.Node, p.Run)
+	p.App = d.resolveApp(raw.App, p.Run)
 	profiles := d.resolveProfiles(raw.Profiles)
 	p.Profiles = profiles.plans
 	devices := d.resolveDevices(raw.Devices, profiles)
