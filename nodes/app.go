@@ -53,7 +53,7 @@ const appStopGrace = 5 * time.Second
 type app struct {
 	node    string
 	spec    AppSpec
-	addr    string // what the node dials: unix:///PATH or tcp://127.0.0.1:PORT
+	addr    string // what the node dials: unix:///PATH or 127.0.0.1:PORT
 	dial    [2]string
 	mark    string // in the app's command line: how the orphan check knows it
 	sockDir string
@@ -97,8 +97,11 @@ func newApp(node, nodeHome string, spec AppSpec) (*app, error) {
 		if a.port, err = FreePort(); err != nil {
 			return nil, fmt.Errorf("node %s: app port: %w", node, err)
 		}
+		// No tcp:// scheme: CometBFT v1.0's gRPC client hands the address
+		// to grpc.NewClient, which reads "tcp://" as a host name and
+		// retries Echo for ever; a server takes HOST:PORT as tcp too.
 		hp := net.JoinHostPort("127.0.0.1", strconv.Itoa(a.port))
-		a.addr, a.dial, a.mark = "tcp://"+hp, [2]string{"tcp", hp}, hp
+		a.addr, a.dial, a.mark = hp, [2]string{"tcp", hp}, hp
 	default:
 		return nil, fmt.Errorf("node %s: app: unknown transport %q (socket or grpc)", node, spec.Transport)
 	}

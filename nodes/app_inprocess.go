@@ -1,8 +1,9 @@
 package nodes
 
 import (
-	"context"
+	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	abcicli "github.com/cometbft/cometbft/abci/client"
@@ -20,19 +21,44 @@ import (
 // node_error instead and stops this node, which is what CometBFT does to
 // itself in a process of its own.
 
-// appClients is the node's client creator for its app.
-func (n *inProcessNode) appClients() proxy.ClientCreator {
-	var once sync.Once
+// appGuard ties a lost connection to the incarnation whose clients lost
+// it: the clients of an incarnation valnet is stopping (its app is
+// stopped after it) lose nothing, and a newer incarnation is left alone.
+type appGuard struct {
+	once     sync.Once
+	stopping atomic.Bool
+	run      atomic.Pointer[inProcessRun]
+}
+
+// appClients is the client creator of one incarnation for the node's app.
+func (n *inProcessNode) appClients(g *appGuard) proxy.ClientCreator {
 	lost := func(err error) {
-		once.Do(func() {
+		if g.stopping.Load() {
+			return
+		}
+		g.once.Do(func() {
 			if n.spec.Sink != nil {
 				n.spec.Sink.Emit(results.Event{Time: time.Now(), Kind: results.KindNodeError, Node: n.name,
 					Error: "ABCI connection to the app terminated (" + err.Error() + "); CometBFT exits the node here, so valnet stopped it (see " + AppLogFile + ")"})
 			}
-			go func() { _ = n.Kill(context.Background()) }()
+			go n.endLost(g)
 		})
 	}
 	return appClientCreator{ClientCreator: proxy.NewRemoteClientCreator(n.app.Addr(), n.app.spec.Transport, true), lost: lost}
+}
+
+// endLost stops the incarnation of g, if it is still the current one, and
+// kills its app; node-start or node-restart starts both again.
+func (n *inProcessNode) endLost(g *appGuard) {
+	_ = n.life.Control(n.name, func() error {
+		r := g.run.Load()
+		if r == nil || n.life.cur != r {
+			return nil
+		}
+		n.life.cur = nil
+		err := r.stop()
+		return errors.Join(err, n.app.kill())
+	})
 }
 
 type appClientCreator struct {

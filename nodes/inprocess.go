@@ -66,6 +66,7 @@ type inProcessRun struct {
 	node   *node.Node
 	cancel context.CancelFunc
 	pumps  sync.WaitGroup
+	guard  *appGuard // nil: the built-in app
 }
 
 var (
@@ -138,11 +139,13 @@ func (n *inProcessNode) launch(ctx context.Context) (*inProcessRun, error) {
 		}
 	}
 	clients := proxy.NewLocalClientCreator(kvstore.NewInMemoryApplication())
+	var guard *appGuard
 	if n.app != nil {
 		if err := n.app.start(ctx); err != nil {
 			return nil, err
 		}
-		clients = n.appClients()
+		guard = &appGuard{}
+		clients = n.appClients(guard)
 	}
 	nd, err := node.NewNode(ctx, spec.Config, spec.Signer, spec.NodeKey,
 		clients,
@@ -156,7 +159,10 @@ func (n *inProcessNode) launch(ctx context.Context) (*inProcessRun, error) {
 		return nil, fmt.Errorf("node %s: %w", spec.Name, err)
 	}
 	pumpCtx, cancel := context.WithCancel(context.Background())
-	r := &inProcessRun{node: nd, cancel: cancel}
+	r := &inProcessRun{node: nd, cancel: cancel, guard: guard}
+	if guard != nil {
+		guard.run.Store(r)
+	}
 	tr := &translator{node: spec.Name, names: spec.Names, valSet: n.valSet}
 	// Subscribe before Start so that no event of the first height is lost.
 	// A plain node (no Sink) records nothing.
@@ -184,6 +190,9 @@ func (n *inProcessNode) launch(ctx context.Context) (*inProcessRun, error) {
 
 // stop stops an incarnation and waits for its event pumps.
 func (r *inProcessRun) stop() error {
+	if r.guard != nil {
+		r.guard.stopping.Store(true) // its app is stopped after it: no loss
+	}
 	var err error
 	if r.node.IsRunning() {
 		err = r.node.Stop()

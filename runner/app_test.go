@@ -1,0 +1,152 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/valnet/valnet/internal/testbin"
+	"github.com/valnet/valnet/results"
+)
+
+// appYAML: four validators, each node with its own CometBFT abci-cli
+// kvstore process; v-2 is restarted at height 3 (its app with it).
+const appYAML = `
+name: own-app
+chain:
+  timeouts: {propose: 300ms, propose_delta: 100ms, prevote: 100ms, prevote_delta: 50ms,
+             precommit: 100ms, precommit_delta: 50ms, commit: 100ms}
+run: {backend: %s, heights: 25, max_duration: 2m}
+app:
+  command: [%s, kvstore, --address, '{addr}', --abci, %s, --persist, '{home}', --log_level, info]
+  transport: %s
+validators:
+  - name: v
+    count: 4
+faults:
+  - {action: node-restart, target: v-2, at: {height: 3}}
+expect:
+  - {metric: heights_committed, min: 25}
+  - {metric: double_signs, max: 0}
+`
+
+// appWatch polls /proc for the app processes of a run directory: every
+// pid seen per validator, and the most that were alive at once.
+type appWatch struct {
+	mu      sync.Mutex
+	pids    map[string]map[string]bool // validator -> pids
+	maxLive int
+	done    chan struct{}
+}
+
+var appHomeRE = regexp.MustCompile(`nodes/([a-z0-9-]+)/app-home`)
+
+func watchApps(ctx context.Context, t *testing.T, dir string) *appWatch {
+	w := &appWatch{pids: map[string]map[string]bool{}, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for ctx.Err() == nil {
+			live := map[string]bool{}
+			for _, p := range processesUnder(t, dir) {
+				pid, cmd, _ := strings.Cut(p, ": ")
+				m := appHomeRE.FindStringSubmatch(cmd)
+				if !strings.Contains(cmd, "kvstore") || m == nil {
+					continue
+				}
+				w.mu.Lock()
+				if w.pids[m[1]] == nil {
+					w.pids[m[1]] = map[string]bool{}
+				}
+				w.pids[m[1]][pid] = true
+				w.mu.Unlock()
+				live[m[1]] = true
+			}
+			w.mu.Lock()
+			w.maxLive = max(w.maxLive, len(live))
+			w.mu.Unlock()
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	return w
+}
+
+func TestOwnAppKVStore(t *testing.T) {
+	abci := testbin.ABCICLI(t)
+	for _, tc := range []struct{ backend, transport string }{
+		{"inprocess", "socket"},
+		{"process", "socket"},
+		{"inprocess", "grpc"},
+	} {
+		t.Run(tc.backend+"-"+tc.transport, func(t *testing.T) {
+			opts := Options{}
+			if tc.backend == "process" {
+				opts.NodeCommand = []string{valnetBinary(t), "node"}
+			}
+			dir := filepath.Join(t.TempDir(), "run")
+			opts.OutDir = dir
+			showLogsOnFailure(t, dir)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			wctx, stopWatch := context.WithCancel(ctx)
+			w := watchApps(wctx, t, dir)
+			out, err := Run(ctx, parse(t, fmt.Sprintf(appYAML, tc.backend, abci, tc.transport, tc.transport)), opts)
+			stopWatch()
+			<-w.done
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := out.Summary
+			if !s.OK || s.Heights.Committed < 25 {
+				t.Fatalf("%s: %+v", results.ResultLine(s), s.Failed())
+			}
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if w.maxLive != 4 {
+				t.Errorf("at most %d app processes alive at once, want 4 (one per validator): %v", w.maxLive, w.pids)
+			}
+			for _, v := range []string{"v-1", "v-3", "v-4"} {
+				if len(w.pids[v]) != 1 {
+					t.Errorf("%s: app pids %v, want one process for the whole run", v, w.pids[v])
+				}
+			}
+			if len(w.pids["v-2"]) != 2 {
+				t.Errorf("v-2 was restarted: app pids %v, want two (the app restarted with the node)", w.pids["v-2"])
+			}
+			if left := processesUnder(t, dir); len(left) > 0 {
+				t.Errorf("processes left after the run: %v", left)
+			}
+			if left, _ := filepath.Glob(filepath.Join(os.TempDir(), fmt.Sprintf("valnet-app-%d-*", os.Getpid()))); len(left) > 0 {
+				t.Errorf("app socket directories left: %v", left)
+			}
+			// The restarted node's app served it again: v-2 committed
+			// blocks after the restart, which needs its app's FinalizeBlock.
+			events, err := results.ReadFile(filepath.Join(dir, EventsFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back time.Time
+			signedAfter := false
+			for _, e := range events {
+				if e.Kind == results.KindFault && e.Action == "node-restart" && e.State == results.FaultStart {
+					back = e.Time
+				}
+				if !back.IsZero() && e.Kind == results.KindSign && e.Validator == "v-2" && e.Error == "" && e.Time.After(back) {
+					signedAfter = true
+				}
+			}
+			if back.IsZero() || !signedAfter {
+				t.Errorf("v-2 did not sign again after its restart (restart at %v)", back)
+			}
+			log, _ := os.ReadFile(filepath.Join(dir, "nodes", "v-2", "app.log"))
+			if n := strings.Count(string(log), "--- valnet "); n != 2 {
+				t.Errorf("v-2 app.log records %d starts, want 2", n)
+			}
+		})
+	}
+}
