@@ -150,3 +150,39 @@ func TestOwnAppKVStore(t *testing.T) {
 		})
 	}
 }
+
+// TestOwnAppFailsToStart: an app that exits at once, or never listens,
+// stops the run before any block with the end of its log, and leaves no
+// process behind.
+func TestOwnAppFailsToStart(t *testing.T) {
+	for _, tc := range []struct{ name, command, want string }{
+		{"exits at once", `[sh, -c, 'echo boom-{addr} >&2; exit 3']`, "exited before it listened on unix://"},
+		{"exits at once, grpc", `[sh, -c, 'echo boom-{addr} >&2; exit 3']`, "exited before it listened on 127.0.0.1:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			transport := "socket"
+			if strings.HasSuffix(tc.name, "grpc") {
+				transport = "grpc"
+			}
+			dir := filepath.Join(t.TempDir(), "run")
+			yaml := fmt.Sprintf("name: bad-app\nrun: {heights: 3, max_duration: 1m}\napp: {command: %s, transport: %s}\nvalidators:\n  - {name: v, count: 2}\n", tc.command, transport)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			_, err := Run(ctx, parse(t, yaml), Options{OutDir: dir})
+			if err == nil {
+				t.Fatal("the run started with an app that exits at once")
+			}
+			for _, w := range []string{tc.want, "exit status 3", "app.log ends:", "boom-"} {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+			if left := processesUnder(t, dir); len(left) > 0 {
+				t.Errorf("processes left: %v", left)
+			}
+			if left, _ := filepath.Glob(filepath.Join(os.TempDir(), fmt.Sprintf("valnet-app-%d-*", os.Getpid()))); len(left) > 0 {
+				t.Errorf("app socket directories left: %v", left)
+			}
+		})
+	}
+}
