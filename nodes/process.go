@@ -11,7 +11,10 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/valnet/valnet/results"
 )
 
 // Process runs every validator as its own OS process, from the home the
@@ -186,6 +189,9 @@ type child struct {
 	pid  int
 	done chan struct{} // closed once reaped
 	err  error         // exit status, set before done closes
+	// ending: valnet is stopping or killing it; an exit without it is
+	// the node's own (CometBFT ends itself when its app's connection dies).
+	ending atomic.Bool
 	// A user binary's RPC event stream.
 	cancelEvents context.CancelFunc
 	events       sync.WaitGroup
@@ -246,12 +252,19 @@ func (n *processNode) spawn(ctx context.Context) (*child, error) {
 	}
 	ch := &child{cmd: cmd, pid: cmd.Process.Pid, done: make(chan struct{})}
 	regErr := registerChild(ch.pid, home)
+	up := make(chan struct{}) // closed once the node answered: a later exit is news
 	go func() {
 		ch.err = cmd.Wait()
 		unregisterChild(ch.pid)
 		close(ch.done)
+		select {
+		case <-up:
+			n.exitedOnItsOwn(ch)
+		default:
+		}
 	}()
 	fail := func(err error) (*child, error) {
+		ch.ending.Store(true)
 		_ = signalGroup(ch.pid, sigKill)
 		<-ch.done
 		n.killApp()
@@ -263,6 +276,7 @@ func (n *processNode) spawn(ctx context.Context) (*child, error) {
 	if err := n.waitUp(ctx, ch); err != nil {
 		return fail(err)
 	}
+	close(up)
 	if n.user && n.spec.Sink != nil {
 		evCtx, cancel := context.WithCancel(context.Background())
 		ch.cancelEvents = cancel
@@ -273,6 +287,24 @@ func (n *processNode) spawn(ctx context.Context) (*child, error) {
 		}()
 	}
 	return ch, nil
+}
+
+// exitedOnItsOwn records a node_error for a node process that exited
+// while valnet neither stopped nor killed it: with an app of its own,
+// CometBFT ends itself when the app's connection dies. The node stays down
+// until a node-start or node-restart fault.
+func (n *processNode) exitedOnItsOwn(ch *child) {
+	if ch.ending.Load() || n.spec.Sink == nil {
+		return
+	}
+	msg := fmt.Sprintf("node process exited on its own (%v); see node.log", ch.err)
+	if ch.err == nil {
+		msg = "node process exited on its own (exit status 0); see node.log"
+	}
+	if n.app != nil {
+		msg += " and " + AppLogFile + ": CometBFT ends a node whose app connection dies"
+	}
+	n.spec.Sink.Emit(results.Event{Time: time.Now(), Kind: results.KindNodeError, Node: n.name, Error: msg})
 }
 
 // childEnv is the runner's environment without CMTHOME and TMHOME, which
@@ -356,6 +388,7 @@ func fileTail(path string) string {
 // terminate stops an incarnation: SIGTERM (and SIGCONT, so a paused node
 // can act on it), up to stopGrace or ctx for a clean exit, then SIGKILL.
 func (n *processNode) terminate(ctx context.Context, ch *child) error {
+	ch.ending.Store(true)
 	ch.stopEvents()
 	_ = signalGroup(ch.pid, sigTerm)
 	_ = signalGroup(ch.pid, sigCont)
@@ -377,6 +410,7 @@ func (n *processNode) terminate(ctx context.Context, ch *child) error {
 
 // kill SIGKILLs an incarnation and waits until it is reaped.
 func (ch *child) kill(ctx context.Context) error {
+	ch.ending.Store(true)
 	ch.stopEvents()
 	if err := signalGroup(ch.pid, sigKill); err != nil {
 		return err

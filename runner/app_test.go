@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -173,6 +174,80 @@ func TestOwnAppFailsToStart(t *testing.T) {
 			}
 			if left, _ := filepath.Glob(filepath.Join(os.TempDir(), fmt.Sprintf("valnet-app-%d-*", os.Getpid()))); len(left) > 0 {
 				t.Errorf("app socket directories left: %v", left)
+			}
+		})
+	}
+}
+
+// TestOwnAppCrash kills v-3's app in the middle of a run. CometBFT ends a
+// node whose app connection dies: the process backend's node exits on its
+// own, the inprocess backend's node is stopped by valnet (CometBFT would
+// SIGTERM valnet itself). Either way a node_error says so, the other three
+// validators go on committing, and nothing is left after the run.
+func TestOwnAppCrash(t *testing.T) {
+	abci := testbin.ABCICLI(t)
+	for _, tc := range []struct{ backend, want string }{
+		{"inprocess", "ABCI connection to the app terminated"},
+		{"process", "node process exited on its own"},
+	} {
+		t.Run(tc.backend, func(t *testing.T) {
+			opts := Options{}
+			if tc.backend == "process" {
+				opts.NodeCommand = []string{valnetBinary(t), "node"}
+			}
+			dir := filepath.Join(t.TempDir(), "run")
+			opts.OutDir = dir
+			showLogsOnFailure(t, dir)
+			yaml := strings.Replace(fmt.Sprintf(appYAML, tc.backend, abci, "socket", "socket"),
+				"faults:\n  - {action: node-restart, target: v-2, at: {height: 3}}\n", "", 1)
+			yaml = strings.Replace(strings.Replace(yaml, "heights: 25", "heights: 12", 1), "min: 25", "min: 12", 1)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			killed := make(chan string, 1)
+			go func() {
+				defer close(killed)
+				for ctx.Err() == nil {
+					data, _ := os.ReadFile(filepath.Join(dir, EventsFile))
+					if regexp.MustCompile(`"kind":"block","node":"[a-z0-9-]+","height":3,`).Match(data) {
+						for _, p := range processesUnder(t, filepath.Join(dir, "nodes", "v-3", "app-home")) {
+							pid, _, _ := strings.Cut(p, ": ")
+							if out, err := exec.Command("kill", "-9", pid).CombinedOutput(); err != nil {
+								killed <- fmt.Sprintf("kill %s: %v %s", pid, err, out)
+								return
+							}
+							killed <- pid
+							return
+						}
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+			}()
+			out, err := Run(ctx, parse(t, yaml), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pid := <-killed
+			if pid == "" {
+				t.Fatal("v-3's app was never found to kill")
+			}
+			if s := out.Summary; s.Heights.Committed < 12 {
+				t.Errorf("%s: the other three validators should go on", results.ResultLine(s))
+			}
+			events, err := results.ReadFile(filepath.Join(dir, EventsFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var errs []string
+			for _, e := range events {
+				if e.Kind == results.KindNodeError {
+					errs = append(errs, e.Node+": "+e.Error)
+				}
+			}
+			if len(errs) != 1 || !strings.HasPrefix(errs[0], "v-3: "+tc.want) {
+				t.Errorf("node errors %q, want one for v-3: %s (app %s killed)", errs, tc.want, pid)
+			}
+			if left := processesUnder(t, dir); len(left) > 0 {
+				t.Errorf("processes left after the run: %v", left)
 			}
 		})
 	}
