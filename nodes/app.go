@@ -269,3 +269,12 @@ func (a *app) PID() int {
 	}
 	return a.cur.pid
 }
+
+// CleanLeftovers kills the app processes (and node processes) of runners
+// that are gone, and removes their socket directories: an in-process node
+// spawns its app as a child like the process backend's nodes.
+func (InProcess) CleanLeftovers(ctx context.Context) ([]string, error) {
+	return Process{}.CleanLeftovers(ctx)
+}
+
+var _ LeftoverCleaner = InProcess{}
