@@ -16,7 +16,13 @@ var ErrPauseInProcess = errors.New("nodes: node-pause needs the process backend 
 // lost; the node is down and silent all the same. Killing a killed node
 // does nothing.
 func (n *inProcessNode) Kill(context.Context) error {
-	return n.life.end(n.name, "kill", (*inProcessRun).stop)
+	return n.life.end(n.name, "kill", func(r *inProcessRun) error {
+		err := r.stop()
+		if n.app != nil {
+			err = errors.Join(err, n.app.kill())
+		}
+		return err
+	})
 }
 
 // Halt is a clean stop; in-process it is what Kill does already.
@@ -38,7 +44,7 @@ func (n *inProcessNode) Resume(context.Context) error { return ErrPauseInProcess
 func (n *inProcessNode) Restart(ctx context.Context) error {
 	return n.life.restart(n.name,
 		func(r *inProcessRun) error {
-			if err := r.stop(); err != nil {
+			if err := n.endRun(ctx, r); err != nil {
 				return fmt.Errorf("node %s: stop: %w", n.name, err)
 			}
 			return nil

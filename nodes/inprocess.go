@@ -3,6 +3,7 @@ package nodes
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"github.com/valnet/valnet/internal/phase"
 	"os"
@@ -54,6 +55,9 @@ type inProcessNode struct {
 	// incarnation (for Height).
 	life incarnations[inProcessRun]
 	last atomic.Pointer[node.Node]
+	// app is the node's own application process (Spec.App), nil for the
+	// built-in kvstore; started before each incarnation, ended after it.
+	app *app
 }
 
 // inProcessRun is one incarnation of a node: Restart builds a new one from
@@ -62,6 +66,7 @@ type inProcessRun struct {
 	node   *node.Node
 	cancel context.CancelFunc
 	pumps  sync.WaitGroup
+	guard  *appGuard // nil: the built-in app
 }
 
 var (
@@ -88,8 +93,15 @@ func (InProcess) Start(ctx context.Context, spec Spec) (Node, error) {
 		return nil, fmt.Errorf("node %s: genesis validators: %w", spec.Name, err)
 	}
 	ipn := &inProcessNode{name: spec.Name, spec: spec, valSet: valSet, logFile: logFile, logger: logger}
+	if spec.App != nil {
+		if ipn.app, err = newApp(spec.Name, spec.Config.RootDir, *spec.App); err != nil {
+			logFile.Close()
+			return nil, err
+		}
+	}
 	r, err := ipn.launch(ctx)
 	if err != nil {
+		ipn.releaseApp()
 		logFile.Close()
 		return nil, err
 	}
@@ -126,18 +138,31 @@ func (n *inProcessNode) launch(ctx context.Context) (*inProcessRun, error) {
 			_ = db.Close()
 		}
 	}
+	clients := proxy.NewLocalClientCreator(kvstore.NewInMemoryApplication())
+	var guard *appGuard
+	if n.app != nil {
+		if err := n.app.start(ctx); err != nil {
+			return nil, err
+		}
+		guard = &appGuard{}
+		clients = n.appClients(guard)
+	}
 	nd, err := node.NewNode(ctx, spec.Config, spec.Signer, spec.NodeKey,
-		proxy.NewLocalClientCreator(kvstore.NewInMemoryApplication()),
+		clients,
 		genesisProvider,
 		provider,
 		node.DefaultMetricsProvider(spec.Config.Instrumentation),
 		n.logger)
 	if err != nil {
 		closeDBs()
+		n.endApp()
 		return nil, fmt.Errorf("node %s: %w", spec.Name, err)
 	}
 	pumpCtx, cancel := context.WithCancel(context.Background())
-	r := &inProcessRun{node: nd, cancel: cancel}
+	r := &inProcessRun{node: nd, cancel: cancel, guard: guard}
+	if guard != nil {
+		guard.run.Store(r)
+	}
 	tr := &translator{node: spec.Name, names: spec.Names, valSet: n.valSet}
 	// Subscribe before Start so that no event of the first height is lost.
 	// A plain node (no Sink) records nothing.
@@ -145,6 +170,7 @@ func (n *inProcessNode) launch(ctx context.Context) (*inProcessRun, error) {
 		if err := subscribeBus(pumpCtx, nd.EventBus(), tr, spec.Sink, &r.pumps); err != nil {
 			cancel()
 			r.pumps.Wait()
+			n.endApp()
 			return nil, fmt.Errorf("node %s: subscribe: %w", spec.Name, err)
 		}
 	}
@@ -155,6 +181,7 @@ func (n *inProcessNode) launch(ctx context.Context) (*inProcessRun, error) {
 			_ = nd.Stop()
 		}
 		closeDBs()
+		n.endApp()
 		return nil, fmt.Errorf("node %s: start: %w", spec.Name, err)
 	}
 	n.last.Store(nd)
@@ -163,6 +190,9 @@ func (n *inProcessNode) launch(ctx context.Context) (*inProcessRun, error) {
 
 // stop stops an incarnation and waits for its event pumps.
 func (r *inProcessRun) stop() error {
+	if r.guard != nil {
+		r.guard.stopping.Store(true) // its app is stopped after it: no loss
+	}
 	var err error
 	if r.node.IsRunning() {
 		err = r.node.Stop()
@@ -182,8 +212,19 @@ func (n *inProcessNode) Name() string                 { return n.name }
 func (n *inProcessNode) Height(context.Context) int64 { return n.last.Load().BlockStore().Height() }
 func (n *inProcessNode) Addrs() Addrs                 { return n.addrs }
 
-func (n *inProcessNode) Stop(context.Context) error {
-	return n.life.stop((*inProcessRun).stop, n.logFile.Close)
+func (n *inProcessNode) Stop(ctx context.Context) error {
+	return n.life.stop(func(r *inProcessRun) error { return n.endRun(ctx, r) },
+		func() error { n.releaseApp(); return n.logFile.Close() })
+}
+
+// endRun stops an incarnation, then its app (SIGTERM), as a clean stop of
+// the machine would.
+func (n *inProcessNode) endRun(ctx context.Context, r *inProcessRun) error {
+	err := r.stop()
+	if n.app != nil {
+		err = errors.Join(err, n.app.stop(ctx))
+	}
+	return err
 }
 
 // subscribeBus pumps the consensus events of bus, translated by tr, into
@@ -337,4 +378,19 @@ func nodeLogger(w *os.File, level string) (cmtlog.Logger, error) {
 		return nil, err
 	}
 	return cmtlog.NewFilter(cmtlog.NewTMLogger(cmtlog.NewSyncWriter(w)), opt), nil
+}
+
+// endApp stops the app of an incarnation that failed to start.
+func (n *inProcessNode) endApp() {
+	if n.app != nil {
+		_ = n.app.kill()
+	}
+}
+
+// releaseApp ends the app, if any, and gives back its address.
+func (n *inProcessNode) releaseApp() {
+	if n.app != nil {
+		_ = n.app.kill()
+		n.app.release()
+	}
 }

@@ -40,6 +40,9 @@ type Spec struct {
 	// Binary is the validator's own CometBFT-compatible binary (node.binary
 	// or run.binary), for backends that run one; empty: valnet's node.
 	Binary string
+	// App is the validator's own ABCI application; nil: the built-in
+	// kvstore.
+	App *AppSpec
 }
 
 // Addrs are a running node's listen addresses.

@@ -28,13 +28,14 @@ type pidEntry struct {
 	RunnerStart uint64    `json:"runner_start,omitempty"` // /proc start time: tells a reused pid apart
 	PID         int       `json:"pid"`
 	PIDStart    uint64    `json:"pid_start,omitempty"`
-	Home        string    `json:"home"`
+	Home        string    `json:"home"` // in its command line: a node's home, an app's address
 	Started     time.Time `json:"started"`
 }
 
 func entryPath(pid int) string { return filepath.Join(PIDRegistryDir(), strconv.Itoa(pid)+".json") }
 
-// registerChild records a spawned child. The file is written whole and
+// registerChild records a spawned child; home is a string its command
+// line contains (a node's home, an app's listen address). The file is written whole and
 // renamed into place, so CleanOrphans never reads half of one.
 func registerChild(pid int, home string) error {
 	e := pidEntry{RunnerPID: os.Getpid(), PID: pid, Home: home, Started: time.Now().UTC()}

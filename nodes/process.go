@@ -11,7 +11,10 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/valnet/valnet/results"
 )
 
 // Process runs every validator as its own OS process, from the home the
@@ -72,8 +75,17 @@ func (p Process) Start(ctx context.Context, spec Spec) (Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node %s: genesis validators: %w", spec.Name, err)
 	}
-	argv, err := p.argv(spec)
+	var ap *app
+	if spec.App != nil {
+		if ap, err = newApp(spec.Name, c.RootDir, *spec.App); err != nil {
+			return nil, err
+		}
+	}
+	argv, err := p.argv(spec, ap)
 	if err != nil {
+		if ap != nil {
+			ap.release()
+		}
 		return nil, err
 	}
 	n := &processNode{
@@ -82,6 +94,7 @@ func (p Process) Start(ctx context.Context, spec Spec) (Node, error) {
 		tr:           &translator{node: spec.Name, names: spec.Names, valSet: valSet},
 		rpc:          "http://" + strings.TrimPrefix(c.RPC.ListenAddress, "tcp://"),
 		http:         &http.Client{Timeout: time.Second},
+		app:          ap,
 	}
 	if n.startTimeout <= 0 {
 		n.startTimeout = 60 * time.Second
@@ -96,13 +109,14 @@ func (p Process) Start(ctx context.Context, spec Spec) (Node, error) {
 	cur, err := n.spawn(ctx)
 	if err != nil {
 		n.closeEvents()
+		n.releaseApp()
 		return nil, err
 	}
 	n.life.cur = cur
 	return n, nil
 }
 
-func (p Process) argv(spec Spec) ([]string, error) {
+func (p Process) argv(spec Spec, ap *app) ([]string, error) {
 	// Absolute: the child runs in its home, and the orphan check matches
 	// the home in its command line.
 	home, err := filepath.Abs(spec.Config.RootDir)
@@ -110,6 +124,9 @@ func (p Process) argv(spec Spec) ([]string, error) {
 		return nil, err
 	}
 	if bin := p.binary(spec); bin != "" {
+		if ap != nil {
+			return []string{bin, "start", "--home", home, "--proxy_app=" + ap.Addr(), "--abci=" + ap.spec.Transport}, nil
+		}
 		return []string{bin, "start", "--home", home, "--proxy_app=kvstore"}, nil
 	}
 	cmd := p.Command
@@ -120,7 +137,11 @@ func (p Process) argv(spec Spec) ([]string, error) {
 		}
 		cmd = []string{exe, "node"}
 	}
-	return append(append([]string{}, cmd...), "--home", home, "--name", spec.Name), nil
+	argv := append(append([]string{}, cmd...), "--home", home, "--name", spec.Name)
+	if ap != nil {
+		argv = append(argv, "--proxy-app", ap.Addr(), "--abci", ap.spec.Transport)
+	}
+	return argv, nil
 }
 
 // binary is the validator's own binary (Spec.Binary), else p.Binary.
@@ -151,6 +172,9 @@ type processNode struct {
 	// The running child (nil once killed, halted or stopped), and what
 	// serialises Stop and the Controller methods.
 	life incarnations[child]
+	// app is the node's own application process (Spec.App), nil for the
+	// built-in kvstore; started before each child, ended after it.
+	app *app
 }
 
 var (
@@ -165,6 +189,9 @@ type child struct {
 	pid  int
 	done chan struct{} // closed once reaped
 	err  error         // exit status, set before done closes
+	// ending: valnet is stopping or killing it; an exit without it is
+	// the node's own (CometBFT ends itself when its app's connection dies).
+	ending atomic.Bool
 	// A user binary's RPC event stream.
 	cancelEvents context.CancelFunc
 	events       sync.WaitGroup
@@ -191,8 +218,14 @@ func (n *processNode) spawn(ctx context.Context) (*child, error) {
 		return nil, fmt.Errorf("node %s: %w", n.name, err)
 	}
 	removeStaleSocket(c.PrivValidatorListenAddr)
+	if n.app != nil {
+		if err := n.app.start(ctx); err != nil {
+			return nil, err
+		}
+	}
 	errFile, err := os.OpenFile(filepath.Join(home, StderrFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
+		n.killApp()
 		return nil, fmt.Errorf("node %s: %w", n.name, err)
 	}
 	defer errFile.Close() // the child has its own copy
@@ -202,6 +235,7 @@ func (n *processNode) spawn(ctx context.Context) (*child, error) {
 		// A stock CometBFT logs to stdout: node.log, like every node.
 		logFile, err := os.OpenFile(LogFile(c), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
+			n.killApp()
 			return nil, fmt.Errorf("node %s: %w", n.name, err)
 		}
 		defer logFile.Close()
@@ -213,18 +247,27 @@ func (n *processNode) spawn(ctx context.Context) (*child, error) {
 	cmd.Stdout, cmd.Stderr = out, errFile
 	cmd.SysProcAttr = childAttr()
 	if err := startChild(cmd); err != nil {
+		n.killApp()
 		return nil, fmt.Errorf("node %s: spawn %s: %w", n.name, n.argv[0], err)
 	}
 	ch := &child{cmd: cmd, pid: cmd.Process.Pid, done: make(chan struct{})}
 	regErr := registerChild(ch.pid, home)
+	up := make(chan struct{}) // closed once the node answered: a later exit is news
 	go func() {
 		ch.err = cmd.Wait()
 		unregisterChild(ch.pid)
 		close(ch.done)
+		select {
+		case <-up:
+			n.exitedOnItsOwn(ch)
+		default:
+		}
 	}()
 	fail := func(err error) (*child, error) {
+		ch.ending.Store(true)
 		_ = signalGroup(ch.pid, sigKill)
 		<-ch.done
+		n.killApp()
 		return nil, fmt.Errorf("node %s: %w", n.name, err)
 	}
 	if regErr != nil {
@@ -233,6 +276,7 @@ func (n *processNode) spawn(ctx context.Context) (*child, error) {
 	if err := n.waitUp(ctx, ch); err != nil {
 		return fail(err)
 	}
+	close(up)
 	if n.user && n.spec.Sink != nil {
 		evCtx, cancel := context.WithCancel(context.Background())
 		ch.cancelEvents = cancel
@@ -243,6 +287,24 @@ func (n *processNode) spawn(ctx context.Context) (*child, error) {
 		}()
 	}
 	return ch, nil
+}
+
+// exitedOnItsOwn records a node_error for a node process that exited
+// while valnet neither stopped nor killed it: with an app of its own,
+// CometBFT ends itself when the app's connection dies. The node stays down
+// until a node-start or node-restart fault.
+func (n *processNode) exitedOnItsOwn(ch *child) {
+	if ch.ending.Load() || n.spec.Sink == nil {
+		return
+	}
+	msg := fmt.Sprintf("node process exited on its own (%v); see node.log", ch.err)
+	if ch.err == nil {
+		msg = "node process exited on its own (exit status 0); see node.log"
+	}
+	if n.app != nil {
+		msg += " and " + AppLogFile + ": CometBFT ends a node whose app connection dies"
+	}
+	n.spec.Sink.Emit(results.Event{Time: time.Now(), Kind: results.KindNodeError, Node: n.name, Error: msg})
 }
 
 // childEnv is the runner's environment without CMTHOME and TMHOME, which
@@ -307,7 +369,13 @@ func (n *processNode) waitUp(ctx context.Context, ch *child) error {
 
 // stderrTail is the end of node.stderr, for error messages.
 func (n *processNode) stderrTail() string {
-	data, _ := os.ReadFile(filepath.Join(n.spec.Config.RootDir, StderrFile))
+	return fileTail(filepath.Join(n.spec.Config.RootDir, StderrFile))
+}
+
+// fileTail is the end of a log valnet appends a "--- valnet" line to at
+// each start: what the last start wrote, at most 2000 bytes.
+func fileTail(path string) string {
+	data, _ := os.ReadFile(path)
 	if i := strings.LastIndex(string(data), "\n--- valnet "); i >= 0 {
 		data = data[i+1:]
 	}
@@ -320,6 +388,7 @@ func (n *processNode) stderrTail() string {
 // terminate stops an incarnation: SIGTERM (and SIGCONT, so a paused node
 // can act on it), up to stopGrace or ctx for a clean exit, then SIGKILL.
 func (n *processNode) terminate(ctx context.Context, ch *child) error {
+	ch.ending.Store(true)
 	ch.stopEvents()
 	_ = signalGroup(ch.pid, sigTerm)
 	_ = signalGroup(ch.pid, sigCont)
@@ -341,6 +410,7 @@ func (n *processNode) terminate(ctx context.Context, ch *child) error {
 
 // kill SIGKILLs an incarnation and waits until it is reaped.
 func (ch *child) kill(ctx context.Context) error {
+	ch.ending.Store(true)
 	ch.stopEvents()
 	if err := signalGroup(ch.pid, sigKill); err != nil {
 		return err
@@ -364,21 +434,50 @@ func (ch *child) stopEvents() {
 // its event socket and removes the socket's directory.
 func (n *processNode) Stop(ctx context.Context) error {
 	return n.life.stop(
-		func(ch *child) error { return n.terminate(ctx, ch) },
-		func() error { n.closeEvents(); return nil })
+		func(ch *child) error { return n.terminateAll(ctx, ch) },
+		func() error { n.closeEvents(); n.releaseApp(); return nil })
+}
+
+// terminateAll stops the node cleanly, then its app (SIGTERM), as a clean
+// stop of the machine would.
+func (n *processNode) terminateAll(ctx context.Context, ch *child) error {
+	err := n.terminate(ctx, ch)
+	if n.app != nil {
+		err = errors.Join(err, n.app.stop(ctx))
+	}
+	return err
+}
+
+// killApp SIGKILLs the app, if any runs.
+func (n *processNode) killApp() {
+	if n.app != nil {
+		_ = n.app.kill()
+	}
+}
+
+// releaseApp ends the app, if any, and gives back its address.
+func (n *processNode) releaseApp() {
+	if n.app != nil {
+		_ = n.app.kill()
+		n.app.release()
+	}
 }
 
 // Halt stops the node cleanly (SIGTERM, then SIGKILL after 10 s); Restart
 // starts it again.
 func (n *processNode) Halt(ctx context.Context) error {
-	return n.life.end(n.name, "stop", func(ch *child) error { return n.terminate(ctx, ch) })
+	return n.life.end(n.name, "stop", func(ch *child) error { return n.terminateAll(ctx, ch) })
 }
 
 var _ Halter = (*processNode)(nil)
 
 // Kill SIGKILLs the node's process group and waits until it is gone.
 func (n *processNode) Kill(ctx context.Context) error {
-	return n.life.end(n.name, "kill", func(ch *child) error { return ch.kill(ctx) })
+	return n.life.end(n.name, "kill", func(ch *child) error {
+		err := ch.kill(ctx)
+		n.killApp()
+		return err
+	})
 }
 
 // Pause freezes the node's process group (SIGSTOP) and returns once the
@@ -425,7 +524,7 @@ func (n *processNode) freeze(ctx context.Context, stop bool) error {
 // still running is stopped cleanly first.
 func (n *processNode) Restart(ctx context.Context) error {
 	return n.life.restart(n.name,
-		func(ch *child) error { return n.terminate(ctx, ch) },
+		func(ch *child) error { return n.terminateAll(ctx, ch) },
 		func() (*child, error) { return n.spawn(ctx) })
 }
 

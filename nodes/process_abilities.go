@@ -31,12 +31,12 @@ func (Process) SignerEndpoint(name string, tcp bool, sockDir string) (SignerEndp
 	return SignerEndpoint{Listen: "unix://" + path, Network: "unix", Addr: path}, nil
 }
 
-// CleanLeftovers kills node processes of runners that are gone.
+// CleanLeftovers kills node and app processes of runners that are gone.
 func (Process) CleanLeftovers(context.Context) ([]string, error) {
 	killed, err := CleanOrphans()
 	var out []string
 	for _, pid := range killed {
-		out = append(out, fmt.Sprintf("node process %d", pid))
+		out = append(out, fmt.Sprintf("process %d", pid))
 	}
 	return out, err
 }

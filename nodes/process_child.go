@@ -40,6 +40,10 @@ type NodeOptions struct {
 	Events string
 	// Name is the node's name in events; default: the config's moniker.
 	Name string
+	// ProxyApp is the address of the node's own ABCI application (an app
+	// process the runner started), over ABCI (socket or grpc); "": the
+	// built-in kvstore.
+	ProxyApp, ABCI string
 }
 
 // AppDir is where `valnet node` keeps its kvstore application, inside the
@@ -111,14 +115,22 @@ func RunNode(ctx context.Context, o NodeOptions) (err error) {
 		}
 		defer sink.Close()
 	}
-	appDB, err := dbm.NewPebbleDB("kvstore", filepath.Join(c.DBDir(), AppDir))
-	if err != nil {
-		return fmt.Errorf("kvstore app: %w", err)
+	var clients proxy.ClientCreator
+	if o.ProxyApp != "" {
+		// As `cometbft start --proxy_app ADDR --abci T`: if the app's
+		// connection dies, CometBFT ends this process.
+		clients = proxy.NewRemoteClientCreator(o.ProxyApp, o.ABCI, true)
+	} else {
+		appDB, err := dbm.NewPebbleDB("kvstore", filepath.Join(c.DBDir(), AppDir))
+		if err != nil {
+			return fmt.Errorf("kvstore app: %w", err)
+		}
+		defer appDB.Close()
+		clients = proxy.NewLocalClientCreator(kvstore.NewApplication(appDB))
 	}
-	defer appDB.Close()
 
 	n, err := node.NewNode(ctx, c, pv, nodeKey,
-		proxy.NewLocalClientCreator(kvstore.NewApplication(appDB)),
+		clients,
 		node.DefaultGenesisDocProviderFunc(c),
 		guardedDBProvider,
 		node.DefaultMetricsProvider(c.Instrumentation),

@@ -53,6 +53,9 @@ func Preflight(ctx context.Context, plan *scenarios.Plan) Problems {
 	if plan.Run.Binary != "" {
 		add("node.binary", checkBinary(plan.Run.Binary))
 	}
+	if plan.App != nil {
+		add("app.command", checkExecutable(plan.App.Command[0], "app command"))
+	}
 	for _, v := range plan.Validators {
 		at := "validators[" + v.Name + "]"
 		if v.Binary != "" {
@@ -115,18 +118,22 @@ func checkFile(path, what string) error {
 
 // checkBinary: a node binary given by path must exist and be executable;
 // a bare name must be on PATH.
-func checkBinary(bin string) error {
+func checkBinary(bin string) error { return checkExecutable(bin, "node binary") }
+
+// checkExecutable: what (a node binary, an app command) given by path
+// must exist and be executable; a bare name must be on PATH.
+func checkExecutable(bin, what string) error {
 	if !strings.Contains(bin, "/") {
 		if _, err := exec.LookPath(bin); err != nil {
-			return fmt.Errorf("node binary %s: not found on PATH", bin)
+			return fmt.Errorf("%s %s: not found on PATH", what, bin)
 		}
 		return nil
 	}
-	if err := checkFile(bin, "node binary"); err != nil {
+	if err := checkFile(bin, what); err != nil {
 		return err
 	}
 	if st, _ := os.Stat(bin); st.Mode().Perm()&0o111 == 0 {
-		return fmt.Errorf("node binary %s is not executable (chmod +x)", bin)
+		return fmt.Errorf("%s %s is not executable (chmod +x)", what, bin)
 	}
 	return nil
 }

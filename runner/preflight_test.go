@@ -56,6 +56,24 @@ node: {binary: ` + secret + `}
 validators:
   - name: a
 `, []string{"node.binary: node binary " + secret + " is not executable"}},
+		{"app command not on PATH", `
+name: preflight
+app: {command: [valnet-no-such-abci-app, --address, '{addr}']}
+validators:
+  - name: a
+`, []string{"app.command: app command valnet-no-such-abci-app: not found on PATH"}},
+		{"app command path missing", `
+name: preflight
+app: {command: [/nonexistent/app, '{addr}'], transport: grpc}
+validators:
+  - name: a
+`, []string{"app.command: app command /nonexistent/app: no such file or directory"}},
+		{"app command on PATH", `
+name: preflight
+app: {command: [sh, -c, 'exec sleep 1 {addr}']}
+validators:
+  - name: a
+`, nil},
 		{"pkcs11 module missing and PIN unset", `
 name: preflight
 validators:

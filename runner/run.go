@@ -398,6 +398,9 @@ func (r *run) startAll(ctx context.Context, gen *types.GenesisDoc, names map[str
 	for i, m := range r.members {
 		spec := nodes.Spec{Name: m.plan.Name, Config: m.config, Genesis: gen, NodeKey: m.nodeKey,
 			Names: names, Sink: r.rec, Binary: m.binary(r.plan)}
+		if a := r.plan.App; a != nil {
+			spec.App = &nodes.AppSpec{Command: a.Command, Transport: a.Transport}
+		}
 		if pv := r.signers[i].node; pv != nil {
 			spec.Signer = pv
 		}

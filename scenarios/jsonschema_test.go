@@ -190,6 +190,7 @@ func TestJSONSchemaEnums(t *testing.T) {
 		got, want []string
 	}{
 		{"run.backend", strs(prop("run", "backend")["enum"]), backends},
+		{"app.transport", strs(prop("app", "transport")["enum"]), appTransports},
 		{"signer.type", strs(prop("validators[].signer", "type")["enum"]), signerTypes},
 		{"signer.key_type", strs(prop("validators[].signer", "key_type")["enum"]), keyTypes},
 		{"signer.via", strs(prop("validators[].signer", "via")["enum"]), vias},

@@ -184,6 +184,12 @@ func TestSyntaxErrorInABigFileIsQuick(t *testing.T) {
 
 // goodChecks holds extra checks on the resolved plan of some good files.
 var goodChecks = map[string]func(t *testing.T, p *Plan){
+	"app": func(t *testing.T, p *Plan) {
+		want := &AppPlan{Command: []string{"testdata/bin/my-app", "start", "--addr={addr}", "--home", "{home}"}, Transport: AppSocket}
+		if !reflect.DeepEqual(p.App, want) {
+			t.Errorf("app %+v, want %+v (a path with a slash is the scenario's; transport defaults to socket)", p.App, want)
+		}
+	},
 	"minimal": func(t *testing.T, p *Plan) {
 		want := &Plan{
 			Name:    "minimal",

@@ -30,6 +30,9 @@ type Plan struct {
 	Faults   []FaultPlan // in declaration order
 	Network  NetworkPlan
 	Load     *LoadPlan // nil: no transactions are sent (load.go)
+	// App is the chain's own ABCI application; nil: the built-in kvstore
+	// inside each node (app.go).
+	App *AppPlan
 	// Devices are the shared signing devices (top-level `devices:`), by
 	// name; SignerPlan.Device names one.
 	Devices map[string]DevicePlan

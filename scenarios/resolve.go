@@ -77,6 +77,7 @@ func (d *decoder) resolve(raw *rawScenario) *Plan {
 	d.maxDuration = p.Run.MaxDuration
 	d.checkTimeoutsWithinRun(p.Timeouts)
 	p.Run.Binary = d.resolveNodeBinary("node", raw.Node, p.Run)
+	p.App = d.resolveApp(raw.App, p.Run)
 	profiles := d.resolveProfiles(raw.Profiles)
 	p.Profiles = profiles.plans
 	devices := d.resolveDevices(raw.Devices, profiles)

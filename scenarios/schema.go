@@ -20,6 +20,7 @@ type rawScenario struct {
 	Chain       *rawChain             `yaml:"chain"`       // default: all chain defaults
 	Run         *rawRun               `yaml:"run"`         // default: all run defaults
 	Node        *rawNode              `yaml:"node"`        // default: valnet's own node; process backend only
+	App         *rawApp               `yaml:"app"`         // default: the built-in kvstore app inside each node; inprocess and process backends only
 	Network     *rawNetwork           `yaml:"network"`     // default: plain links, full mesh
 	Load        *rawLoad              `yaml:"load"`        // default: no transactions are sent
 	Profiles    map[string]rawProfile `yaml:"profiles"`    // default: none; device profiles for simulated signers, by name
@@ -69,6 +70,13 @@ type rawSim struct {
 // under a validator: that one, over the top level. Process backend only.
 type rawNode struct {
 	Binary *string `yaml:"binary"` // default: valnet node; a CometBFT-compatible binary, relative to the scenario file's directory
+}
+
+// rawApp is the chain's own ABCI application (app.go): valnet starts one
+// process of it per validator and that validator's node connects to it.
+type rawApp struct {
+	Command   []string `yaml:"command"`   // required; argv (no shell); must contain {addr} (the address valnet picks for it); {home} is the validator's app directory
+	Transport *string  `yaml:"transport"` // default "socket"; socket|grpc (CometBFT's abci setting)
 }
 
 // rawNetwork shapes the links between validators (network.go). Every

@@ -18,7 +18,7 @@ func init() { commands = append(commands, newNodeCmd) }
 func newNodeCmd() *cobra.Command {
 	var opts nodes.NodeOptions
 	cmd := &cobra.Command{
-		Use:    "node --home DIR [--events unix:///path/events.sock|tcp://HOST:PORT] [--name NAME]",
+		Use:    "node --home DIR [--events unix:///path/events.sock|tcp://HOST:PORT] [--name NAME] [--proxy-app ADDR --abci socket|grpc]",
 		Short:  "Run one CometBFT validator from a home (used by the process backend)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
@@ -35,6 +35,8 @@ func newNodeCmd() *cobra.Command {
 	cmd.Flags().StringVar(&opts.Home, "home", "", "the node's CometBFT home (config/config.toml, genesis, keys, data)")
 	cmd.Flags().StringVar(&opts.Events, "events", "", "stream events as JSON lines to this socket (unix:///path or tcp://HOST:PORT)")
 	cmd.Flags().StringVar(&opts.Name, "name", "", "the node's name in events (default: the moniker)")
+	cmd.Flags().StringVar(&opts.ProxyApp, "proxy-app", "", "connect to this ABCI application (unix:///path or tcp://HOST:PORT) instead of the built-in kvstore")
+	cmd.Flags().StringVar(&opts.ABCI, "abci", "socket", "the ABCI transport of --proxy-app: socket or grpc")
 	_ = cmd.MarkFlagRequired("home")
 	return cmd
 }

@@ -44,8 +44,17 @@ func ValnetStatic(t testing.TB) string {
 	return buildOnce(t, "./cmd/valnet", "static", "CGO_ENABLED=0")
 }
 
+// ABCICLI builds CometBFT's abci-cli (the version in go.mod, from the
+// module cache) once per test binary and returns its path; `abci-cli
+// kvstore --address ADDR` is a real ABCI application.
+func ABCICLI(t testing.TB) string {
+	t.Helper()
+	return Build(t, "github.com/cometbft/cometbft/abci/cmd/abci-cli")
+}
+
 // Build builds the main package at pkg (a path relative to the module
-// root, e.g. ./runner/testdata/extsigner) once per test binary and
+// root, e.g. ./runner/testdata/extsigner, or a module's package path)
+// once per test binary and
 // returns the binary's path. Call Cleanup from TestMain after m.Run.
 func Build(t testing.TB, pkg string) string {
 	t.Helper()

@@ -1,0 +1,254 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/valnet/valnet/internal/testbin"
+	"github.com/valnet/valnet/results"
+)
+
+// appYAML: four validators, each node with its own CometBFT abci-cli
+// kvstore process; v-2 is restarted at height 3 (its app with it).
+const appYAML = `
+name: own-app
+chain:
+  timeouts: {propose: 300ms, propose_delta: 100ms, prevote: 100ms, prevote_delta: 50ms,
+             precommit: 100ms, precommit_delta: 50ms, commit: 100ms}
+run: {backend: %s, heights: 25, max_duration: 2m}
+app:
+  command: [%s, kvstore, --address, '{addr}', --abci, %s, --persist, '{home}', --log_level, info]
+  transport: %s
+validators:
+  - name: v
+    count: 4
+faults:
+  - {action: node-restart, target: v-2, at: {height: 3}}
+expect:
+  - {metric: heights_committed, min: 25}
+  - {metric: double_signs, max: 0}
+`
+
+// appWatch polls /proc for the app processes of a run directory: every
+// pid seen per validator, and the most that were alive at once.
+type appWatch struct {
+	mu      sync.Mutex
+	pids    map[string]map[string]bool // validator -> pids
+	maxLive int
+	done    chan struct{}
+}
+
+var appHomeRE = regexp.MustCompile(`nodes/([a-z0-9-]+)/app-home`)
+
+func watchApps(ctx context.Context, t *testing.T, dir string) *appWatch {
+	w := &appWatch{pids: map[string]map[string]bool{}, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for ctx.Err() == nil {
+			live := map[string]bool{}
+			for _, p := range processesUnder(t, dir) {
+				pid, cmd, _ := strings.Cut(p, ": ")
+				m := appHomeRE.FindStringSubmatch(cmd)
+				if !strings.Contains(cmd, "kvstore") || m == nil {
+					continue
+				}
+				w.mu.Lock()
+				if w.pids[m[1]] == nil {
+					w.pids[m[1]] = map[string]bool{}
+				}
+				w.pids[m[1]][pid] = true
+				w.mu.Unlock()
+				live[m[1]] = true
+			}
+			w.mu.Lock()
+			w.maxLive = max(w.maxLive, len(live))
+			w.mu.Unlock()
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	return w
+}
+
+func TestOwnAppKVStore(t *testing.T) {
+	abci := testbin.ABCICLI(t)
+	for _, tc := range []struct{ backend, transport string }{
+		{"inprocess", "socket"},
+		{"process", "socket"},
+		{"inprocess", "grpc"},
+	} {
+		t.Run(tc.backend+"-"+tc.transport, func(t *testing.T) {
+			opts := Options{}
+			if tc.backend == "process" {
+				opts.NodeCommand = []string{valnetBinary(t), "node"}
+			}
+			dir := filepath.Join(t.TempDir(), "run")
+			opts.OutDir = dir
+			showLogsOnFailure(t, dir)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			wctx, stopWatch := context.WithCancel(ctx)
+			w := watchApps(wctx, t, dir)
+			out, err := Run(ctx, parse(t, fmt.Sprintf(appYAML, tc.backend, abci, tc.transport, tc.transport)), opts)
+			stopWatch()
+			<-w.done
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := out.Summary
+			if !s.OK || s.Heights.Committed < 25 {
+				t.Fatalf("%s: %+v", results.ResultLine(s), s.Failed())
+			}
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if w.maxLive != 4 {
+				t.Errorf("at most %d app processes alive at once, want 4 (one per validator): %v", w.maxLive, w.pids)
+			}
+			for _, v := range []string{"v-1", "v-3", "v-4"} {
+				if len(w.pids[v]) != 1 {
+					t.Errorf("%s: app pids %v, want one process for the whole run", v, w.pids[v])
+				}
+			}
+			if len(w.pids["v-2"]) != 2 {
+				t.Errorf("v-2 was restarted: app pids %v, want two (the app restarted with the node)", w.pids["v-2"])
+			}
+			if left := processesUnder(t, dir); len(left) > 0 {
+				t.Errorf("processes left after the run: %v", left)
+			}
+			if left, _ := filepath.Glob(filepath.Join(os.TempDir(), fmt.Sprintf("valnet-app-%d-*", os.Getpid()))); len(left) > 0 {
+				t.Errorf("app socket directories left: %v", left)
+			}
+			// The restarted node connected to its restarted app: CometBFT's
+			// ABCI handshake (Info, then the replay of blocks the app
+			// lacks) completed once per incarnation. (Whether v-2 also
+			// signs again before the run's last height depends on how fast
+			// block sync hands over on this host, so it is not asserted.)
+			log, _ := os.ReadFile(filepath.Join(dir, "nodes", "v-2", "app.log"))
+			starts := strings.Split(string(log), "--- valnet ")
+			if len(starts) != 3 {
+				t.Fatalf("v-2 app.log records %d starts, want 2", len(starts)-1)
+			}
+			nodeLog, _ := os.ReadFile(filepath.Join(dir, "nodes", "v-2", "node.log"))
+			if n := strings.Count(string(nodeLog), "Completed ABCI Handshake"); n != 2 {
+				t.Errorf("v-2's node.log has %d completed ABCI handshakes, want 2 (start, restart)", n)
+			}
+		})
+	}
+}
+
+// TestOwnAppFailsToStart: an app that exits at once, or never listens,
+// stops the run before any block with the end of its log, and leaves no
+// process behind.
+func TestOwnAppFailsToStart(t *testing.T) {
+	for _, tc := range []struct{ name, command, want string }{
+		{"exits at once", `[sh, -c, 'echo boom-{addr} >&2; exit 3']`, "exited before it listened on unix://"},
+		{"exits at once, grpc", `[sh, -c, 'echo boom-{addr} >&2; exit 3']`, "exited before it listened on 127.0.0.1:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			transport := "socket"
+			if strings.HasSuffix(tc.name, "grpc") {
+				transport = "grpc"
+			}
+			dir := filepath.Join(t.TempDir(), "run")
+			yaml := fmt.Sprintf("name: bad-app\nrun: {heights: 3, max_duration: 1m}\napp: {command: %s, transport: %s}\nvalidators:\n  - {name: v, count: 2}\n", tc.command, transport)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			_, err := Run(ctx, parse(t, yaml), Options{OutDir: dir})
+			if err == nil {
+				t.Fatal("the run started with an app that exits at once")
+			}
+			for _, w := range []string{tc.want, "exit status 3", "app.log ends:", "boom-"} {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+			if left := processesUnder(t, dir); len(left) > 0 {
+				t.Errorf("processes left: %v", left)
+			}
+			if left, _ := filepath.Glob(filepath.Join(os.TempDir(), fmt.Sprintf("valnet-app-%d-*", os.Getpid()))); len(left) > 0 {
+				t.Errorf("app socket directories left: %v", left)
+			}
+		})
+	}
+}
+
+// TestOwnAppCrash kills v-3's app in the middle of a run. CometBFT ends a
+// node whose app connection dies: the process backend's node exits on its
+// own, the inprocess backend's node is stopped by valnet (CometBFT would
+// SIGTERM valnet itself). Either way a node_error says so, the other three
+// validators go on committing, and nothing is left after the run.
+func TestOwnAppCrash(t *testing.T) {
+	abci := testbin.ABCICLI(t)
+	for _, tc := range []struct{ backend, want string }{
+		{"inprocess", "ABCI connection to the app terminated"},
+		{"process", "node process exited on its own"},
+	} {
+		t.Run(tc.backend, func(t *testing.T) {
+			opts := Options{}
+			if tc.backend == "process" {
+				opts.NodeCommand = []string{valnetBinary(t), "node"}
+			}
+			dir := filepath.Join(t.TempDir(), "run")
+			opts.OutDir = dir
+			showLogsOnFailure(t, dir)
+			yaml := strings.Replace(fmt.Sprintf(appYAML, tc.backend, abci, "socket", "socket"),
+				"faults:\n  - {action: node-restart, target: v-2, at: {height: 3}}\n", "", 1)
+			yaml = strings.Replace(strings.Replace(yaml, "heights: 25", "heights: 12", 1), "min: 25", "min: 12", 1)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			killed := make(chan string, 1)
+			go func() {
+				defer close(killed)
+				for ctx.Err() == nil {
+					data, _ := os.ReadFile(filepath.Join(dir, EventsFile))
+					if regexp.MustCompile(`"kind":"block","node":"[a-z0-9-]+","height":3,`).Match(data) {
+						for _, p := range processesUnder(t, filepath.Join(dir, "nodes", "v-3", "app-home")) {
+							pid, _, _ := strings.Cut(p, ": ")
+							if out, err := exec.Command("kill", "-9", pid).CombinedOutput(); err != nil {
+								killed <- fmt.Sprintf("kill %s: %v %s", pid, err, out)
+								return
+							}
+							killed <- pid
+							return
+						}
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+			}()
+			out, err := Run(ctx, parse(t, yaml), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pid := <-killed
+			if pid == "" {
+				t.Fatal("v-3's app was never found to kill")
+			}
+			if s := out.Summary; s.Heights.Committed < 12 {
+				t.Errorf("%s: the other three validators should go on", results.ResultLine(s))
+			}
+			events, err := results.ReadFile(filepath.Join(dir, EventsFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var errs []string
+			for _, e := range events {
+				if e.Kind == results.KindNodeError {
+					errs = append(errs, e.Node+": "+e.Error)
+				}
+			}
+			if len(errs) != 1 || !strings.HasPrefix(errs[0], "v-3: "+tc.want) {
+				t.Errorf("node errors %q, want one for v-3: %s (app %s killed)", errs, tc.want, pid)
+			}
+			if left := processesUnder(t, dir); len(left) > 0 {
+				t.Errorf("processes left after the run: %v", left)
+			}
+		})
+	}
+}
