@@ -220,19 +220,10 @@ func (a *app) stop(ctx context.Context) error {
 		return nil
 	}
 	a.cur = nil
-	_ = signalGroup(p.pid, sigTerm)
-	_ = signalGroup(p.pid, sigCont)
-	grace := time.NewTimer(appStopGrace)
-	defer grace.Stop()
-	select {
-	case <-p.done:
-		return nil
-	case <-grace.C:
-	case <-ctx.Done():
+	if stopGroup(ctx, p.pid, p.done, appStopGrace) {
+		return fmt.Errorf("node %s: app did not stop within %v of SIGTERM; killed", a.node, appStopGrace)
 	}
-	_ = signalGroup(p.pid, sigKill)
-	<-p.done
-	return fmt.Errorf("node %s: app did not stop within %v of SIGTERM; killed", a.node, appStopGrace)
+	return nil
 }
 
 // kill SIGKILLs the app's process group and waits until it is reaped.

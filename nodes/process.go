@@ -390,22 +390,33 @@ func fileTail(path string) string {
 func (n *processNode) terminate(ctx context.Context, ch *child) error {
 	ch.ending.Store(true)
 	ch.stopEvents()
-	_ = signalGroup(ch.pid, sigTerm)
-	_ = signalGroup(ch.pid, sigCont)
-	grace := time.NewTimer(stopGrace)
-	defer grace.Stop()
+	if stopGroup(ctx, ch.pid, ch.done, stopGrace) {
+		return fmt.Errorf("node %s: did not stop within %v of SIGTERM; killed", n.name, stopGrace)
+	}
+	if ch.err != nil {
+		return fmt.Errorf("node %s: exited with %v: %s", n.name, ch.err, n.stderrTail())
+	}
+	return nil
+}
+
+// stopGroup stops the process group of pid: SIGTERM (and SIGCONT, so a
+// paused process can act on it), up to grace or ctx for a clean exit, then
+// SIGKILL; it returns once done is closed (the leader reaped), true when
+// it had to kill. Node incarnations and their apps stop this way.
+func stopGroup(ctx context.Context, pid int, done <-chan struct{}, grace time.Duration) (killed bool) {
+	_ = signalGroup(pid, sigTerm)
+	_ = signalGroup(pid, sigCont)
+	t := time.NewTimer(grace)
+	defer t.Stop()
 	select {
-	case <-ch.done:
-		if ch.err != nil {
-			return fmt.Errorf("node %s: exited with %v: %s", n.name, ch.err, n.stderrTail())
-		}
-		return nil
-	case <-grace.C:
+	case <-done:
+		return false
+	case <-t.C:
 	case <-ctx.Done():
 	}
-	_ = signalGroup(ch.pid, sigKill)
-	<-ch.done
-	return fmt.Errorf("node %s: did not stop within %v of SIGTERM; killed", n.name, stopGrace)
+	_ = signalGroup(pid, sigKill)
+	<-done
+	return true
 }
 
 // kill SIGKILLs an incarnation and waits until it is reaped.
