@@ -1,6 +1,8 @@
 package ledger
 
 import (
+	"github.com/valnet/valnet/internal/signbytes"
+
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -106,7 +108,7 @@ type Emulator struct {
 	mu          sync.Mutex // the device handles one APDU at a time
 	buf         []byte
 	initialised bool
-	state       VoteState
+	state       signbytes.VoteState
 }
 
 // NewEmulator starts the model with the app freshly opened: no vote state,
@@ -145,7 +147,7 @@ func (e *Emulator) TakeModelled() time.Duration {
 
 // State returns the vote state in the model's RAM; ok is false until the
 // first signature after (re)start.
-func (e *Emulator) State() (s VoteState, ok bool) {
+func (e *Emulator) State() (s signbytes.VoteState, ok bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.state, e.initialised
@@ -156,7 +158,7 @@ func (e *Emulator) State() (s VoteState, ok bool) {
 func (e *Emulator) RestartApp() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.buf, e.initialised, e.state = nil, false, VoteState{}
+	e.buf, e.initialised, e.state = nil, false, signbytes.VoteState{}
 }
 
 // Conn returns a connection to the model as one host process holds it:
@@ -265,7 +267,7 @@ func (e *Emulator) sign(p1, p2 byte, data []byte) ([]byte, []time.Duration) {
 	if p1 != p2 {
 		return withSW(nil, SWOK), nil
 	}
-	vs, err := ParseSignBytes(e.buf)
+	vs, err := signbytes.Parse(e.buf)
 	if err != nil {
 		return withSW(nil, SWParse), nil
 	}

@@ -1,6 +1,8 @@
 package ledger
 
 import (
+	"github.com/valnet/valnet/internal/signbytes"
+
 	"errors"
 	"fmt"
 	"strings"
@@ -12,7 +14,7 @@ import (
 )
 
 type req struct {
-	step Step
+	step signbytes.Step
 	h, r int64
 }
 
@@ -29,31 +31,31 @@ func TestEmulatorVoteStateMachine(t *testing.T) {
 		seq  []step
 	}{
 		{"first request at any height, then steps", []step{
-			{req{StepPrecommit, 100, 3}, ok}, {req{StepPrevote, 100, 3}, denied}, {req{StepProposal, 101, 0}, ok},
+			{req{signbytes.StepPrecommit, 100, 3}, ok}, {req{signbytes.StepPrevote, 100, 3}, denied}, {req{signbytes.StepProposal, 101, 0}, ok},
 		}},
 		{"full heights", []step{
-			{req{StepProposal, 1, 0}, ok}, {req{StepPrevote, 1, 0}, ok}, {req{StepPrecommit, 1, 0}, ok},
-			{req{StepPrevote, 2, 0}, ok}, {req{StepPrecommit, 2, 0}, ok}, {req{StepProposal, 3, 0}, ok},
+			{req{signbytes.StepProposal, 1, 0}, ok}, {req{signbytes.StepPrevote, 1, 0}, ok}, {req{signbytes.StepPrecommit, 1, 0}, ok},
+			{req{signbytes.StepPrevote, 2, 0}, ok}, {req{signbytes.StepPrecommit, 2, 0}, ok}, {req{signbytes.StepProposal, 3, 0}, ok},
 		}},
-		{"same vote twice", []step{{req{StepPrevote, 5, 0}, ok}, {req{StepPrevote, 5, 0}, denied}}},
-		{"step regression", []step{{req{StepPrecommit, 5, 0}, ok}, {req{StepPrevote, 5, 0}, denied}}},
-		{"proposal after prevote", []step{{req{StepPrevote, 5, 0}, ok}, {req{StepProposal, 5, 0}, denied}}},
-		{"skipping prevote", []step{{req{StepProposal, 5, 0}, ok}, {req{StepPrecommit, 5, 0}, ok}}},
+		{"same vote twice", []step{{req{signbytes.StepPrevote, 5, 0}, ok}, {req{signbytes.StepPrevote, 5, 0}, denied}}},
+		{"step regression", []step{{req{signbytes.StepPrecommit, 5, 0}, ok}, {req{signbytes.StepPrevote, 5, 0}, denied}}},
+		{"proposal after prevote", []step{{req{signbytes.StepPrevote, 5, 0}, ok}, {req{signbytes.StepProposal, 5, 0}, denied}}},
+		{"skipping prevote", []step{{req{signbytes.StepProposal, 5, 0}, ok}, {req{signbytes.StepPrecommit, 5, 0}, ok}}},
 		{"higher round starts over", []step{
-			{req{StepPrecommit, 5, 0}, ok}, {req{StepProposal, 5, 1}, ok}, {req{StepPrevote, 5, 1}, ok},
-			{req{StepPrevote, 5, 3}, ok},
+			{req{signbytes.StepPrecommit, 5, 0}, ok}, {req{signbytes.StepProposal, 5, 1}, ok}, {req{signbytes.StepPrevote, 5, 1}, ok},
+			{req{signbytes.StepPrevote, 5, 3}, ok},
 		}},
-		{"lower round", []step{{req{StepPrevote, 5, 2}, ok}, {req{StepPrecommit, 5, 1}, denied}}},
-		{"lower height", []step{{req{StepPrevote, 5, 0}, ok}, {req{StepPrecommit, 4, 9}, denied}}},
+		{"lower round", []step{{req{signbytes.StepPrevote, 5, 2}, ok}, {req{signbytes.StepPrecommit, 5, 1}, denied}}},
+		{"lower height", []step{{req{signbytes.StepPrevote, 5, 0}, ok}, {req{signbytes.StepPrecommit, 4, 9}, denied}}},
 		{"refusal keeps the state", []step{
-			{req{StepPrevote, 5, 0}, ok}, {req{StepProposal, 4, 0}, denied}, {req{StepPrecommit, 5, 0}, ok},
-			{req{StepPrecommit, 5, 0}, denied},
+			{req{signbytes.StepPrevote, 5, 0}, ok}, {req{signbytes.StepProposal, 4, 0}, denied}, {req{signbytes.StepPrecommit, 5, 0}, ok},
+			{req{signbytes.StepPrecommit, 5, 0}, denied},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			emu, _ := newTestEmulator()
 			pub := emu.key.PubKey()
-			want := VoteState{}
+			want := signbytes.VoteState{}
 			for i, s := range tc.seq {
 				msg := signBytes(t, s.step, s.h, s.r)
 				sig, err := rawSign(t, emu, msg, DefaultChunkSize)
@@ -64,7 +66,7 @@ func TestEmulatorVoteStateMachine(t *testing.T) {
 					if !pub.VerifySignature(msg, sig) {
 						t.Fatalf("#%d %v: signature does not verify", i, s.req)
 					}
-					want = VoteState{s.h, s.r, s.step}
+					want = signbytes.VoteState{Height: s.h, Round: s.r, Step: s.step}
 				} else {
 					var se *StatusError
 					if !errors.As(err, &se) || se.SW != SWDenied || !errors.Is(err, ErrDenied) {
@@ -81,7 +83,7 @@ func TestEmulatorVoteStateMachine(t *testing.T) {
 
 func TestEmulatorErrors(t *testing.T) {
 	emu, rec := newTestEmulator()
-	vote := signBytes(t, StepPrevote, 9, 0)
+	vote := signBytes(t, signbytes.StepPrevote, 9, 0)
 	for _, tc := range []struct {
 		name string
 		cmd  []byte
@@ -141,8 +143,8 @@ func TestEmulatorInfo(t *testing.T) {
 // leak into the next one.
 func TestEmulatorBufferResetOnP1(t *testing.T) {
 	emu, _ := newTestEmulator()
-	a := signBytes(t, StepPrevote, 3, 0)
-	b := signBytes(t, StepPrevote, 4, 0)
+	a := signBytes(t, signbytes.StepPrevote, 3, 0)
+	b := signBytes(t, signbytes.StepPrevote, 4, 0)
 	pa, _ := SignAPDUs(a, 48)
 	for _, p := range pa[:2] { // abandon a after 2 of 3 packets
 		if data, err := ParseResponse(emu.Exchange(p)); err != nil || len(data) != 0 {
@@ -156,12 +158,12 @@ func TestEmulatorBufferResetOnP1(t *testing.T) {
 	if !testKey().PubKey().VerifySignature(b, sig) {
 		t.Fatal("signature is not over the second message alone")
 	}
-	if s, _ := emu.State(); s != (VoteState{4, 0, StepPrevote}) {
+	if s, _ := emu.State(); s != (signbytes.VoteState{Height: 4, Round: 0, Step: signbytes.StepPrevote}) {
 		t.Fatalf("state %v", s)
 	}
 	// Without P1=1 the chunks append to what is there: the app then sees
 	// b followed by c's tail and cannot parse it.
-	c := signBytes(t, StepPrecommit, 4, 0)
+	c := signBytes(t, signbytes.StepPrecommit, 4, 0)
 	pc, _ := SignAPDUs(c, 48)
 	if _, err := ParseResponse(emu.Exchange(pc[len(pc)-1])); !errors.Is(err, ErrParse) {
 		t.Fatalf("append without reset: %v", err)
@@ -171,13 +173,13 @@ func TestEmulatorBufferResetOnP1(t *testing.T) {
 func TestEmulatorRestartApp(t *testing.T) {
 	emu, rec := newTestEmulator()
 	emu.confirm = 2 * time.Second
-	if _, err := rawSign(t, emu, signBytes(t, StepPrevote, 10, 0), 250); err != nil {
+	if _, err := rawSign(t, emu, signBytes(t, signbytes.StepPrevote, 10, 0), 250); err != nil {
 		t.Fatal(err)
 	}
 	if got := sum(rec.take()); got != 54*time.Millisecond+2*time.Second+525*time.Millisecond {
 		t.Errorf("first signature with confirmation: %v", got)
 	}
-	if _, err := rawSign(t, emu, signBytes(t, StepPrecommit, 10, 0), 250); err != nil {
+	if _, err := rawSign(t, emu, signBytes(t, signbytes.StepPrecommit, 10, 0), 250); err != nil {
 		t.Fatal(err)
 	}
 	if got := sum(rec.take()); got != 579*time.Millisecond {
@@ -189,7 +191,7 @@ func TestEmulatorRestartApp(t *testing.T) {
 	}
 	// A restarted app has forgotten height 10: a lower height is accepted
 	// again once confirmed. This is why valnet keeps its own guard.
-	if _, err := rawSign(t, emu, signBytes(t, StepPrevote, 3, 0), 250); err != nil {
+	if _, err := rawSign(t, emu, signBytes(t, signbytes.StepPrevote, 3, 0), 250); err != nil {
 		t.Fatal(err)
 	}
 	if got := sum(rec.take()); got != 579*time.Millisecond+2*time.Second {
@@ -278,7 +280,7 @@ func TestEmulatorTimingTable(t *testing.T) {
 func voteOfSize(t testing.TB, n int) []byte {
 	t.Helper()
 	for l := 1; l < 400; l++ {
-		b := signBytesChain(strings.Repeat("c", l), StepPrevote, 1, 0)
+		b := signBytesChain(strings.Repeat("c", l), signbytes.StepPrevote, 1, 0)
 		if len(b) == n {
 			return b
 		}
@@ -296,7 +298,7 @@ func TestEmulatorCloseReleasesSleep(t *testing.T) {
 	done := make(chan error, 1)
 	start := time.Now()
 	go func() {
-		_, err := rawSign(t, emu, signBytes(t, StepPrevote, 1, 0), 250)
+		_, err := rawSign(t, emu, signBytes(t, signbytes.StepPrevote, 1, 0), 250)
 		done <- err
 	}()
 	time.Sleep(20 * time.Millisecond)
@@ -329,7 +331,7 @@ func TestEmulatorRealTime(t *testing.T) {
 	t.Parallel()
 	emu := NewEmulator(EmulatorConfig{Key: testKey()})
 	defer emu.Close()
-	msg := signBytes(t, StepPrevote, 1, 0)
+	msg := signBytes(t, signbytes.StepPrevote, 1, 0)
 	start := time.Now()
 	if _, err := rawSign(t, emu, msg, 250); err != nil {
 		t.Fatal(err)

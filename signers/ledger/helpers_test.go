@@ -1,6 +1,8 @@
 package ledger
 
 import (
+	"github.com/valnet/valnet/internal/signbytes"
+
 	"bytes"
 	"crypto/sha256"
 	"sync"
@@ -27,8 +29,8 @@ func testBlockID() cmtproto.BlockID {
 }
 
 // signBytes builds real CometBFT v1 sign bytes for a proposal (step
-// StepProposal) or a vote, the way a validator's PrivValidator gets them.
-func signBytes(t testing.TB, s Step, h, r int64) []byte {
+// signbytes.StepProposal) or a vote, the way a validator's PrivValidator gets them.
+func signBytes(t testing.TB, s signbytes.Step, h, r int64) []byte {
 	t.Helper()
 	b := signBytesChain(testChainID, s, h, r)
 	if b == nil {
@@ -37,16 +39,16 @@ func signBytes(t testing.TB, s Step, h, r int64) []byte {
 	return b
 }
 
-func signBytesChain(chainID string, s Step, h, r int64) []byte {
+func signBytesChain(chainID string, s signbytes.Step, h, r int64) []byte {
 	switch s {
-	case StepProposal:
+	case signbytes.StepProposal:
 		return types.ProposalSignBytes(chainID, &cmtproto.Proposal{
 			Type: cmtproto.ProposalType, Height: h, Round: int32(r), PolRound: -1,
 			BlockID: testBlockID(), Timestamp: testTime,
 		})
-	case StepPrevote, StepPrecommit:
+	case signbytes.StepPrevote, signbytes.StepPrecommit:
 		typ := cmtproto.PrevoteType
-		if s == StepPrecommit {
+		if s == signbytes.StepPrecommit {
 			typ = cmtproto.PrecommitType
 		}
 		return types.VoteSignBytes(chainID, &cmtproto.Vote{

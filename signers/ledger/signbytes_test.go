@@ -1,6 +1,8 @@
 package ledger
 
 import (
+	"github.com/valnet/valnet/internal/signbytes"
+
 	"testing"
 
 	cmtproto "github.com/cometbft/cometbft/api/cometbft/types/v1"
@@ -9,15 +11,15 @@ import (
 
 func TestParseSignBytes(t *testing.T) {
 	for _, tc := range []struct {
-		step Step
+		step signbytes.Step
 		h, r int64
 	}{
-		{StepProposal, 1, 0}, {StepPrevote, 7, 0}, {StepPrecommit, 7, 3},
-		{StepProposal, 1 << 40, 2}, {StepPrevote, 123456789, 1000},
+		{signbytes.StepProposal, 1, 0}, {signbytes.StepPrevote, 7, 0}, {signbytes.StepPrecommit, 7, 3},
+		{signbytes.StepProposal, 1 << 40, 2}, {signbytes.StepPrevote, 123456789, 1000},
 	} {
 		b := signBytes(t, tc.step, tc.h, tc.r)
-		got, err := ParseSignBytes(b)
-		want := VoteState{tc.h, tc.r, tc.step}
+		got, err := signbytes.Parse(b)
+		want := signbytes.VoteState{Height: tc.h, Round: tc.r, Step: tc.step}
 		if err != nil || got != want {
 			t.Errorf("%v: got %v, %v", want, got, err)
 		}
@@ -31,19 +33,19 @@ func TestParseSignBytes(t *testing.T) {
 	})
 	for name, tc := range map[string]struct {
 		b    []byte
-		want VoteState
+		want signbytes.VoteState
 	}{
-		"pol proposal":  {pol, VoteState{5, 2, StepProposal}},
-		"nil precommit": {nilVote, VoteState{5, 2, StepPrecommit}},
+		"pol proposal":  {pol, signbytes.VoteState{Height: 5, Round: 2, Step: signbytes.StepProposal}},
+		"nil precommit": {nilVote, signbytes.VoteState{Height: 5, Round: 2, Step: signbytes.StepPrecommit}},
 	} {
-		if got, err := ParseSignBytes(tc.b); err != nil || got != tc.want {
+		if got, err := signbytes.Parse(tc.b); err != nil || got != tc.want {
 			t.Errorf("%s: got %v, %v", name, got, err)
 		}
 	}
 }
 
 func TestParseSignBytesRejects(t *testing.T) {
-	vote := signBytes(t, StepPrevote, 10, 0)
+	vote := signBytes(t, signbytes.StepPrevote, 10, 0)
 	ext := types.VoteExtensionSignBytes(testChainID, &cmtproto.Vote{
 		Type: cmtproto.PrecommitType, Height: 10, Round: 0, Extension: []byte("ext"),
 	})
@@ -63,25 +65,25 @@ func TestParseSignBytesRejects(t *testing.T) {
 		"no chain id":    types.VoteSignBytes("", &cmtproto.Vote{Type: cmtproto.PrevoteType, Height: 3}),
 		"unknown type":   types.VoteSignBytes(testChainID, &cmtproto.Vote{Type: 7, Height: 3}),
 	} {
-		if got, err := ParseSignBytes(b); err == nil {
+		if got, err := signbytes.Parse(b); err == nil {
 			t.Errorf("%s: parsed as %v", name, got)
 		}
 	}
 }
 
 func TestVoteStateAfter(t *testing.T) {
-	last := VoteState{10, 1, StepPrevote}
+	last := signbytes.VoteState{Height: 10, Round: 1, Step: signbytes.StepPrevote}
 	for _, tc := range []struct {
-		v    VoteState
+		v    signbytes.VoteState
 		want bool
 	}{
-		{VoteState{11, 0, StepProposal}, true},
-		{VoteState{10, 2, StepProposal}, true},
-		{VoteState{10, 1, StepPrecommit}, true},
-		{VoteState{10, 1, StepPrevote}, false},
-		{VoteState{10, 1, StepProposal}, false},
-		{VoteState{10, 0, StepPrecommit}, false},
-		{VoteState{9, 5, StepPrecommit}, false},
+		{signbytes.VoteState{Height: 11, Round: 0, Step: signbytes.StepProposal}, true},
+		{signbytes.VoteState{Height: 10, Round: 2, Step: signbytes.StepProposal}, true},
+		{signbytes.VoteState{Height: 10, Round: 1, Step: signbytes.StepPrecommit}, true},
+		{signbytes.VoteState{Height: 10, Round: 1, Step: signbytes.StepPrevote}, false},
+		{signbytes.VoteState{Height: 10, Round: 1, Step: signbytes.StepProposal}, false},
+		{signbytes.VoteState{Height: 10, Round: 0, Step: signbytes.StepPrecommit}, false},
+		{signbytes.VoteState{Height: 9, Round: 5, Step: signbytes.StepPrecommit}, false},
 	} {
 		if got := tc.v.After(last); got != tc.want {
 			t.Errorf("%v after %v = %v", tc.v, last, got)

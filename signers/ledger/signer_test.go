@@ -1,6 +1,8 @@
 package ledger
 
 import (
+	"github.com/valnet/valnet/internal/signbytes"
+
 	"bytes"
 	"errors"
 	"strings"
@@ -21,9 +23,9 @@ func consensusSequence(n int) []req {
 			rounds = 2
 		}
 		for r := int64(0); r < rounds && len(seq) < n; r++ {
-			steps := []Step{StepPrevote, StepPrecommit}
+			steps := []signbytes.Step{signbytes.StepPrevote, signbytes.StepPrecommit}
 			if (h+r)%3 == 0 {
-				steps = append([]Step{StepProposal}, steps...)
+				steps = append([]signbytes.Step{signbytes.StepProposal}, steps...)
 			}
 			for _, s := range steps {
 				if len(seq) < n {
@@ -78,7 +80,7 @@ func TestSignerEndToEnd(t *testing.T) {
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Sign("prevote", signBytes(t, StepPrevote, 100, 0)); err == nil {
+		if _, err := s.Sign("prevote", signBytes(t, signbytes.StepPrevote, 100, 0)); err == nil {
 			t.Fatal("sign after close")
 		}
 	}
@@ -129,7 +131,7 @@ func TestSignerRejectsBadSignatures(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sig, err := s.Sign("prevote", signBytes(t, StepPrevote, 1, 0))
+		sig, err := s.Sign("prevote", signBytes(t, signbytes.StepPrevote, 1, 0))
 		if err == nil || sig != nil {
 			t.Errorf("%s: bad signature passed on", name)
 		} else if name == "flipped bit" && !strings.Contains(err.Error(), "does not verify") {
@@ -197,7 +199,7 @@ func TestSignerCloseDuringSign(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := s.Sign("prevote", signBytes(t, StepPrevote, 1, 0))
+		_, err := s.Sign("prevote", signBytes(t, signbytes.StepPrevote, 1, 0))
 		done <- err
 	}()
 	time.Sleep(20 * time.Millisecond)
@@ -223,7 +225,7 @@ func TestSignerRestartKeepsDeviceState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Sign("prevote", signBytes(t, StepPrevote, 1, 0)); err != nil {
+	if _, err := s.Sign("prevote", signBytes(t, signbytes.StepPrevote, 1, 0)); err != nil {
 		t.Fatal(err)
 	}
 	if s.Label() != "ledger(model:ledger-nano-s-plus)" {
@@ -235,10 +237,10 @@ func TestSignerRestartKeepsDeviceState(t *testing.T) {
 		t.Fatal("reopen:", err)
 	}
 	defer s.Close()
-	if _, err := s.Sign("prevote", signBytes(t, StepPrevote, 1, 0)); !errors.Is(err, ErrDenied) {
+	if _, err := s.Sign("prevote", signBytes(t, signbytes.StepPrevote, 1, 0)); !errors.Is(err, ErrDenied) {
 		t.Fatalf("same vote after reopen: %v", err)
 	}
-	if _, err := s.Sign("precommit", signBytes(t, StepPrecommit, 1, 0)); err != nil {
+	if _, err := s.Sign("precommit", signBytes(t, signbytes.StepPrecommit, 1, 0)); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,4 +1,8 @@
-package ledger
+// Package signbytes reads what a signer must know of CometBFT v1 sign
+// bytes: the height, round and step they are for. The Ledger device model
+// and the threshold model's cosigners keep their high-water marks by it,
+// as the Ledger app and horcrux's cosigners (UnpackHRST) do.
+package signbytes
 
 import (
 	"encoding/binary"
@@ -8,7 +12,7 @@ import (
 	cmtproto "github.com/cometbft/cometbft/api/cometbft/types/v1"
 )
 
-// Step orders the phases of one round for the device's vote state:
+// Step orders the phases of one round:
 // proposal < prevote < precommit.
 type Step int
 
@@ -30,7 +34,7 @@ func (s Step) String() string {
 	return fmt.Sprintf("step(%d)", int(s))
 }
 
-// VoteState is what the app parses out of sign bytes and keeps in RAM.
+// VoteState is the height, round and step of sign bytes.
 type VoteState struct {
 	Height int64
 	Round  int64
@@ -54,10 +58,10 @@ func (v VoteState) After(last VoteState) bool {
 	}
 }
 
-// ParseSignBytes reads what the emulator (and a v1-capable app) needs from
+// Parse reads the vote state of
 // CometBFT v1 sign bytes: a uvarint length prefix then a CanonicalVote or
 // CanonicalProposal, as types.VoteSignBytes / ProposalSignBytes write them.
-func ParseSignBytes(b []byte) (VoteState, error) {
+func Parse(b []byte) (VoteState, error) {
 	n, k := binary.Uvarint(b)
 	if k <= 0 {
 		return VoteState{}, errors.New("no length prefix")
