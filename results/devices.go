@@ -112,6 +112,10 @@ func (t *deviceTables) Tables() []textTable {
 	return out
 }
 
+// ID and Title head the section in report.html.
+func (t *deviceTables) ID() string    { return "devices" }
+func (t *deviceTables) Title() string { return "Shared signing devices" }
+
 // lines is the header followed by the rows.
 func (t textTable) lines() [][]string { return append([][]string{t.Head}, t.Rows...) }
 

@@ -199,6 +199,9 @@ type Event struct {
 	// device
 	Device *DeviceSample `json:"device,omitempty"`
 
+	// cosign
+	Cosign *CosignSample `json:"cosign,omitempty"`
+
 	// run_end
 	StopReason string `json:"stop_reason,omitempty"`
 	// InterruptedStage is the stage of the run (see the Stage constants)

@@ -58,7 +58,8 @@ type htmlData struct {
 	LatencyLog  bool
 	Remote      bool
 	Validators  []htmlValidator
-	Devices     *deviceTables // nil without shared devices
+	Devices     *deviceTables    // nil without shared devices
+	Threshold   *thresholdTables // nil without threshold signers
 	Expect      []htmlExpectation
 	Faults      []htmlFault
 	Models      []htmlKV // validators whose signer is a model: name -> label
@@ -119,6 +120,7 @@ func newHTMLData(s *Summary, cd *chartData) *htmlData {
 	}
 	d.Chain = chainRows(s)
 	d.Devices = newDeviceTables(s)
+	d.Threshold = newThresholdTables(s)
 
 	d.Rounds = guardChart(func() chart { return roundsChart(s, cd) })
 	d.Interval = guardChart(func() chart { return intervalChart(s, cd) })

@@ -153,18 +153,8 @@ code { font-family: ui-monospace, monospace; }
 <p class="note">{{.NotRecorded}}.</p>
 {{- end}}
 </section>
-{{- with .Devices}}
-
-<section id="devices">
-<h2>Shared signing devices</h2>
-<p class="note">{{.Note}}.</p>
-<div class="scroll">
-{{- range .Tables}}
-{{template "textTable" .}}
-{{- end}}
-</div>
-</section>
-{{- end}}
+{{- with .Devices}}{{template "tableSection" .}}{{end}}
+{{- with .Threshold}}{{template "tableSection" .}}{{end}}
 
 <section id="causes">
 <h2>Why votes were missed</h2>
@@ -241,6 +231,18 @@ code { font-family: ui-monospace, monospace; }
 </main>
 </body>
 </html>
+{{define "tableSection"}}
+
+<section id="{{.ID}}">
+<h2>{{.Title}}</h2>
+<p class="note">{{.Note}}.</p>
+<div class="scroll">
+{{- range .Tables}}
+{{template "textTable" .}}
+{{- end}}
+</div>
+</section>
+{{- end}}
 {{define "textTable"}}<table>
 <thead><tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr></thead>
 <tbody>

@@ -83,9 +83,8 @@ func WriteMarkdown(w io.Writer, s *Summary) error {
 		}
 	}
 
-	if dt := newDeviceTables(s); dt != nil {
-		p("\n### Shared signing devices\n\n%s\n", dt.Note)
-		for _, table := range dt.Tables() {
+	mdTables := func(tables []textTable) {
+		for _, table := range tables {
 			tab := table.lines()
 			p("\n")
 			for i, row := range tab {
@@ -99,6 +98,14 @@ func WriteMarkdown(w io.Writer, s *Summary) error {
 				}
 			}
 		}
+	}
+	if dt := newDeviceTables(s); dt != nil {
+		p("\n### Shared signing devices\n\n%s\n", dt.Note)
+		mdTables(dt.Tables())
+	}
+	if tt := newThresholdTables(s); tt != nil {
+		p("\n### Threshold signers (MODEL)\n\n%s\n", tt.Note)
+		mdTables(tt.Tables())
 	}
 
 	if len(s.RoundChanges) > 0 {

@@ -37,6 +37,7 @@ type Summarizer struct {
 	host         hostAgg
 	nodeErrors   []NodeError
 	devices      map[string]DeviceSample // the last sample of each device
+	cosigns      map[string]*cosignAgg   // each threshold signer's rounds, by validator
 	vals         map[int32]*valAcc
 	load         *loadAgg
 	intervals    samples // block intervals
@@ -80,7 +81,7 @@ func NewSummarizer() *Summarizer { return newSummarizer(defaultPlan()) }
 func newSummarizer(p plan) *Summarizer {
 	n := newNames()
 	w := &watch{}
-	z := &Summarizer{plan: p, names: n, c: emptyChain(n), w: w, devices: map[string]DeviceSample{},
+	z := &Summarizer{plan: p, names: n, c: emptyChain(n), w: w, devices: map[string]DeviceSample{}, cosigns: map[string]*cosignAgg{},
 		vals: map[int32]*valAcc{}, load: newLoadAgg(p.loadAll || p.keepAll), notReceived: map[string]int{},
 		latePrevotes: map[int32]int{}, latePrecommits: map[int32]int{}, critical: map[int32]int{},
 		scheduled: map[int64][]haltSpan{}, explained: map[haltKey]Halt{}}
@@ -141,6 +142,8 @@ func (z *Summarizer) Add(ev *Event) {
 		if ev.Device != nil && ev.Device.Name != "" {
 			z.devices[ev.Device.Name] = *ev.Device
 		}
+	case KindCosign:
+		z.cosign(ev)
 	case KindTx:
 		z.load.tx(ev)
 	case KindBlock:

@@ -71,6 +71,9 @@ type Summary struct {
 	// Devices are the shared signing devices of the run, by name, from
 	// run_start and device events; nil without devices.
 	Devices map[string]*DeviceSummary `json:"devices,omitempty"`
+	// Threshold are the threshold signers (a MODEL of the protocol), by
+	// validator, from cosign events; nil without any.
+	Threshold map[string]*ThresholdSummary `json:"threshold,omitempty"`
 
 	// NodeErrors lists node_error events: the stream may be missing events
 	// after them, so every number above may undercount.
@@ -295,6 +298,7 @@ func (z *Summarizer) summarize() *Summary {
 	z.summarizeRun(s)
 	s.Host = z.host.result()
 	s.Devices = summarizeDevices(start, z.devices)
+	s.Threshold = z.summarizeThreshold()
 
 	summarizeChain(s, z.c, &z.intervals)
 	z.summarizeValidators(s)

@@ -104,16 +104,22 @@ func WriteTable(w io.Writer, s *Summary) error {
 		tw.Flush()
 	}
 
-	if dt := newDeviceTables(s); dt != nil {
-		p("\nShared signing devices (%s)\n", dt.Note)
-		for _, table := range dt.Tables() {
-			tab := table.lines()
+	textTables := func(tables []textTable) {
+		for _, table := range tables {
 			tw = tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
-			for _, row := range tab {
+			for _, row := range table.lines() {
 				fmt.Fprintf(tw, "  %s\n", strings.Join(row, "\t"))
 			}
 			tw.Flush()
 		}
+	}
+	if dt := newDeviceTables(s); dt != nil {
+		p("\nShared signing devices (%s)\n", dt.Note)
+		textTables(dt.Tables())
+	}
+	if tt := newThresholdTables(s); tt != nil {
+		p("\nThreshold signers (%s)\n", tt.Note)
+		textTables(tt.Tables())
 	}
 
 	if len(s.Faults) > 0 {

@@ -18,6 +18,7 @@ import (
 	"github.com/valnet/valnet/signers"
 	"github.com/valnet/valnet/signers/ledger"
 	"github.com/valnet/valnet/signers/pkcs11"
+	"github.com/valnet/valnet/signers/threshold"
 )
 
 // validatorSigner is everything the runner holds for one validator's
@@ -31,7 +32,9 @@ type validatorSigner struct {
 	// external is the node's listener for a signer valnet does not run
 	// (type external): its outage is cut at the node's end.
 	external *signers.RemoteClient
-	log      *os.File
+	// cluster is the cosigners of a threshold signer (a MODEL).
+	cluster *threshold.Cluster
+	log     *os.File
 }
 
 // openSigner builds m's signer chain. With via tcp or unix the chain runs
@@ -125,6 +128,14 @@ func (r *run) openSigner(ctx context.Context, m *member, sockDir string) (*valid
 			return nil, fmt.Errorf("validator %s: %w", name, err)
 		}
 		spec.Type, spec.External, spec.ExternalLabel = signers.TypeExternal, vs.external, externalLabel(ep, r.remoteSigning != nil)
+	}
+	if sp.Threshold != nil {
+		var err error
+		if vs.cluster, err = r.openThreshold(m); err != nil {
+			vs.close()
+			return nil, fmt.Errorf("validator %s: %w", name, err)
+		}
+		spec.Type, spec.Threshold = signers.TypeThreshold, vs.cluster
 	}
 	built, err := signers.Build(spec)
 	if err != nil {
@@ -304,6 +315,9 @@ func (vs *validatorSigner) close() {
 		_ = vs.external.Close()
 	}
 	vs.release()
+	if vs.cluster != nil {
+		_ = vs.cluster.Close()
+	}
 	if vs.log != nil {
 		_ = vs.log.Close()
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/valnet/valnet/internal/links"
 	"github.com/valnet/valnet/internal/schedule"
 	"github.com/valnet/valnet/internal/signerfault"
+	"github.com/valnet/valnet/latency"
 	"github.com/valnet/valnet/network"
 	"github.com/valnet/valnet/nodes"
 	"github.com/valnet/valnet/results"
@@ -40,7 +41,9 @@ type faultTask struct {
 	plan   scenarios.FaultPlan
 	id     string
 	signer *validatorSigner // target's signer, if any
-	node   nodes.Node       // target's node, if any
+	// cosigner is K of a target NAME.cosigner-K (signer is NAME's).
+	cosigner int
+	node     nodes.Node // target's node, if any
 	// end is what the fault's end does; set by start when the fault took
 	// effect and has a way back.
 	end func()
@@ -58,6 +61,9 @@ func newTimeline(r *run) *timeline {
 	}
 	for i, f := range r.plan.Faults {
 		task := &faultTask{plan: f, id: fmt.Sprintf("faults[%d]:%s", i, f.Action), signer: byName[f.Target], node: nodeByName[f.Target]}
+		if v, k, ok := scenarios.ParseCosignerEndpoint(f.Target); ok && byName[f.Target] == nil {
+			task.signer, task.cosigner = byName[v], k
+		}
 		t.faults = append(t.faults, task)
 		t.arm(task)
 	}
@@ -178,6 +184,8 @@ func (t *timeline) start(task *faultTask) {
 		t.emit(task, results.FaultStart, "remote signer disconnected; the node cannot reach it")
 		_ = vs.server.Stop()
 		onEnd("remote signer reconnecting", func() { _ = vs.server.Start() })
+	case action.CosignerDown, action.CosignerSlow:
+		t.cosignerFault(task, onEnd)
 	case action.Partition, action.Isolate, action.Heal, action.NetworkLatency:
 		t.network(task, onEnd)
 	case action.NodeStop, action.NodeKill, action.NodeStart, action.NodeRestart,
@@ -383,5 +391,36 @@ func (t *timeline) nodeFault(task *faultTask) {
 		back("resumed", ctl.Resume)
 	case action.NodeResume:
 		up("resumed", ctl.Resume)
+	}
+}
+
+// cosignerFault takes a threshold signer's cosigner down, or makes it
+// slow, until the fault ends.
+func (t *timeline) cosignerFault(task *faultTask, onEnd func(string, func())) {
+	f, k := task.plan, task.cosigner
+	if task.signer == nil || task.signer.cluster == nil {
+		t.emit(task, results.FaultInstant, "not applied: "+f.Target+" is not a cosigner of a threshold signer")
+		return
+	}
+	c := task.signer.cluster
+	switch f.Action {
+	case action.CosignerDown:
+		if err := c.SetDown(k, true); err != nil {
+			t.emit(task, results.FaultInstant, "not applied: "+err.Error())
+			return
+		}
+		t.emit(task, results.FaultStart, fmt.Sprintf("cosigner %d down: its connections closed, new ones hung up on", k))
+		onEnd(fmt.Sprintf("cosigner %d up again, its high-water mark read back from its file", k), func() { _ = c.SetDown(k, false) })
+	case action.CosignerSlow:
+		m, err := latency.New(f.Latency.Spec, t.r.seed, task.id)
+		if err == nil {
+			err = c.SetSlow(k, m)
+		}
+		if err != nil {
+			t.emit(task, results.FaultInstant, "not applied: "+err.Error())
+			return
+		}
+		t.emit(task, results.FaultStart, fmt.Sprintf("cosigner %d answers each round after %s", k, m))
+		onEnd(fmt.Sprintf("cosigner %d answers at once again", k), func() { _ = c.SetSlow(k, nil) })
 	}
 }

@@ -20,6 +20,7 @@ type faultAction struct {
 	Phases     bool          // takes phases (default: all)
 	Round      bool          // at may give a round besides the height
 	Remote     bool          // the target's signer must be remote (via tcp or unix)
+	Cosigner   bool          // the target is a cosigner of a threshold signer, NAME.cosigner-K
 	Signer     bool          // acts inside the target's signer: with run.backend process that signer must be the runner's (via tcp or unix)
 	Target     targetRule    // whether it takes a target
 	NoTarget   string        // targetNone: why, for messages
@@ -70,6 +71,10 @@ var faultActions = []faultAction{
 		Window: "how long the signer stays unreachable", Whole: "it makes the whole signer unreachable"},
 	{Name: action.SignerRestart, Remote: true, Duration: durDowntime,
 		Whole: "it stops and starts the whole signer"},
+	{Name: action.CosignerDown, Cosigner: true, Duration: durUntilEnd,
+		Whole: "it stops the whole cosigner"},
+	{Name: action.CosignerSlow, Cosigner: true, Latency: true, Duration: durUntilEnd,
+		LatencyDoc: "the delay before each of the cosigner's answers, e.g. latency: 400ms", Whole: "it delays every answer of the cosigner"},
 	{Name: action.NetworkLatency, Target: targetOptional, Latency: true, Link: true, Duration: durUntilEnd,
 		LatencyDoc: "the links' one-way latency while the fault lasts, e.g. latency: 200ms", Whole: wholeNetwork},
 	{Name: action.Partition, Target: targetNone, Groups: true, Duration: durUntilEnd,
@@ -217,8 +222,35 @@ func (d *decoder) resolveFaultTarget(key string, rf rawFault, act faultAction, v
 		if act.Name == action.Isolate && strings.HasSuffix(rf.Target, SignerEndpointSuffix) {
 			return d.signerLinkTarget(k, rf.Target, vals)
 		}
+		if _, _, ok := ParseCosignerEndpoint(rf.Target); ok && (act.Cosigner || act.Name == action.Isolate) {
+			return d.cosignerTarget(k, rf.Target, vals)
+		}
+		if act.Cosigner && d.written(k) && !d.failed(k) {
+			d.fail(d.valuePos(k), k, fmt.Sprintf("%s targets a cosigner of a threshold signer: NAME%s1, NAME%s2, ... (got %q)", act.Name, CosignerEndpointInfix, CosignerEndpointInfix, rf.Target))
+			return ValidatorPlan{}, false
+		}
 		return d.checkFaultTarget(k, rf.Target, vals)
 	}
+}
+
+// cosignerTarget is a target NAME.cosigner-K: cosigner K of NAME's
+// threshold signer.
+func (d *decoder) cosignerTarget(k, target string, vals validatorSet) (ValidatorPlan, bool) {
+	name, n, _ := ParseCosignerEndpoint(target)
+	v, ok := d.validatorRef(k, name, vals)
+	if !ok {
+		return v, false
+	}
+	tp := v.Signer.Threshold
+	switch {
+	case tp == nil:
+		d.fail(d.valuePos(k), k, fmt.Sprintf("%s's signer is type %s, not threshold: only a threshold signer has cosigners", name, v.Signer.Type))
+		return v, false
+	case n > tp.Cosigners:
+		d.fail(d.valuePos(k), k, fmt.Sprintf("%s's threshold signer has cosigners 1..%d, not %d", name, tp.Cosigners, n))
+		return v, false
+	}
+	return v, true
 }
 
 // signerLinkTarget is an isolate target NAME.signer: NAME's signer link

@@ -162,11 +162,7 @@ func (d *decoder) resolveZones(key string, zones map[string][]string, vals valid
 		canon, ok := network.CanonicalRegion(region)
 		switch {
 		case !ok:
-			msg := fmt.Sprintf("unknown region %q: use a region of the AWS latency matrix or its AWS code (docs/scenario.md lists both)", region)
-			if s := suggest(region, append(network.Regions(), regionCodes...)); s != "" {
-				msg = fmt.Sprintf("unknown region %q; did you mean %q? (or another region of the AWS latency matrix, or its AWS code: docs/scenario.md lists both)", region, s)
-			}
-			d.fail(d.keyPos(rk), rk, msg, network.Regions()...)
+			d.failRegion(d.keyPos(rk), rk, region)
 		case regionKey[canon] != "":
 			first := regionKey[canon]
 			d.fail(d.keyPos(rk), rk, fmt.Sprintf("%s is region %s, already written as %s (line %d); list its validators under one key", region, canon, first, d.keyPos(joinKey(key, first)).Line))
@@ -433,4 +429,13 @@ func (d *decoder) failedUnder(key string) bool {
 		}
 	}
 	return d.failed(key)
+}
+
+// failRegion reports an unknown region, with a suggestion.
+func (d *decoder) failRegion(p Pos, key, region string) {
+	msg := fmt.Sprintf("unknown region %q: use a region of the AWS latency matrix or its AWS code (docs/scenario.md lists both)", region)
+	if s := suggest(region, append(network.Regions(), regionCodes...)); s != "" {
+		msg = fmt.Sprintf("unknown region %q; did you mean %q? (or another region of the AWS latency matrix, or its AWS code: docs/scenario.md lists both)", region, s)
+	}
+	d.fail(p, key, msg, network.Regions()...)
 }

@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"strconv"
 	"strings"
 	"time"
 
@@ -118,8 +119,8 @@ func (p *Plan) NeedsFabric() bool {
 		}
 	}
 	for _, v := range p.Validators {
-		if v.Signer.Link != nil {
-			return true
+		if v.Signer.Link != nil || v.Signer.Threshold != nil {
+			return true // a threshold signer's cosigners talk over the fabric
 		}
 	}
 	return false
@@ -178,16 +179,17 @@ type ValidatorPlan struct {
 
 // SignerPlan is the signing backend of one validator.
 type SignerPlan struct {
-	Type     string        // local | keyfile | simulated | pkcs11 | ledger | external
-	KeyType  string        // ed25519 | secp256k1 (default ed25519)
-	Via      string        // direct | tcp | unix (default direct)
-	Latency  *LatencyPlan  // nil: no injected latency
-	CPUScale float64       // multiplies software signing cost; default 1
-	Keyfile  *KeyfilePlan  // set for type keyfile only
-	Profile  string        // simulated: a built-in or scenario profile name
-	PKCS11   *PKCS11Plan   // set for type pkcs11 only
-	Ledger   *LedgerPlan   // set for type ledger only
-	External *ExternalPlan // set for type external only
+	Type      string         // local | keyfile | simulated | pkcs11 | ledger | external
+	KeyType   string         // ed25519 | secp256k1 (default ed25519)
+	Via       string         // direct | tcp | unix (default direct)
+	Latency   *LatencyPlan   // nil: no injected latency
+	CPUScale  float64        // multiplies software signing cost; default 1
+	Keyfile   *KeyfilePlan   // set for type keyfile only
+	Profile   string         // simulated: a built-in or scenario profile name
+	PKCS11    *PKCS11Plan    // set for type pkcs11 only
+	Ledger    *LedgerPlan    // set for type ledger only
+	External  *ExternalPlan  // set for type external only
+	Threshold *ThresholdPlan // set for type threshold only
 	// Link is the node<->signer connection's setting, both ways (via tcp
 	// only); nil: the signer sits next to its node.
 	Link *LinkPlan
@@ -235,7 +237,44 @@ const (
 
 	// SignerExternal is the user's own signer (a KMS), which dials in.
 	SignerExternal = "external"
+	// SignerThreshold is a MODEL of a horcrux-style threshold signer.
+	SignerThreshold = "threshold"
 )
+
+// ThresholdPlan is a threshold signer (a MODEL of horcrux v3's protocol):
+// Cosigners endpoints on the link fabric, Threshold of which take part in
+// every signature.
+type ThresholdPlan struct {
+	Cosigners int
+	Threshold int
+	Links     *LinkPlan     // every cosigner-to-cosigner link, both ways; nil: none
+	Regions   []string      // canonical region of each cosigner (network.Regions); nil: none
+	Timeout   time.Duration // per cosigner answer
+}
+
+// CosignerEndpoint is the fabric's name for cosigner k (1-based) of a
+// validator's threshold signer: a fault target.
+func CosignerEndpoint(validator string, k int) string {
+	return validator + CosignerEndpointInfix + strconv.Itoa(k)
+}
+
+// CosignerEndpointInfix joins a validator's name and a cosigner's number
+// in a fault target: v-1.cosigner-2.
+const CosignerEndpointInfix = ".cosigner-"
+
+// ParseCosignerEndpoint splits NAME.cosigner-K; ok is false for anything
+// else.
+func ParseCosignerEndpoint(target string) (validator string, k int, ok bool) {
+	i := strings.LastIndex(target, CosignerEndpointInfix)
+	if i <= 0 {
+		return "", 0, false
+	}
+	k, err := strconv.Atoi(target[i+len(CosignerEndpointInfix):])
+	if err != nil || k < 1 {
+		return "", 0, false
+	}
+	return target[:i], k, true
+}
 
 // ExternalPlan is a signer valnet does not run: the validator's node
 // listens at Address and the signer dials in with its own key, which the

@@ -43,7 +43,7 @@ const (
 var (
 	backends           = []string{backendInprocess, backendProcess, backendDocker, BackendSim}
 	plannedBackends    = []string{}
-	signerTypes        = []string{SignerLocal, SignerKeyfile, SignerSimulated, SignerPKCS11, SignerLedger, SignerExternal}
+	signerTypes        = []string{SignerLocal, SignerKeyfile, SignerSimulated, SignerPKCS11, SignerLedger, SignerExternal, SignerThreshold}
 	plannedSignerTypes []string // none for now; a planned type goes here
 )
 

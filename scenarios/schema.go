@@ -143,7 +143,7 @@ type rawValidator struct {
 // rawSigner picks a validator's signing backend. Keys that belong to one
 // signer type only are listed in signerTypeKeys (signer.go).
 type rawSigner struct {
-	Type     *string        `yaml:"type"`      // default "local"; local|keyfile|simulated|pkcs11|ledger|external
+	Type     *string        `yaml:"type"`      // default "local"; local|keyfile|simulated|pkcs11|ledger|external|threshold
 	KeyType  *string        `yaml:"key_type"`  // default "ed25519"; ed25519|secp256k1
 	Via      *string        `yaml:"via"`       // default "direct"; direct|tcp|unix (tcp, unix: behind CometBFT's remote-signer protocol)
 	Latency  *rawLatency    `yaml:"latency"`   // default: no injected latency
@@ -186,6 +186,14 @@ type rawSigner struct {
 	Address  *string        `yaml:"address"`  // required; tcp://host:port or unix:///path: where the node listens for the signer
 	Wait     *time.Duration `yaml:"wait"`     // default 60s; > 0; how long the run waits for the signer to dial in
 	Identity *string        `yaml:"identity"` // tcp only; default: any signer; the signer's SecretConnection identity (its address, 40 hex digits)
+
+	// threshold only (threshold.go): a MODEL of a horcrux-style threshold
+	// signer, its cosigners each an endpoint on the link fabric.
+	Cosigners *int64         `yaml:"cosigners"` // default 3; 2..9
+	Threshold *int64         `yaml:"threshold"` // default a majority (cosigners/2 + 1); more than half of cosigners, at most all
+	Links     *rawSignerLink `yaml:"links"`     // default: none (cosigners side by side); every link between two cosigners, both ways; not with regions
+	Regions   []string       `yaml:"regions"`   // default: none; one region per cosigner (the network.zones names): the links between cosigners get the region matrix's latency
+	Timeout   *time.Duration `yaml:"timeout"`   // default 1500ms (horcrux's grpcTimeout); > 0; how long the leader waits for each cosigner's answer
 }
 
 // rawLatency is an injected signing delay. It is written either as a bare

@@ -41,6 +41,7 @@ var signerTypeKeys = map[string][]string{
 	SignerPKCS11:    {"module", "token", "slot", "key", "pin_env", "pin_file", "provision"},
 	SignerLedger:    {"connection", "serial", "chunk_size", "confirm_delay", "host_stall", "wire", "device_sign"},
 	SignerExternal:  {"address", "wait", "identity"},
+	SignerThreshold: {"cosigners", "threshold", "links", "regions", "timeout"},
 }
 
 // envNamePattern is what a POSIX shell accepts as a variable name.
@@ -107,6 +108,9 @@ func (d *decoder) resolveSigner(key string, rs *rawSigner, profiles profileSet, 
 		sp.Ledger = d.resolveLedger(key, rs, sp.KeyType)
 	case SignerExternal:
 		sp.External = d.resolveExternal(key, rs)
+		return sp
+	case SignerThreshold:
+		sp.Threshold = d.resolveThreshold(key, rs, sp.KeyType)
 		return sp
 	}
 	d.resolveSignerDevice(key, &sp, rs.Device, devices)

@@ -13,6 +13,7 @@ import (
 	"github.com/valnet/valnet/signers/ledger"
 	"github.com/valnet/valnet/signers/pkcs11"
 	"github.com/valnet/valnet/signers/profiles"
+	"github.com/valnet/valnet/signers/threshold"
 )
 
 // Backend types.
@@ -26,6 +27,10 @@ const (
 	// in): Spec.External is the node's connection to it, behind a Watched
 	// instead of a Guarded.
 	TypeExternal = "external"
+	// TypeThreshold is a MODEL of a horcrux-style threshold signer:
+	// Spec.Threshold's cosigners run their rounds for each signature,
+	// which is then made with Key (the model's one full key).
+	TypeThreshold = "threshold"
 )
 
 // LedgerSpec is a Ledger running the validator app: a real device over
@@ -64,6 +69,8 @@ type Spec struct {
 	// external), connected; Label names it.
 	External      Signer
 	ExternalLabel string
+	// Threshold is the cosigners of a threshold signer (type threshold).
+	Threshold *threshold.Cluster
 }
 
 // KeyfileSpec is an encrypted key file.
@@ -221,6 +228,14 @@ func openBackend(spec Spec) (KeySigner, string, error) {
 			return nil, "", err
 		}
 		return s, s.Label(), nil
+	case TypeThreshold:
+		if spec.Threshold == nil {
+			return nil, "", errors.New("threshold signer without its cosigners")
+		}
+		if err := ensureKeyFile(spec.Key, spec.KeyFile); err != nil {
+			return nil, "", err
+		}
+		return spec.Threshold.Signer(PrivKeySigner{Key: spec.Key}), spec.Threshold.Label(), nil
 	case TypePKCS11:
 		if spec.PKCS11 == nil {
 			return nil, "", errors.New("pkcs11 signer without a token spec")
@@ -231,7 +246,7 @@ func openBackend(spec Spec) (KeySigner, string, error) {
 		}
 		return s, "pkcs11(" + spec.PKCS11.Name() + ")", nil
 	default:
-		return nil, "", fmt.Errorf("signer type %q is not available (allowed: local, keyfile, simulated, pkcs11)", spec.Type)
+		return nil, "", fmt.Errorf("signer type %q is not available (allowed: local, keyfile, simulated, pkcs11, threshold)", spec.Type)
 	}
 }
 

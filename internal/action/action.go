@@ -11,6 +11,10 @@ const (
 	SignerOutage  = "signer-outage"
 	SignerRestart = "signer-restart"
 
+	// A threshold signer's cosigners (target NAME.cosigner-K).
+	CosignerDown = "cosigner-down"
+	CosignerSlow = "cosigner-slow"
+
 	NetworkLatency = "network-latency"
 	Partition      = "partition"
 	Isolate        = "isolate"

@@ -178,3 +178,21 @@ func PartitionPairs(groups [][]string, names []string) []Pair {
 	}
 	return pairs
 }
+
+// Cosigner is the setting of the link from cosigner i to cosigner j (both
+// 1-based) of a threshold signer: the region matrix's delay between their
+// regions, or the signer's links setting, or a plain link.
+func Cosigner(tp scenarios.ThresholdPlan, from, to string, i, j int, seed int64) (network.Link, error) {
+	stream := "cosigner-link:" + from + "->" + to
+	if len(tp.Regions) >= max(i, j) {
+		zd, err := network.ZoneDelay(tp.Regions[i-1], tp.Regions[j-1], seed, stream)
+		if err != nil {
+			return network.Link{}, err
+		}
+		return network.Link{Latency: zd}, nil
+	}
+	if tp.Links != nil {
+		return FromPlan(*tp.Links, seed, stream)
+	}
+	return network.Link{}, nil
+}

@@ -110,6 +110,14 @@ func Start(cfg Config) (*Cluster, error) {
 	return c, nil
 }
 
+// Label names the signer in a run's labels: threshold(2of3, MODEL).
+func (c *Cluster) Label() string {
+	return fmt.Sprintf("threshold(%dof%d, %s)", c.cfg.Threshold, c.cfg.Cosigners, Model)
+}
+
+// Config is the cluster's configuration, defaults applied.
+func (c *Cluster) Config() Config { return c.cfg }
+
 // Addr is cosigner k's listen address (1-based).
 func (c *Cluster) Addr(k int) string { return c.listeners[k-1].Addr().String() }
 
