@@ -211,6 +211,19 @@ func (f *Fabric) applyLocked() {
 // shaped by the link (from, to), the replies by (to, from). Routing the
 // same pair again returns the same proxy and updates its target.
 func (f *Fabric) Route(from, to, target string) (string, error) {
+	return f.route(from, to, target, "")
+}
+
+// RouteAt is Route with the proxy listening on listen (host:port), for
+// a dialer whose address is fixed, such as a user's own signer.
+func (f *Fabric) RouteAt(from, to, listen, target string) (string, error) {
+	if _, _, err := net.SplitHostPort(listen); err != nil {
+		return "", fmt.Errorf("network: route %s -> %s: listen address %q: %w", from, to, listen, err)
+	}
+	return f.route(from, to, target, listen)
+}
+
+func (f *Fabric) route(from, to, target, listen string) (string, error) {
 	if from == "" || to == "" || from == to {
 		return "", fmt.Errorf("network: route needs two distinct nodes, got %q -> %q", from, to)
 	}
@@ -227,15 +240,18 @@ func (f *Fabric) Route(from, to, target string) (string, error) {
 		r.target.Store(&target)
 		return r.ln.Addr().String(), nil
 	}
-	port := 0
-	if f.opts.PickPort != nil {
-		p, err := f.opts.PickPort()
-		if err != nil {
-			return "", err
+	if listen == "" {
+		port := 0
+		if f.opts.PickPort != nil {
+			p, err := f.opts.PickPort()
+			if err != nil {
+				return "", err
+			}
+			port = p
 		}
-		port = p
+		listen = net.JoinHostPort(f.opts.ListenHost, strconv.Itoa(port))
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(f.opts.ListenHost, strconv.Itoa(port)))
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return "", fmt.Errorf("network: route %s -> %s: %w", from, to, err)
 	}

@@ -47,9 +47,20 @@ func (r *run) openExternal(ctx context.Context, vs *validatorSigner, m *member, 
 			cfg.AllowedIdentities = []string{ep.Identity}
 		}
 	}
+	if m.plan.Signer.Link != nil {
+		// The signer dials its address, where the fabric's proxy listens
+		// and shapes the link to the node's own listener.
+		cfg.Address = "127.0.0.1:0"
+	}
 	client, err := signers.ListenRemote(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("external signer: %w", err)
+	}
+	if m.plan.Signer.Link != nil {
+		if _, err := r.signerLinkRoute(m, client.Addr(), ep.Address); err != nil {
+			_ = client.Close()
+			return nil, err
+		}
 	}
 	if w := r.opts.Status; w != nil {
 		who := ""

@@ -130,10 +130,13 @@ func freeTCP(t *testing.T) string {
 
 // externalYAML: three validators of equal power, so no block commits
 // without the external one (more than 2/3 is all three).
-func externalYAML(backend, address, identity, faults string) string {
+func externalYAML(backend, address, identity, faults string, signerKeys ...string) string {
 	id := ""
 	if identity != "" {
 		id = ", identity: " + identity
+	}
+	for _, k := range signerKeys {
+		id += ", " + k
 	}
 	return fmt.Sprintf(`
 name: e2e-external
@@ -262,6 +265,41 @@ func TestExternalCometBFTSignerServer(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// An external signer in another datacenter (signer.link on type
+// external): it dials the scenario's address, where the fabric's proxy
+// listens, so every signature pays the link's round trip at the node; and
+// isolating the link (kms.signer) cuts its votes while its node runs on.
+func TestExternalSignerLink(t *testing.T) {
+	bin := testbin.Build(t, "./runner/testdata/extsigner")
+	address := "tcp://" + freeTCP(t)
+	ext := startExt(t, "address ", "identity ", true, bin, "-addr", address, "-chain-id", "ext-chain", "-home", t.TempDir())
+	dir := filepath.Join(t.TempDir(), "run")
+	showLogsOnFailure(t, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	faults := "faults:\n  - {action: isolate, target: kms.signer, at: {height: 4}, duration: 2s}"
+	out, err := Run(ctx, parse(t, externalYAML("inprocess", address, ext.identity, faults, "link: {latency: 25ms}")), Options{OutDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := out.Summary
+	if !s.OK {
+		t.Fatalf("%s: %+v", results.ResultLine(s), s.Failed())
+	}
+	checkSignedByExternal(t, dir, s, ext.address)
+	for _, v := range s.Validators {
+		if v.Name != "kms" {
+			continue
+		}
+		if p50 := v.SignLatencyMS.All.P50; p50 < 50 || p50 > 1000 {
+			t.Errorf("kms sign latency p50 %.1f ms at the node, want the link's 50 ms round trip and more", p50)
+		}
+	}
+	if len(s.Faults) != 1 || s.Faults[0].EndMS == 0 {
+		t.Fatalf("faults %+v", s.Faults)
 	}
 }
 

@@ -207,7 +207,7 @@ func (r *run) openRemote(vs *validatorSigner, m *member, sockDir string, nodeObs
 	if err != nil {
 		return err
 	}
-	dial, err := r.signerLinkRoute(m, vs.client.Addr())
+	dial, err := r.signerLinkRoute(m, vs.client.Addr(), "")
 	if err != nil {
 		return err
 	}
@@ -244,7 +244,7 @@ func (r *run) serveToNode(vs *validatorSigner, m *member, sockDir string, signer
 	}
 	m.config.PrivValidatorListenAddr = ep.Listen
 	network, addr := ep.Network, ep.Addr
-	if addr, err = r.signerLinkRoute(m, addr); err != nil {
+	if addr, err = r.signerLinkRoute(m, addr, ""); err != nil {
 		return err
 	}
 	vs.server, err = signers.ServeRemote(signers.ServerConfig{Network: network, Address: addr, ChainID: r.plan.ChainID,
@@ -255,8 +255,10 @@ func (r *run) serveToNode(vs *validatorSigner, m *member, sockDir string, signer
 
 // signerLinkRoute is where m's signer dials its node: through the fabric
 // when the signer has a link (signer.link, via tcp), shaped both ways, so
-// that every signature pays the link's round trip; else addr itself.
-func (r *run) signerLinkRoute(m *member, addr string) (string, error) {
+// that every signature pays the link's round trip; else addr itself. The
+// fabric's proxy listens on listen when it is given (an external signer
+// dials the address the scenario names).
+func (r *run) signerLinkRoute(m *member, addr, listen string) (string, error) {
 	lp := m.plan.Signer.Link
 	if lp == nil {
 		return addr, nil
@@ -272,7 +274,13 @@ func (r *run) signerLinkRoute(m *member, addr string) (string, error) {
 		}
 		r.setLink(dir[0], dir[1], l)
 	}
-	route, err := r.fabric.Route(far, name, addr)
+	var route string
+	var err error
+	if listen != "" {
+		route, err = r.fabric.RouteAt(far, name, listen, addr)
+	} else {
+		route, err = r.fabric.Route(far, name, addr)
+	}
 	if err != nil {
 		return "", fmt.Errorf("validator %s: signer link: %w", name, err)
 	}

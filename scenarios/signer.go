@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strings"
 )
 
 // Closed sets of signer values, in documentation order. Signer types are
@@ -80,7 +81,7 @@ func (d *decoder) resolveSigner(key string, rs *rawSigner, profiles profileSet, 
 		}
 	}
 	if rs.Link != nil {
-		sp.Link = d.resolveSignerLink(key+".link", rs.Link, sp.Via)
+		sp.Link = d.resolveSignerLink(key+".link", rs, sp)
 	}
 	if !typeOK {
 		return sp // the type's own keys cannot be judged against a type we do not know
@@ -119,13 +120,20 @@ func (d *decoder) resolveSigner(key string, rs *rawSigner, profiles profileSet, 
 
 // resolveSignerLink reads a signer link; it needs via tcp (the node and
 // its signer then talk over TCP, which the fabric shapes).
-func (d *decoder) resolveSignerLink(key string, rl *rawSignerLink, via string) *LinkPlan {
+func (d *decoder) resolveSignerLink(key string, rs *rawSigner, sp SignerPlan) *LinkPlan {
+	rl, via := rs.Link, sp.Via
 	l := &LinkPlan{Latency: d.resolveLatencyNoPhases(key+".latency", rl.Latency, linkLatencyNoPhases),
 		Bandwidth: d.resolveBandwidth(key+".bandwidth", rl.Bandwidth)}
 	if rl.Jitter != nil {
 		l.Jitter = *rl.Jitter // >= 0: the decoder refuses a negative duration
 	}
-	if via != ViaTCP {
+	switch {
+	case sp.Type == SignerExternal:
+		// The address's scheme is an external signer's transport.
+		if rs.Address != nil && !strings.HasPrefix(*rs.Address, "tcp://") {
+			d.fail(d.keyPos(key), key, fmt.Sprintf("a signer link needs a tcp:// address (your signer dials it through the link fabric); this signer's address is %s", *rs.Address))
+		}
+	case via != ViaTCP:
 		d.fail(d.keyPos(key), key, fmt.Sprintf("a signer link needs via: tcp (the node and its signer talk over TCP through the link fabric); this signer is via %s", via))
 	}
 	return l
