@@ -17,9 +17,7 @@ import (
 // simCannot are the built-ins the sim MODEL refuses before anything
 // starts, with what its refusal must name: a new refusal fails the test.
 var simCannot = map[string]string{
-	"hsm-vs-local":      "PKCS#11",   // a real token signs; the sim has no token to time
-	"threshold-2of3":    "threshold", // the sim has no model of the cosigners' rounds
-	"threshold-regions": "threshold",
+	"hsm-vs-local": "PKCS#11", // a real token signs; the sim has no token to time
 }
 
 // TestIntegBuiltinScenarios runs every built-in scenario at full size and

@@ -16,6 +16,7 @@ import (
 	"github.com/valnet/valnet/nodes"
 	"github.com/valnet/valnet/results"
 	"github.com/valnet/valnet/scenarios"
+	"github.com/valnet/valnet/signers/threshold"
 )
 
 // timeline runs a scenario's faults on the rule of internal/schedule: each
@@ -409,8 +410,8 @@ func (t *timeline) cosignerFault(task *faultTask, onEnd func(string, func())) {
 			t.emit(task, results.FaultInstant, "not applied: "+err.Error())
 			return
 		}
-		t.emit(task, results.FaultStart, fmt.Sprintf("cosigner %d down: its connections closed, new ones hung up on", k))
-		onEnd(fmt.Sprintf("cosigner %d up again, its high-water mark read back from its file", k), func() { _ = c.SetDown(k, false) })
+		t.emit(task, results.FaultStart, threshold.DownText(k))
+		onEnd(threshold.UpText(k), func() { _ = c.SetDown(k, false) })
 	case action.CosignerSlow:
 		m, err := latency.New(f.Latency.Spec, t.r.seed, task.id)
 		if err == nil {
@@ -420,7 +421,7 @@ func (t *timeline) cosignerFault(task *faultTask, onEnd func(string, func())) {
 			t.emit(task, results.FaultInstant, "not applied: "+err.Error())
 			return
 		}
-		t.emit(task, results.FaultStart, fmt.Sprintf("cosigner %d answers each round after %s", k, m))
-		onEnd(fmt.Sprintf("cosigner %d answers at once again", k), func() { _ = c.SetSlow(k, nil) })
+		t.emit(task, results.FaultStart, threshold.SlowText(k, m))
+		onEnd(threshold.FastText(k), func() { _ = c.SetSlow(k, nil) })
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/valnet/valnet/scenarios"
 	"github.com/valnet/valnet/signers"
 	"github.com/valnet/valnet/signers/ledger"
+	"github.com/valnet/valnet/signers/threshold"
 )
 
 // signer is one validator's signer chain in virtual time: the same
@@ -28,6 +29,7 @@ type signer struct {
 	phases  map[string]bool // nil: every phase
 	faults  *signers.Faults
 	device  *signers.DeviceTiming // simulated: the profile's time
+	cosign  *cosigners            // threshold: its cosigners' rounds
 	ledger  *ledgerModel          // ledger emulator: its modelled time
 	queue   *deviceQueue          // shared device; nil: none
 	remote  bool                  // via tcp or unix: the remote-signer hop
@@ -96,6 +98,12 @@ func newSigner(plan *scenarios.Plan, params Params, v scenarios.ValidatorPlan, s
 			// bcrypt doubles per cost step; the calibration measured cost 10.
 			s.decrypt = time.Duration(float64(params.KeyfileDecrypt) * math.Pow(2, float64(sp.Keyfile.BcryptCost-10)))
 		}
+	case scenarios.SignerThreshold:
+		c, err := newCosigners(v, seed, params.RemoteHop)
+		if err != nil {
+			return nil, err
+		}
+		s.cosign, s.label = c, threshold.Label(c.threshold, c.n)
 	case scenarios.SignerSimulated:
 		p, err := plan.DeviceProfile(sp.Profile)
 		if err != nil {
@@ -226,7 +234,21 @@ func (w *world) sign(n *node, ph string, h int64, r int32, block int32) bool {
 		}
 		t += delay.Nanoseconds()
 		injected += delay
-		err = s.guard(h, r, ph, block)
+		if c := s.cosign; c != nil {
+			// The rounds run inside the backend, under the guard: a
+			// signature without a quorum leaves its mark unmoved.
+			rr, d := c.rounds()
+			t += d.Nanoseconds()
+			ev := results.Event{Time: w.at(t), Kind: results.KindCosign, Node: n.name, Validator: n.name,
+				Height: h, Round: r, Phase: ph, Cosign: c.cosignEvent(rr)}
+			if rr.Err != nil {
+				ev.Error, err = rr.Err.Error(), rr.Err
+			}
+			w.emit(ev)
+		}
+		if err == nil {
+			err = s.guard(h, r, ph, block)
+		}
 	}
 	if err == nil {
 		if q := s.queue; q != nil {

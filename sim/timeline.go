@@ -9,9 +9,11 @@ import (
 	"github.com/valnet/valnet/internal/links"
 	"github.com/valnet/valnet/internal/schedule"
 	"github.com/valnet/valnet/internal/signerfault"
+	"github.com/valnet/valnet/latency"
 	"github.com/valnet/valnet/network"
 	"github.com/valnet/valnet/results"
 	"github.com/valnet/valnet/scenarios"
+	"github.com/valnet/valnet/signers/threshold"
 )
 
 // timeline runs the scenario's faults on internal/schedule's rule, the
@@ -139,7 +141,16 @@ func (t *timeline) start(tk *task) {
 		t.emit(tk, results.FaultStart, "partition "+groupsText(f.Groups))
 		onEnd("partition healed", func() { t.block(pairs, false) })
 		tk.down = true
+	case action.CosignerDown, action.CosignerSlow:
+		t.cosignerFault(tk, onEnd)
 	case action.Isolate:
+		if c, k := t.cosigner(f.Target); c != nil {
+			c.isolated[k-1] = true
+			t.emit(tk, results.FaultStart, f.Target+" cut off from every peer")
+			onEnd("reconnected", func() { c.isolated[k-1] = false })
+			tk.down = true
+			return
+		}
 		var pairs []links.Pair
 		for _, o := range w.names {
 			if o != f.Target {
@@ -299,4 +310,42 @@ func groupsText(groups [][]string) string {
 		parts[i] = "[" + strings.Join(g, " ") + "]"
 	}
 	return strings.Join(parts, " | ")
+}
+
+// cosigner is the threshold signer and cosigner number of a target
+// NAME.cosigner-K; nil for any other target.
+func (t *timeline) cosigner(target string) (*cosigners, int) {
+	v, k, ok := scenarios.ParseCosignerEndpoint(target)
+	i, known := t.idx[v]
+	if !ok || !known || t.w.signers[i].cosign == nil || k > t.w.signers[i].cosign.n {
+		return nil, 0
+	}
+	return t.w.signers[i].cosign, k
+}
+
+// cosignerFault takes a cosigner down or makes it slow until the fault
+// ends, as the runner's timeline does to the real model's cluster.
+func (t *timeline) cosignerFault(tk *task, onEnd func(string, func())) {
+	f := tk.plan
+	c, k := t.cosigner(f.Target)
+	if c == nil {
+		t.emit(tk, results.FaultInstant, "not applied: "+f.Target+" is not a cosigner of a threshold signer")
+		return
+	}
+	switch f.Action {
+	case action.CosignerDown:
+		c.down[k-1] = true
+		t.emit(tk, results.FaultStart, threshold.DownText(k))
+		onEnd(threshold.UpText(k), func() { c.down[k-1] = false })
+	case action.CosignerSlow:
+		m, err := latency.New(f.Latency.Spec, t.w.seed, tk.id)
+		if err != nil {
+			t.emit(tk, results.FaultInstant, "not applied: "+err.Error())
+			return
+		}
+		latency.MakeSerial(m)
+		c.slow[k-1] = m
+		t.emit(tk, results.FaultStart, threshold.SlowText(k, m))
+		onEnd(threshold.FastText(k), func() { c.slow[k-1] = nil })
+	}
 }

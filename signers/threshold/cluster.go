@@ -111,9 +111,10 @@ func Start(cfg Config) (*Cluster, error) {
 }
 
 // Label names the signer in a run's labels: threshold(2of3, MODEL).
-func (c *Cluster) Label() string {
-	return fmt.Sprintf("threshold(%dof%d, %s)", c.cfg.Threshold, c.cfg.Cosigners, Model)
-}
+func (c *Cluster) Label() string { return Label(c.cfg.Threshold, c.cfg.Cosigners) }
+
+// Label is the label of a threshold signer of t of n cosigners.
+func Label(t, n int) string { return fmt.Sprintf("threshold(%dof%d, %s)", t, n, Model) }
 
 // Config is the cluster's configuration, defaults applied.
 func (c *Cluster) Config() Config { return c.cfg }
@@ -392,3 +393,16 @@ func failures(fs []Failure) string {
 	}
 	return out
 }
+
+// Fault texts, the same on every backend (the runner's timeline and the
+// sim's).
+func DownText(k int) string {
+	return fmt.Sprintf("cosigner %d down: its connections closed, new ones hung up on", k)
+}
+func UpText(k int) string {
+	return fmt.Sprintf("cosigner %d up again, its high-water mark read back from its file", k)
+}
+func SlowText(k int, m latency.Model) string {
+	return fmt.Sprintf("cosigner %d answers each round after %s", k, m)
+}
+func FastText(k int) string { return fmt.Sprintf("cosigner %d answers at once again", k) }
