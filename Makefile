@@ -114,7 +114,7 @@ crosscheck: build
 bench: build
 	$(GO) test -run '^$$' -bench 'Overhead|Network' -benchmem -benchtime 1x -timeout 30m ./runner/
 	$(GO) test -run '^$$' -bench 'RecordTxEvent' -benchmem ./runner/
-	$(GO) test -run '^$$' -bench . -benchmem -timeout 20m ./results/ ./network/ ./signers/ ./signers/pkcs11/ ./sweep/
+	$(GO) test -run '^$$' -bench . -benchmem -timeout 20m ./results/ ./network/ ./signers/ ./signers/pkcs11/ ./signers/threshold/ ./sweep/
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./docker/
 	$(GO) test -run '^$$' -bench Sim -benchmem -benchtime 1x -timeout 60m ./sim/
 	$(BIN) bench signers

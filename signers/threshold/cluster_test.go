@@ -16,6 +16,8 @@ import (
 
 const chainID = "threshold-test"
 
+var testKey = ed25519.GenPrivKeyFromSecret([]byte("t"))
+
 // fullKey is the model's one full key.
 type fullKey struct{ k ed25519.PrivKey }
 
@@ -52,7 +54,7 @@ func start(t *testing.T, n, th int, timeout time.Duration) (*Cluster, *KeySigner
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	return c, c.Signer(fullKey{ed25519.GenPrivKeyFromSecret([]byte("t"))}), rec, dir
+	return c, c.Signer(fullKey{testKey}), rec, dir
 }
 
 func prevote(h int64, r int32, ts time.Time) []byte {
