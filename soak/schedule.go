@@ -2,8 +2,10 @@ package soak
 
 import (
 	"encoding/json"
+	"maps"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,6 +21,7 @@ type Family = string
 // and every generated fault ends by its own duration.
 var Families = []Family{
 	action.SignerDelay, action.SignerDrop, action.SignerError, action.SignerOutage, action.SignerRestart,
+	action.CosignerDown, action.CosignerSlow,
 	action.Partition, action.Isolate, action.NetworkLatency,
 	action.NodeKill, action.NodeStop, action.NodeRestart, action.NodePause,
 }
@@ -36,6 +39,7 @@ type Fault struct {
 	Groups   [][]string `json:"groups,omitempty"`
 
 	start, dur time.Duration // the window, for the generator
+	validator  string        // the validator it is on ("" for a partition)
 }
 
 // At is when a fault starts: the time since the network started.
@@ -56,6 +60,9 @@ type GenConfig struct {
 	Remote []string
 	// Pause: the backend can freeze a node (process, docker): node-pause.
 	Pause bool
+	// Cosigners are the validators with a threshold signer, each with its
+	// number of cosigners: cosigner-down and cosigner-slow need one.
+	Cosigners map[string]int
 }
 
 // Available are the families cfg allows, in Families order, and why each
@@ -66,6 +73,8 @@ func (cfg GenConfig) Available() (fams []Family, missing map[Family]string) {
 		switch {
 		case (f == action.SignerOutage || f == action.SignerRestart) && len(cfg.Remote) == 0:
 			missing[f] = "no validator has a remote signer (via: tcp or unix)"
+		case (f == action.CosignerDown || f == action.CosignerSlow) && len(cfg.Cosigners) == 0:
+			missing[f] = "no validator has a threshold signer (type: threshold)"
 		case f == action.NodePause && !cfg.Pause:
 			missing[f] = "in-process nodes cannot be frozen (run on the process or docker backend)"
 		case f == action.Partition && len(cfg.Validators) < 2:
@@ -130,9 +139,9 @@ func Generate(cfg GenConfig) []Fault {
 			netBusy = end
 		case action.Isolate, action.NetworkLatency:
 			netBusy = end
-			busy[fl.Target] = end
+			busy[fl.validator] = end
 		default:
-			busy[fl.Target] = end
+			busy[fl.validator] = end
 		}
 		out = append(out, fl)
 		t += between(rng, minGap, maxGap)
@@ -165,6 +174,7 @@ func draw(rng *rand.Rand, fam Family, t, dur time.Duration, cfg GenConfig, f int
 			return false
 		}
 		fl.Target = c[rng.IntN(len(c))]
+		fl.validator = fl.Target
 		return true
 	}
 	switch fam {
@@ -195,6 +205,17 @@ func draw(rng *rand.Rand, fam Family, t, dur time.Duration, cfg GenConfig, f int
 		return fl, true
 	case action.SignerOutage, action.SignerRestart:
 		return fl, pick(cfg.Remote)
+	case action.CosignerDown, action.CosignerSlow:
+		// One cosigner of a threshold signer: within the threshold the
+		// signer signs on, beyond it its validator misses votes.
+		if !pick(slices.Sorted(maps.Keys(cfg.Cosigners))) {
+			return fl, false
+		}
+		fl.Target += ".cosigner-" + strconv.Itoa(1+rng.IntN(cfg.Cosigners[fl.Target]))
+		if fam == action.CosignerSlow {
+			fl.Latency = between(rng, 100*time.Millisecond, 2*time.Second).Round(10 * time.Millisecond).String()
+		}
+		return fl, true
 	case action.SignerDelay:
 		fl.Latency = between(rng, 100*time.Millisecond, 3*time.Second).Round(10 * time.Millisecond).String()
 	}

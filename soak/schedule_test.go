@@ -34,10 +34,14 @@ func TestGenerateCoversEveryAvailableFamilyAndKeepsItsRules(t *testing.T) {
 		cfg     GenConfig
 		missing []Family
 	}{
-		{"inprocess, remote signers", sevenRemote(), []Family{action.NodePause}},
-		{"process", func() GenConfig { g := sevenRemote(); g.Pause = true; return g }(), nil},
+		{"inprocess, remote signers", sevenRemote(), []Family{action.CosignerDown, action.CosignerSlow, action.NodePause}},
+		{"process, threshold signers", func() GenConfig {
+			g := sevenRemote()
+			g.Pause, g.Cosigners = true, map[string]int{"v-2": 3, "v-5": 5}
+			return g
+		}(), nil},
 		{"direct signers", func() GenConfig { g := sevenRemote(); g.Remote = nil; return g }(),
-			[]Family{action.SignerOutage, action.SignerRestart, action.NodePause}},
+			[]Family{action.SignerOutage, action.SignerRestart, action.CosignerDown, action.CosignerSlow, action.NodePause}},
 	} {
 		for seed := int64(1); seed <= 50; seed++ {
 			c.cfg.Seed = seed
@@ -59,6 +63,12 @@ func TestGenerateCoversEveryAvailableFamilyAndKeepsItsRules(t *testing.T) {
 				}
 				if (f.Action == action.SignerOutage || f.Action == action.SignerRestart) && !slices.Contains(c.cfg.Remote, f.Target) {
 					t.Errorf("%s seed %d: %s on a direct signer", c.name, seed, f.YAML())
+				}
+				if f.Action == action.CosignerDown || f.Action == action.CosignerSlow {
+					v, k, ok := scenarios.ParseCosignerEndpoint(f.Target)
+					if n := c.cfg.Cosigners[v]; !ok || k < 1 || k > n {
+						t.Errorf("%s seed %d: %s is not a cosigner of a threshold signer", c.name, seed, f.YAML())
+					}
 				}
 			}
 			for _, fam := range Families {
@@ -104,6 +114,33 @@ func TestPreparedSchedulesValidate(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A scenario with threshold signers gets cosigner faults, on its
+// threshold validators' cosigners, and they validate as its own would.
+func TestPreparedCosignerFaultsValidate(t *testing.T) {
+	src, err := scenarios.ReadSource("testdata/threshold.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for seed := int64(1); seed <= 10; seed++ {
+		p, err := Prepare(Config{Source: src, Seed: seed, Duration: 10 * time.Minute})
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		for _, f := range p.Plan.Faults {
+			if f.Action == action.CosignerDown || f.Action == action.CosignerSlow {
+				seen[f.Action] = true
+				if !strings.HasPrefix(f.Target, "th.cosigner-") && !strings.HasPrefix(f.Target, "th5.cosigner-") {
+					t.Errorf("seed %d: %s on %s", seed, f.Action, f.Target)
+				}
+			}
+		}
+	}
+	if !seen[action.CosignerDown] || !seen[action.CosignerSlow] {
+		t.Errorf("cosigner families drawn: %v, want both", seen)
 	}
 }
 

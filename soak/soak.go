@@ -123,6 +123,12 @@ func genConfig(cfg Config, plan *scenarios.Plan) GenConfig {
 		if v.Signer.Via != scenarios.ViaDirect {
 			g.Remote = append(g.Remote, v.Name)
 		}
+		if tp := v.Signer.Threshold; tp != nil {
+			if g.Cosigners == nil {
+				g.Cosigners = map[string]int{}
+			}
+			g.Cosigners[v.Name] = tp.Cosigners
+		}
 	}
 	return g
 }
