@@ -238,6 +238,16 @@ func (q *queue) advance() bool {
 	return true
 }
 
+// insertionMax is the largest bucket sorted in place. A bucket of one
+// chunk is sorted in its chunk, and the radix sort below keeps what it
+// sorted as its next scratch (tmp): a chunk sorted by it would be written
+// into once it is reused. So no chunk may hold more (checked here: a
+// negative constant does not compile).
+const (
+	insertionMax = 24
+	_            = uint(insertionMax - chunkLen)
+)
+
 // sortCur sorts the current bucket by key: in place when small, else by
 // a radix sort of the times within the bucket (two passes of 7 bits; all
 // of its events share the bits above bucketShift) into tmp, then an
@@ -245,7 +255,7 @@ func (q *queue) advance() bool {
 // rare, so the pass is linear).
 func (q *queue) sortCur() {
 	s := q.cur
-	if len(s) <= 24 {
+	if len(s) <= insertionMax {
 		insertionSort(s)
 		return
 	}
