@@ -268,18 +268,19 @@ func isConnErr(err error) bool {
 // model).
 type KeySigner struct {
 	c    *Cluster
-	full interface {
-		PubKey() crypto.PubKey
-		Sign(kind string, msg []byte) ([]byte, error)
-	}
-	now func() time.Time
+	full FullKey
+	now  func() time.Time
+}
+
+// FullKey is the model's one full key: a signers.KeySigner (this package
+// cannot import signers, which builds it).
+type FullKey interface {
+	PubKey() crypto.PubKey
+	Sign(kind string, msg []byte) ([]byte, error)
 }
 
 // Signer returns the cluster's KeySigner over the full key.
-func (c *Cluster) Signer(full interface {
-	PubKey() crypto.PubKey
-	Sign(kind string, msg []byte) ([]byte, error)
-}) *KeySigner {
+func (c *Cluster) Signer(full FullKey) *KeySigner {
 	return &KeySigner{c: c, full: full, now: time.Now}
 }
 
