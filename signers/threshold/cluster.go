@@ -268,19 +268,18 @@ func isConnErr(err error) bool {
 // model).
 type KeySigner struct {
 	c    *Cluster
-	full FullKey
-	now  func() time.Time
-}
-
-// FullKey is the model's one full key: a signers.KeySigner (this package
-// cannot import signers, which builds it).
-type FullKey interface {
-	PubKey() crypto.PubKey
-	Sign(kind string, msg []byte) ([]byte, error)
+	full interface {
+		PubKey() crypto.PubKey
+		Sign(kind string, msg []byte) ([]byte, error)
+	}
+	now func() time.Time
 }
 
 // Signer returns the cluster's KeySigner over the full key.
-func (c *Cluster) Signer(full FullKey) *KeySigner {
+func (c *Cluster) Signer(full interface {
+	PubKey() crypto.PubKey
+	Sign(kind string, msg []byte) ([]byte, error)
+}) *KeySigner {
 	return &KeySigner{c: c, full: full, now: time.Now}
 }
 
