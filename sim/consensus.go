@@ -49,6 +49,11 @@ type node struct {
 	lastCommit      *voteSet
 	lastCommitRound int32
 	lastCommitBlock int32
+	// lcAhead: LastCommit precommits handled as quiet votes ahead of the
+	// queue (quiet.go), with the key each would have had there, for the
+	// lastCommit they went into (lcAheadOf).
+	lcAhead   []quietKey
+	lcAheadOf *voteSet
 
 	proposal    int32 // block of this round's proposal; noBlock: none
 	polRound    int32

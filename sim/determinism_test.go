@@ -148,37 +148,13 @@ func busyFaults() string {
 	return b.String()
 }
 
-// busyCalibration is a calibration of the test's own (the shipped
+// busyCalibration is a calibration of the tests' own (the shipped
 // default may be refitted without changing what this golden pins), with
 // slow votes and instant restarts.
-func busyCalibration(t *testing.T) string {
-	t.Helper()
-	const busy = `name: busy
-source: determinism_test.go
-sign_local: 500us
-remote_hop: 300us
-keyfile_decrypt: 60ms
-vote_cost: 3ms
-part_cost: 300us
-proposal_cost: 100us
-propose_cost: 2ms
-commit_cost: 4ms
-gossip_sleep: 100ms
-flush_throttle: 10ms
-send_rate: 5120000
-restart_delay: 0s
-catchup_cost: 5ms
-tx_rpc: 1ms
-`
-	path := filepath.Join(t.TempDir(), "busy.yaml")
-	if err := os.WriteFile(path, []byte(busy), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
+const busyCalibration = "testdata/busy-calibration.yaml"
 
 func TestGoldenEvents(t *testing.T) {
-	calib := busyCalibration(t)
+	calib := busyCalibration
 	var got strings.Builder
 	for _, g := range goldenPlans {
 		y := "name: " + g.name + "\n" + strings.Replace(g.yaml, "run: {", "run: {backend: sim, max_duration: 1h, ", 1)

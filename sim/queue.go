@@ -51,6 +51,9 @@ type event struct {
 	kind    evKind
 	mk      msgKind
 	step    uint8 // timeout step
+	// batch: this message is the next of a broadcast batch (index + 1;
+	// see batch.go); popping it queues the batch's next.
+	batch int32
 	// proxy: this copy stands for the earliest of the events its node
 	// holds while busy (node.waiting); see world.dispatch.
 	proxy bool

@@ -4,42 +4,67 @@ package sim
 // per block (a block is named by the round it was created in; nil is -1)
 // and who has voted. It answers what CometBFT's types.VoteSet answers for
 // the transitions of state.go: TwoThirdsMajority, HasTwoThirdsAny, HasAll.
+// Who voted for what is a bitset per block (a vote set of 1,000
+// validators is a few hundred bytes, which a node touches for every vote).
 type voteSet struct {
 	have    []uint64 // bitset of validator indexes
-	of      []int32  // the block each validator voted for
 	sum     int64    // power of every vote
 	count   int
 	byBlock []blockPower
 }
 
 type blockPower struct {
-	block int32
-	power int64
+	block  int32
+	power  int64
+	voters []uint64 // bitset: who voted for block
 }
 
 func newVoteSet(n int) *voteSet {
-	return &voteSet{have: make([]uint64, (n+63)/64), of: make([]int32, n)}
+	return &voteSet{have: make([]uint64, (n+63)/64)}
 }
 
 func (v *voteSet) has(i int32) bool { return v.have[i/64]&(1<<(uint(i)%64)) != 0 }
 
+// of is the block validator i voted for; i must have voted.
+func (v *voteSet) of(i int32) int32 {
+	w, bit := i/64, uint64(1)<<(uint(i)%64)
+	for _, bp := range v.byBlock {
+		if bp.voters[w]&bit != 0 {
+			return bp.block
+		}
+	}
+	panic("sim: voteSet.of a validator that has not voted")
+}
+
 // add counts the vote of validator i (power) for block; false when i has
 // voted already (a duplicate).
 func (v *voteSet) add(i int32, power int64, block int32) bool {
-	if v.has(i) {
+	w, bit := i/64, uint64(1)<<(uint(i)%64)
+	if v.have[w]&bit != 0 {
 		return false
 	}
-	v.have[i/64] |= 1 << (uint(i) % 64)
-	v.of[i] = block
+	v.have[w] |= bit
 	v.sum += power
 	v.count++
 	for k := range v.byBlock {
-		if v.byBlock[k].block == block {
-			v.byBlock[k].power += power
+		if bp := &v.byBlock[k]; bp.block == block {
+			bp.power += power
+			bp.voters[w] |= bit
 			return true
 		}
 	}
-	v.byBlock = append(v.byBlock, blockPower{block, power})
+	// a new block: the bitset of a block this set had before it was
+	// cleared is used again
+	var voters []uint64
+	if k := len(v.byBlock); k < cap(v.byBlock) {
+		voters = v.byBlock[:k+1][k].voters
+		clear(voters)
+	}
+	if len(voters) != len(v.have) {
+		voters = make([]uint64, len(v.have))
+	}
+	voters[w] |= bit
+	v.byBlock = append(v.byBlock, blockPower{block, power, voters})
 	return true
 }
 
@@ -74,20 +99,54 @@ type roundVotes struct {
 }
 
 // heightVotes are a node's votes of its current height by round, as
-// CometBFT's HeightVoteSet keeps them.
+// CometBFT's HeightVoteSet keeps them. The sets of a height gone by are
+// used again (a 1,000-validator network would otherwise make 8 MB of
+// them a height), but for the one the node keeps as its LastCommit.
 type heightVotes struct {
 	n      int
 	rounds []roundVotes
+	spare  []*voteSet
+	kept   *voteSet // the LastCommit kept at the last reset
 }
 
-func (h *heightVotes) reset(n int) {
+// reset starts a new height; keep (the node's LastCommit, maybe one of
+// this height's sets) is not used again while it is kept.
+func (h *heightVotes) reset(n int, keep *voteSet) {
+	if n != h.n {
+		h.spare, h.kept = nil, nil
+	}
 	h.n = n
-	h.rounds = h.rounds[:0]
+	recycle := func(v *voteSet) {
+		if v != nil && v != keep && len(v.have) == (n+63)/64 {
+			h.spare = append(h.spare, v)
+		}
+	}
+	if h.kept != keep {
+		recycle(h.kept)
+	}
+	for _, rv := range h.rounds {
+		recycle(rv.prevotes)
+		recycle(rv.precommits)
+	}
+	clear(h.rounds)
+	h.rounds, h.kept = h.rounds[:0], keep
+}
+
+func (h *heightVotes) newSet() *voteSet {
+	k := len(h.spare)
+	if k == 0 {
+		return newVoteSet(h.n)
+	}
+	v := h.spare[k-1]
+	h.spare = h.spare[:k-1]
+	clear(v.have)
+	v.sum, v.count, v.byBlock = 0, 0, v.byBlock[:0]
+	return v
 }
 
 func (h *heightVotes) at(r int32) *roundVotes {
 	for int(r) >= len(h.rounds) {
-		h.rounds = append(h.rounds, roundVotes{newVoteSet(h.n), newVoteSet(h.n)})
+		h.rounds = append(h.rounds, roundVotes{h.newSet(), h.newSet()})
 	}
 	return &h.rounds[r]
 }
@@ -103,7 +162,10 @@ func (h *heightVotes) set(r int32, precommit bool) *voteSet {
 func (v *voteSet) clone() *voteSet {
 	c := *v
 	c.have = append([]uint64(nil), v.have...)
-	c.of = append([]int32(nil), v.of...)
-	c.byBlock = append([]blockPower(nil), v.byBlock...)
+	c.byBlock = make([]blockPower, len(v.byBlock))
+	for k, bp := range v.byBlock {
+		bp.voters = append([]uint64(nil), bp.voters...)
+		c.byBlock[k] = bp
+	}
 	return &c
 }

@@ -72,13 +72,20 @@ type world struct {
 	cores       *cores // nil: every node has its own CPU
 
 	q   queue
-	now int64
+	bat batches
+	// batching: the batch deliver adds to (0: none; see sendBatch)
+	batching int32
+	now      int64
 	// the due time and sequence of the event being handled
 	curDue int64
 	curSeq uint64
 
 	sink       func(results.Event)
 	voteEvents bool
+	// burst: quiet votes may be handled ahead of the queue (quiet.go);
+	// quietHandled counts them.
+	burst        bool
+	quietHandled int64
 
 	// the chain as the first node to commit each height saw it
 	committed int64
@@ -142,17 +149,23 @@ func newWorld(plan *scenarios.Plan, p Params, seed int64, keys []crypto.PubKey, 
 		return nil, err
 	}
 	topo := plan.Network.Topology
-	peers, err := network.Peers(w.names, network.Topology{Kind: topo.Kind, K: topo.K, Explicit: topo.Peers}, seed)
-	if err != nil {
-		return nil, err
+	mesh := topo.Kind == "" || topo.Kind == scenarios.TopologyMesh
+	var peers map[string][]string // a mesh needs no list: everyone is a peer
+	if !mesh {
+		dials, err := network.Peers(w.names, network.Topology{Kind: topo.Kind, K: topo.K, Explicit: topo.Peers}, seed)
+		if err != nil {
+			return nil, err
+		}
+		peers = undirected(dials)
 	}
-	w.net = newNet(p, w.names, all, undirected(peers), topo.Kind == "" || topo.Kind == scenarios.TopologyMesh, seed)
+	w.net = newNet(p, w.names, all, peers, mesh, seed)
 	if w.timeline, err = newTimeline(w); err != nil {
 		return nil, err
 	}
 	if plan.Load != nil {
 		w.load = newLoad(w, *plan.Load)
 	}
+	w.burst = quietBursts && len(plan.Faults) == 0 && w.net.mesh && w.cores == nil && !w.voteEvents
 	return w, nil
 }
 
@@ -292,7 +305,7 @@ func (w *world) createBlock(n *node, h int64, r int32) int32 {
 			switch {
 			case !n.lastCommit.has(v):
 				b.lcAbsent = append(b.lcAbsent, w.names[v])
-			case n.lastCommit.of[v] == noBlock:
+			case n.lastCommit.of(v) == noBlock:
 				b.lcNil = append(b.lcNil, w.names[v])
 			}
 		}
@@ -430,6 +443,11 @@ func (w *world) run(ctx context.Context) (string, error) {
 }
 
 func (w *world) dispatch(e *event) {
+	if e.batch != 0 {
+		id := e.batch
+		e.batch = 0
+		w.queueBatch(id)
+	}
 	switch e.kind {
 	case evWake:
 		w.timeline.wake(*e)
@@ -458,6 +476,10 @@ func (w *world) dispatch(e *event) {
 		return // a down node neither sends nor receives; its timers died with it
 	}
 	if n.busy > e.at {
+		if w.burst && n.waiting.len() == 0 && w.quietVote(n, e) {
+			w.handleQuiet(n, e, n.busy)
+			return
+		}
 		w.wait(n, *e)
 		return
 	}
@@ -491,7 +513,19 @@ func (w *world) wait(n *node, e event) {
 // nextWaiting queues the proxy of n's first waiting event, due when n is
 // free (and not before at), unless one is queued.
 func (w *world) nextWaiting(n *node, at int64) {
-	if n.proxyOn || n.waiting.len() == 0 {
+	if n.proxyOn {
+		return
+	}
+	for w.burst && n.waiting.len() > 0 {
+		// the first waiting event came before now: nothing of n's can
+		// still come before it (see quiet.go)
+		if f := n.waiting.first(); f.due >= w.now || !w.quietVote(n, f) {
+			break
+		}
+		e := n.waiting.pop()
+		w.handleQuiet(n, &e, max(n.busy, at))
+	}
+	if n.waiting.len() == 0 {
 		return
 	}
 	p := *n.waiting.first()
@@ -658,9 +692,11 @@ func (w *world) resend(n *node, msgs []event, ch int) {
 func (w *world) catchUpOnly(p *node, h int64, msgs []event) []event {
 	var votes *voteSet
 	round, block := int32(-1), noBlock
+	has := func(v int32) bool { return votes.has(v) }
 	switch c, ok := w.commits[h]; {
 	case p.h == h+1 && p.lastCommit != nil:
 		votes, round, block = p.lastCommit, p.lastCommitRound, p.lastCommitBlock
+		has = func(v int32) bool { return w.lastCommitHas(p, v) }
 	case ok:
 		votes, round, block = c.votes, c.round, c.block
 	default:
@@ -670,7 +706,7 @@ func (w *world) catchUpOnly(p *node, h int64, msgs []event) []event {
 	for _, e := range msgs {
 		switch e.mk {
 		case mPrecommit:
-			if e.round == round && votes.has(e.from) {
+			if e.round == round && has(e.from) {
 				kept = append(kept, e)
 			}
 		case mPart:
@@ -687,7 +723,7 @@ func (w *world) catchUpOnly(p *node, h int64, msgs []event) []event {
 func (w *world) newHeightQuiet(n *node, h int64, commitTime int64) {
 	n.h, n.r, n.step = h, 0, stepNewHeight
 	n.startTime = commitTime + w.timeouts.commit
-	n.votes.reset(w.n)
+	n.votes.reset(w.n, n.lastCommit)
 	n.proposal, n.polRound, n.propBlock = noBlock, -1, noBlock
 	n.wantParts(noBlock)
 	n.locked, n.lockedRound, n.valid, n.validRound = noBlock, -1, noBlock, -1
