@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"math"
 	"math/rand/v2"
 
 	"github.com/valnet/valnet/internal/links"
@@ -186,53 +185,20 @@ func (w *world) deliver(from *node, j int32, e *event, size int, ch int) {
 		return
 	}
 	e.at, e.kind, e.node = at, evMsg, j
-	if w.batching != 0 {
-		if b := &w.bat.all[w.batching-1]; at >= b.t0 && at-b.t0 <= math.MaxUint32 {
-			w.q.seq++
-			b.msgs = append(b.msgs, batchMsg{at: uint32(at - b.t0), node: uint16(j), k: uint16(w.q.seq - b.seq0)})
-			return
-		}
-	}
-	w.q.pushNew(e)
-}
-
-// fanout is how many neighbours node i sends to.
-func (w *world) fanout(i int32) int {
-	if w.net.mesh {
-		return w.n - 1
-	}
-	return len(w.net.peers[i])
-}
-
-// sendBatch runs send, which delivers messages carrying e, with what it
-// delivers gathered in one batch (batch.go) when they are many.
-func (w *world) sendBatch(from int32, e *event, send func()) {
-	if f := w.fanout(from); f < batchMin || f > batchMax {
-		send()
+	if w.broadcasting >= 0 {
+		w.q.pushMsg(w.broadcasting, at, j)
 		return
 	}
-	id := w.bat.open(e, w.nodes[from].t, w.q.seq+1)
-	w.batching = id
-	send()
-	w.batching = 0
-	b := &w.bat.all[id-1]
-	w.bat.sortBatch(b)
-	w.queueBatch(id)
-}
-
-// queueBatch queues batch id's next message, if it has one.
-func (w *world) queueBatch(id int32) {
-	if next, ok := w.bat.cursor(id); ok {
-		w.q.pushKept(&next)
-	}
+	w.q.pushNew(e)
 }
 
 // broadcastVote sends n's own vote to every neighbour.
 func (w *world) broadcastVote(n *node, mk msgKind, h int64, r int32, block int32) {
 	e := event{mk: mk, from: n.i, height: h, round: r, block: block}
-	w.sendBatch(n.i, &e, func() {
-		w.neighbours(n.i, func(j int32) { w.deliver(n, j, &e, voteBytes, chVotes) })
-	})
+	w.broadcasting = w.q.openHeader(&e)
+	w.neighbours(n.i, func(j int32) { w.deliver(n, j, &e, voteBytes, chVotes) })
+	w.q.closeHeader(w.broadcasting)
+	w.broadcasting = -1
 }
 
 // relayVote passes a vote on to peers that lack it (a sparse topology's

@@ -51,9 +51,6 @@ type event struct {
 	kind    evKind
 	mk      msgKind
 	step    uint8 // timeout step
-	// batch: this message is the next of a broadcast batch (index + 1;
-	// see batch.go); popping it queues the batch's next.
-	batch int32
 	// proxy: this copy stands for the earliest of the events its node
 	// holds while busy (node.waiting); see world.dispatch.
 	proxy bool
@@ -109,6 +106,8 @@ type queue struct {
 	far       eventHeap // beyond the ring
 	idx, idx2 []int32   // scratch for sorting a large bucket
 	tmp       []event
+	lane      lane // broadcasts' messages (msglane.go)
+	peekSide  bool // peekEvent's event is side's
 }
 
 func bucketOf(at int64) int64 { return at >> bucketShift }
@@ -169,21 +168,40 @@ func (q *queue) chunk() int32 {
 	return int32(len(q.chunks))
 }
 
-// pop takes the first event off the queue; nil when it is empty. The
-// event stays valid until the next pop.
+// pop takes the first event off the queue, of its events and the
+// lane's messages; nil when it is empty. The event stays valid until
+// the next pop.
 func (q *queue) pop() *event {
+	m := q.lane.peekMsg()
+	e := q.peekEvent()
+	if m != nil && (e == nil || m.before(e)) {
+		return q.lane.popMsg()
+	}
+	if e == nil {
+		return nil
+	}
+	if q.peekSide {
+		q.last = q.side.pop()
+		return &q.last
+	}
+	q.pos++
+	return e
+}
+
+// peekEvent is the first of the queue's events (not the lane's); nil
+// when there is none.
+func (q *queue) peekEvent() *event {
 	for {
 		if q.pos < len(q.cur) {
-			if len(q.side) > 0 && q.side[0].before(&q.cur[q.pos]) {
-				q.last = q.side.pop()
-				return &q.last
+			q.peekSide = len(q.side) > 0 && q.side[0].before(&q.cur[q.pos])
+			if q.peekSide {
+				return &q.side[0]
 			}
-			q.pos++
-			return &q.cur[q.pos-1]
+			return &q.cur[q.pos]
 		}
 		if len(q.side) > 0 {
-			q.last = q.side.pop()
-			return &q.last
+			q.peekSide = true
+			return &q.side[0]
 		}
 		if !q.advance() {
 			return nil

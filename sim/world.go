@@ -71,11 +71,11 @@ type world struct {
 	net         *netModel
 	cores       *cores // nil: every node has its own CPU
 
-	q   queue
-	bat batches
-	// batching: the batch deliver adds to (0: none; see sendBatch)
-	batching int32
-	now      int64
+	q queue
+	// broadcasting: the lane header of the broadcast being sent (-1:
+	// none); deliver puts its messages into the queue's lane
+	broadcasting int32
+	now          int64
 	// the due time and sequence of the event being handled
 	curDue int64
 	curSeq uint64
@@ -116,6 +116,7 @@ func newWorld(plan *scenarios.Plan, p Params, seed int64, keys []crypto.PubKey, 
 		blocks: map[int64][]*blockInfo{}, vsets: map[int64]*types.ValidatorSet{}, proposers: map[[2]int64]int32{},
 		addrIdx: map[string]int32{}, signLens: map[signLenKey]int{}, devices: map[string]*deviceQueue{}, commits: map[int64]seenCommit{}}
 	w.voteEvents = w.n <= VoteEventsMax
+	w.broadcasting = -1
 	if sharedCores > 0 {
 		w.cores = newCores(sharedCores)
 	}
@@ -443,11 +444,6 @@ func (w *world) run(ctx context.Context) (string, error) {
 }
 
 func (w *world) dispatch(e *event) {
-	if e.batch != 0 {
-		id := e.batch
-		e.batch = 0
-		w.queueBatch(id)
-	}
 	switch e.kind {
 	case evWake:
 		w.timeline.wake(*e)

@@ -1,0 +1,213 @@
+package sim
+
+import "math/bits"
+
+// The message lane of the queue: where a broadcast's messages wait. A
+// vote goes to every neighbour at once, ~1,000 messages in a 1,000-node
+// mesh, millions in flight over ~100 ms. As events of their own in the
+// queue's 16 µs buckets, writing each was a cache miss (thousands of
+// buckets written at once); kept together per broadcast, reading each
+// back was. The lane keeps a message in 24 bytes (its time, sequence
+// number, receiver, and the broadcast's header, which holds what every
+// message of it carries) in coarse buckets of ~1 ms: a broadcast writes
+// into ~100 of them, each written in order (its end stays in cache), and
+// a bucket is sorted once, when its time comes, and read in order. The
+// queue pops the lane and its events merged by key, so the order is that
+// of one queue of every event: the same run, byte for byte.
+
+type laneMsg struct {
+	at   int64
+	seq  uint64
+	hdr  int32 // index into queue.hdrs
+	node int32 // receiver
+}
+
+type msgHeader struct {
+	ev   event // what every message of the broadcast carries
+	refs int32 // its messages in the lane
+	open bool  // still being sent
+}
+
+const (
+	laneShift = 20 // a lane bucket is 2^20 ns (1.05 ms) of virtual time
+	laneBits  = 10 // the lane holds 2^10 buckets: 1.07 s ahead
+	laneSize  = 1 << laneBits
+	laneMask  = laneSize - 1
+	laneRadix = laneShift / 2
+)
+
+type lane struct {
+	// base is the current bucket (at >> laneShift), sorted into cur;
+	// buckets base+1 .. base+laneSize-1 fill in ring.
+	base int64
+	ring [][]laneMsg
+	full []uint64
+	cur  []laneMsg
+	pos  int
+	tmp  []laneMsg
+	// bufs are drained buckets' arrays, last drained last: an empty
+	// bucket takes one (bucket sizes swing by 1,000x between a vote
+	// phase and the quiet between, so a slot's own would keep growing)
+	bufs [][]laneMsg
+	hdrs []msgHeader
+	free []int32
+	out  event // the message popped last
+}
+
+// openHeader starts a broadcast of messages carrying ev; pushMsg adds
+// them, closeHeader ends it.
+func (q *queue) openHeader(ev *event) int32 {
+	l := &q.lane
+	var h int32
+	if k := len(l.free); k > 0 {
+		h = l.free[k-1]
+		l.free = l.free[:k-1]
+	} else {
+		l.hdrs = append(l.hdrs, msgHeader{})
+		h = int32(len(l.hdrs) - 1)
+	}
+	l.hdrs[h] = msgHeader{ev: *ev, open: true}
+	l.hdrs[h].ev.kind = evMsg
+	return h
+}
+
+func (q *queue) closeHeader(h int32) {
+	l := &q.lane
+	l.hdrs[h].open = false
+	if l.hdrs[h].refs == 0 {
+		l.free = append(l.free, h)
+	}
+}
+
+// pushMsg queues broadcast h's message to node, arriving at at, with the
+// next sequence number. One outside the lane's buckets ahead goes into
+// the queue as an event of its own, with the same key.
+func (q *queue) pushMsg(h int32, at int64, node int32) {
+	q.seq++
+	l := &q.lane
+	b := at >> laneShift
+	if b <= l.base || b >= l.base+laneSize {
+		e := l.hdrs[h].ev
+		e.at, e.due, e.seq, e.node = at, at, q.seq, node
+		q.pushKept(&e)
+		return
+	}
+	if l.ring == nil {
+		l.ring, l.full = make([][]laneMsg, laneSize), make([]uint64, laneSize/64)
+	}
+	i := b & laneMask
+	if l.ring[i] == nil {
+		if k := len(l.bufs); k > 0 {
+			l.ring[i], l.bufs = l.bufs[k-1], l.bufs[:k-1]
+		}
+	}
+	l.ring[i] = append(l.ring[i], laneMsg{at: at, seq: q.seq, hdr: h, node: node})
+	l.full[i/64] |= 1 << (i % 64)
+	l.hdrs[h].refs++
+}
+
+// peekMsg is the lane's first message; nil when it is empty.
+func (l *lane) peekMsg() *laneMsg {
+	for l.pos == len(l.cur) {
+		if l.ring == nil {
+			return nil
+		}
+		if l.cur != nil {
+			l.bufs = append(l.bufs, l.cur[:0]) // drained: its array serves again
+		}
+		l.ring[l.base&laneMask] = nil
+		l.cur, l.pos = nil, 0
+		next, ok := l.nextFull()
+		if !ok {
+			return nil
+		}
+		l.base = next
+		i := next & laneMask
+		l.full[i/64] &^= 1 << (i % 64)
+		l.cur = l.sortBucket(l.ring[i])
+	}
+	return &l.cur[l.pos]
+}
+
+// popMsg takes the message peekMsg returned, as an event valid until the
+// next pop.
+func (l *lane) popMsg() *event {
+	m := &l.cur[l.pos]
+	l.pos++
+	hd := &l.hdrs[m.hdr]
+	l.out = hd.ev
+	l.out.at, l.out.due, l.out.seq, l.out.node = m.at, m.at, m.seq, m.node
+	if hd.refs--; hd.refs == 0 && !hd.open {
+		l.free = append(l.free, m.hdr)
+	}
+	return &l.out
+}
+
+// before: message m pops before event e (a message is due at its time).
+func (m *laneMsg) before(e *event) bool {
+	if m.at != e.at {
+		return m.at < e.at
+	}
+	if m.at != e.due {
+		return m.at < e.due
+	}
+	return m.seq < e.seq
+}
+
+// sortBucket sorts a bucket by time, then sequence number: its messages
+// came in sequence order, and a stable radix sort of the time's bits
+// within the bucket (two passes) keeps that order among equal times.
+func (l *lane) sortBucket(s []laneMsg) []laneMsg {
+	if len(s) < 2 {
+		return s
+	}
+	if len(s) <= 24 {
+		for i := 1; i < len(s); i++ {
+			m := s[i]
+			j := i
+			for ; j > 0 && m.at < s[j-1].at; j-- {
+				s[j] = s[j-1]
+			}
+			s[j] = m
+		}
+		return s
+	}
+	if cap(l.tmp) < len(s) {
+		l.tmp = make([]laneMsg, len(s))
+	}
+	src, dst := s, l.tmp[:len(s)]
+	for pass := range 2 {
+		var count [1 << laneRadix]int32
+		sh := uint(pass * laneRadix)
+		for i := range src {
+			count[(src[i].at>>sh)&(1<<laneRadix-1)]++
+		}
+		var sum int32
+		for d := range count {
+			sum, count[d] = sum+count[d], sum
+		}
+		for i := range src {
+			d := (src[i].at >> sh) & (1<<laneRadix - 1)
+			dst[count[d]] = src[i]
+			count[d]++
+		}
+		src, dst = dst, src
+	}
+	return s // two passes: sorted back into s
+}
+
+// nextFull is the first non-empty bucket after base.
+func (l *lane) nextFull() (int64, bool) {
+	start := (l.base + 1) & laneMask
+	w := start / 64
+	word := l.full[w] &^ (1<<(start%64) - 1)
+	for k := 0; k <= len(l.full); k++ {
+		if word != 0 {
+			i := w*64 + int64(bits.TrailingZeros64(word))
+			return l.base + 1 + (i-start)&laneMask, true
+		}
+		w = (w + 1) % int64(len(l.full))
+		word = l.full[w]
+	}
+	return 0, false
+}
