@@ -1,7 +1,5 @@
 package sim
 
-import "math/bits"
-
 // The message lane of the queue: where a broadcast's messages wait. A
 // vote goes to every neighbour at once, ~1,000 messages in a 1,000-node
 // mesh, millions in flight over ~100 ms. As events of their own in the
@@ -41,7 +39,7 @@ type lane struct {
 	// buckets base+1 .. base+laneSize-1 fill in ring.
 	base int64
 	ring [][]laneMsg
-	full []uint64
+	full occupancy
 	cur  []laneMsg
 	pos  int
 	tmp  []laneMsg
@@ -93,7 +91,7 @@ func (q *queue) pushMsg(h int32, at int64, node int32) {
 		return
 	}
 	if l.ring == nil {
-		l.ring, l.full = make([][]laneMsg, laneSize), make([]uint64, laneSize/64)
+		l.ring, l.full = make([][]laneMsg, laneSize), make(occupancy, laneSize/64)
 	}
 	i := b & laneMask
 	if l.ring[i] == nil {
@@ -102,7 +100,7 @@ func (q *queue) pushMsg(h int32, at int64, node int32) {
 		}
 	}
 	l.ring[i] = append(l.ring[i], laneMsg{at: at, seq: q.seq, hdr: h, node: node})
-	l.full[i/64] |= 1 << (i % 64)
+	l.full.set(i)
 	l.hdrs[h].refs++
 }
 
@@ -117,13 +115,13 @@ func (l *lane) peekMsg() *laneMsg {
 		}
 		l.ring[l.base&laneMask] = nil
 		l.cur, l.pos = nil, 0
-		next, ok := l.nextFull()
+		next, ok := l.full.after(l.base)
 		if !ok {
 			return nil
 		}
 		l.base = next
 		i := next & laneMask
-		l.full[i/64] &^= 1 << (i % 64)
+		l.full.clear(i)
 		l.cur = l.sortBucket(l.ring[i])
 	}
 	return &l.cur[l.pos]
@@ -194,20 +192,4 @@ func (l *lane) sortBucket(s []laneMsg) []laneMsg {
 		src, dst = dst, src
 	}
 	return s // two passes: sorted back into s
-}
-
-// nextFull is the first non-empty bucket after base.
-func (l *lane) nextFull() (int64, bool) {
-	start := (l.base + 1) & laneMask
-	w := start / 64
-	word := l.full[w] &^ (1<<(start%64) - 1)
-	for k := 0; k <= len(l.full); k++ {
-		if word != 0 {
-			i := w*64 + int64(bits.TrailingZeros64(word))
-			return l.base + 1 + (i-start)&laneMask, true
-		}
-		w = (w + 1) % int64(len(l.full))
-		word = l.full[w]
-	}
-	return 0, false
 }

@@ -92,7 +92,7 @@ type queue struct {
 	// full marks the ring's non-empty buckets.
 	base   int64
 	ring   []bucket
-	full   []uint64
+	full   occupancy
 	chunks []chunk
 	free   []int32 // chunks not in use, last freed last
 	// cur is the current bucket, sorted; cur[pos:] still queued. It is
@@ -140,14 +140,14 @@ func (q *queue) pushKept(e *event) {
 // add appends e to ring bucket i.
 func (q *queue) add(i int64, e *event) {
 	if q.ring == nil {
-		q.ring, q.full = make([]bucket, ringSize), make([]uint64, ringSize/64)
+		q.ring, q.full = make([]bucket, ringSize), make(occupancy, ringSize/64)
 	}
 	bk := &q.ring[i]
 	switch {
 	case bk.tail == 0:
 		c := q.chunk()
 		bk.head, bk.tail, bk.n = c, c, 0
-		q.full[i/64] |= 1 << (i % 64)
+		q.full.set(i)
 	case bk.n == chunkLen:
 		c := q.chunk()
 		q.chunks[bk.tail-1].next = c
@@ -212,7 +212,11 @@ func (q *queue) peekEvent() *event {
 // advance makes the next non-empty bucket the current one; false when
 // nothing is queued.
 func (q *queue) advance() bool {
-	next, ok := q.nextFull()
+	var next int64
+	ok := false
+	if q.ring != nil {
+		next, ok = q.full.after(q.base)
+	}
 	if len(q.far) > 0 {
 		if b := bucketOf(q.far[0].at); !ok || b < next {
 			next, ok = b, true
@@ -254,7 +258,7 @@ func (q *queue) advance() bool {
 		q.cur = q.buf
 	}
 	*bk = bucket{}
-	q.full[i/64] &^= 1 << (i % 64)
+	q.full.clear(i)
 	q.sortCur()
 	return true
 }
@@ -327,21 +331,27 @@ func insertionSort(s []event) {
 	}
 }
 
-// nextFull is the first non-empty bucket of the ring after base.
-func (q *queue) nextFull() (int64, bool) {
-	if q.ring == nil {
-		return 0, false
-	}
-	start := (q.base + 1) & ringMask
+// occupancy marks the non-empty slots of a ring of len*64 buckets
+// (slot: bucket mod the ring's size).
+type occupancy []uint64
+
+func (o occupancy) set(slot int64)   { o[slot/64] |= 1 << (slot % 64) }
+func (o occupancy) clear(slot int64) { o[slot/64] &^= 1 << (slot % 64) }
+
+// after is the first bucket after base whose slot is marked; false when
+// none is.
+func (o occupancy) after(base int64) (int64, bool) {
+	mask := int64(len(o))*64 - 1
+	start := (base + 1) & mask
 	w := start / 64
-	word := q.full[w] &^ (1<<(start%64) - 1)
-	for k := 0; k <= len(q.full); k++ {
+	word := o[w] &^ (1<<(start%64) - 1)
+	for k := 0; k <= len(o); k++ {
 		if word != 0 {
 			i := w*64 + int64(bits.TrailingZeros64(word))
-			return q.base + 1 + (i-start)&ringMask, true
+			return base + 1 + (i-start)&mask, true
 		}
-		w = (w + 1) % int64(len(q.full))
-		word = q.full[w]
+		w = (w + 1) % int64(len(o))
+		word = o[w]
 	}
 	return 0, false
 }

@@ -3,6 +3,7 @@ package sim
 import (
 	"container/heap"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -33,6 +34,8 @@ func TestQueuePopsInKeyOrder(t *testing.T) {
 		{"ring", ringSize << bucketShift / 4, 4},
 		{"beyond the ring", 3 * ringSize << bucketShift, 2},
 		{"broadcasts", 200e6, 200},
+		{"lane broadcasts", 300e6, 30},
+		{"lane beyond its buckets", 3 * laneSize << laneShift, 20},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(1, uint64(tc.spread)))
@@ -40,6 +43,22 @@ func TestQueuePopsInKeyOrder(t *testing.T) {
 			ref := &refHeap{}
 			now, popped := int64(0), 0
 			for round := 0; round < 4000 || ref.Len() > 0; round++ {
+				if round < 4000 && strings.HasPrefix(tc.name, "lane") && rng.IntN(3) == 0 {
+					// a broadcast: its messages go through the lane
+					msg := event{mk: mPrevote, from: int32(rng.IntN(100)), height: int64(round), round: 1, block: 2}
+					h := q.openHeader(&msg)
+					for range rng.IntN(tc.burst + 1) {
+						e := msg
+						e.at, e.node = now+rng.Int64N(tc.spread), int32(rng.IntN(100))
+						if rng.IntN(8) == 0 {
+							e.at = now
+						}
+						q.pushMsg(h, e.at, e.node)
+						e.due, e.seq = e.at, q.seq
+						heap.Push(ref, e)
+					}
+					q.closeHeader(h)
+				}
 				if round < 4000 {
 					for range rng.IntN(tc.burst + 1) {
 						e := event{at: now + rng.Int64N(tc.spread), node: int32(rng.IntN(100))}
@@ -80,6 +99,9 @@ func TestQueuePopsInKeyOrder(t *testing.T) {
 			}
 			if popped < 1000 {
 				t.Fatalf("only %d pops", popped)
+			}
+			if l := &q.lane; len(l.free) != len(l.hdrs) {
+				t.Fatalf("%d of %d broadcast headers still held", len(l.hdrs)-len(l.free), len(l.hdrs))
 			}
 		})
 	}
