@@ -28,26 +28,47 @@ var stepNames = [...]string{"", "new_height", "new_round", "propose", "prevote",
 
 const noBlock int32 = -1
 
+// node is one validator's consensus state. The fields every handled
+// message reads come first, in the first two cache lines: a large
+// network's node is rarely still in cache when its next message comes.
 type node struct {
-	i    int32
-	name string
 	// up: the node runs (not stopped, killed or paused).
-	up bool
+	up          bool
+	step        uint8
+	triggeredPC bool
+	proxyOn     bool // see waiting
+
+	r               int32
+	proposal        int32 // block of this round's proposal; noBlock: none
+	polRound        int32
+	propBlock       int32 // block whose parts are complete; noBlock: none
+	validRound      int32
+	lastCommitRound int32
+
+	h int64
 	// t is the node's clock while it handles an event; busy is when its
 	// consensus routine is free again.
 	t, busy int64
-
-	h    int64
-	r    int32
-	step uint8
-	// startTime: when round 0 of h starts (commit time + timeout_commit).
-	startTime int64
+	lastAt  int64 // when the node last handled an event
 
 	votes heightVotes
 	// lastCommit: the precommits of h-1 in its commit round, which the
 	// next proposer puts in its block; open while step is new_height.
-	lastCommit      *voteSet
-	lastCommitRound int32
+	lastCommit *voteSet
+
+	// waiting are the events that came while the consensus routine was
+	// busy, in the order it takes them; the queue holds one proxy of the
+	// first (proxySeq, proxyAt), due when the routine is free
+	// (world.dispatch).
+	waiting  waitQueue
+	proxySeq uint64
+	proxyAt  int64
+
+	i    int32
+	name string
+	// startTime: when round 0 of h starts (commit time + timeout_commit).
+	startTime int64
+
 	lastCommitBlock int32
 	// lcAhead: LastCommit precommits handled as quiet votes ahead of the
 	// queue (quiet.go), with the key each would have had there, for the
@@ -55,19 +76,14 @@ type node struct {
 	lcAhead   []quietKey
 	lcAheadOf *voteSet
 
-	proposal    int32 // block of this round's proposal; noBlock: none
-	polRound    int32
 	partsFor    int32 // block whose parts are being collected; noBlock: none
 	partsGot    int32
 	partsSeen   []uint64 // bitset of the parts of partsFor it has
-	propBlock   int32    // block whose parts are complete; noBlock: none
 	locked      int32
 	lockedRound int32
 	valid       int32
-	validRound  int32
 	commitRound int32
 	commitBlock int32
-	triggeredPC bool
 
 	catchUpPending bool // a block fetch is queued (catchUp)
 
@@ -75,16 +91,6 @@ type node struct {
 	// node gets there (a peer's gossip sends them once the peer state
 	// says so).
 	held []event
-
-	// waiting are the events that came while the consensus routine was
-	// busy, in the order it takes them; the queue holds one proxy of the
-	// first (proxySeq, proxyAt), due when the routine is free
-	// (world.dispatch). lastAt: when the node last handled an event.
-	waiting  waitQueue
-	proxySeq uint64
-	proxyAt  int64
-	proxyOn  bool
-	lastAt   int64
 }
 
 // enterNewRound follows State.enterNewRound.

@@ -103,8 +103,8 @@ type roundVotes struct {
 // used again (a 1,000-validator network would otherwise make 8 MB of
 // them a height), but for the one the node keeps as its LastCommit.
 type heightVotes struct {
-	n      int
 	rounds []roundVotes
+	n      int
 	spare  []*voteSet
 	kept   *voteSet // the LastCommit kept at the last reset
 }
