@@ -9,6 +9,7 @@ require (
 	github.com/cometbft/cometbft/api v1.0.0
 	github.com/decred/dcrd/dcrec/secp256k1/v4 v4.3.0
 	github.com/go-viper/mapstructure/v2 v2.3.0
+	github.com/goccy/go-json v0.10.5
 	github.com/goccy/go-yaml v1.19.2
 	github.com/miekg/pkcs11 v1.1.2
 	github.com/ory/dockertest/v3 v3.12.0

@@ -108,7 +108,8 @@ func (t *Tracker) keep(ev Event) {
 	switch ev.Kind {
 	case KindRunStart:
 		if t.startEv == nil {
-			t.startEv = &ev
+			start := ev // its own copy: taking &ev would move every event to the heap
+			t.startEv = &start
 			t.bound = time.Duration(ev.HaltAfterMS) * time.Millisecond
 		}
 	case KindBlock:

@@ -1,13 +1,12 @@
 package results
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"sync"
 )
 
 // LineError reports an events.jsonl line that is not a valid event.
@@ -42,9 +41,10 @@ func Read(r io.Reader) ([]Event, error) {
 	return evs, err
 }
 
-// Stream decodes an event stream line by line and hands each event to fn
-// in stream order, never holding more than one line: fn must copy what it
-// keeps of *ev, which is reused for the next event.
+// Stream decodes an event stream and hands each event to fn in stream
+// order, holding a few chunks of lines at a time (memory does not grow
+// with the stream): fn must copy what it keeps of *ev. The chunks are
+// decoded on the machine's cores while fn takes the events in order.
 //
 // A final line without its newline that does not decode is the torn last
 // write of a crashed run: it is dropped silently, so a crashed run still
@@ -64,35 +64,144 @@ type TornLine struct {
 	Bytes  int   // its length
 }
 
-// streamTorn is Stream, and says what torn last line it ignored (nil:
-// none).
-func streamTorn(r io.Reader, fn func(*Event)) (*TornLine, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var ev Event
-	var off int64
-	for n := 1; ; n++ {
-		// ReadBytes, not Scanner: a run_start with many validators has no
-		// line-length limit to trip over.
-		line, err := br.ReadBytes('\n')
-		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, err
-		}
-		at := off
-		off += int64(len(line))
-		complete := err == nil // ended by '\n'
-		if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
-			ev = Event{}
-			if jerr := json.Unmarshal(trimmed, &ev); jerr != nil {
-				if !complete {
-					return &TornLine{Offset: at, Bytes: len(line)}, nil // truncated final line
-				}
-				return nil, &LineError{Line: n, Err: jerr}
-			}
-			fn(&ev)
-		}
+// chunkBytes is how much of a stream one chunk holds (whole lines; a
+// longer line makes its chunk longer).
+const chunkBytes = 256 << 10
+
+// chunk is a run of whole lines of a stream and what they decode to.
+type chunk struct {
+	data  []byte
+	line  int   // number of its first line (1-based)
+	off   int64 // offset of data in the stream
+	final bool  // the stream ends with it: its last line may lack '\n'
+
+	events []Event
+	err    error
+	torn   *TornLine
+	done   chan struct{}
+}
+
+// decode decodes c's lines in order, up to the first that does not.
+func (c *chunk) decode() {
+	defer close(c.done)
+	data, n := c.data, c.line
+	c.events = make([]Event, 0, bytes.Count(data, []byte{'\n'})+1)
+	for off := 0; off < len(data); n++ {
+		end := bytes.IndexByte(data[off:], '\n')
+		complete := end >= 0
 		if !complete {
-			return nil, nil
+			end = len(data) - off
 		}
+		line := data[off : off+end]
+		if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
+			c.events = append(c.events, Event{})
+			if err := decodeEvent(trimmed, &c.events[len(c.events)-1]); err != nil {
+				c.events = c.events[:len(c.events)-1]
+				if !complete && c.final {
+					c.torn = &TornLine{Offset: c.off + int64(off), Bytes: len(line)} // truncated final line
+				} else {
+					c.err = &LineError{Line: n, Err: err}
+				}
+				return
+			}
+		}
+		off += end + 1
+	}
+}
+
+// streamTorn is Stream, and says what torn last line it ignored (nil:
+// none). One goroutine cuts the stream into chunks, workers decode them,
+// and the caller hands their events to fn in order.
+func streamTorn(r io.Reader, fn func(*Event)) (*TornLine, error) {
+	workers := min(runtime.GOMAXPROCS(0), 4)
+	order := make(chan *chunk, 2*workers) // chunks in stream order
+	work := make(chan *chunk, 2*workers)
+	quit := make(chan struct{})
+	var readErr error
+	go func() {
+		defer close(order)
+		defer close(work)
+		readErr = cutChunks(r, func(c *chunk) bool {
+			for _, ch := range [2]chan *chunk{order, work} {
+				select {
+				case ch <- c:
+				case <-quit:
+					return false
+				}
+			}
+			return true
+		})
+	}()
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case c, ok := <-work:
+					if !ok {
+						return
+					}
+					c.decode()
+				case <-quit:
+					return
+				}
+			}
+		}()
+	}
+	defer wg.Wait()
+	defer close(quit)
+	for c := range order {
+		<-c.done
+		for i := range c.events {
+			fn(&c.events[i])
+		}
+		if c.err != nil || c.torn != nil {
+			return c.torn, c.err
+		}
+	}
+	if readErr != nil {
+		return nil, readErr
+	}
+	return nil, nil
+}
+
+// cutChunks reads r and hands it on in chunks of whole lines until send
+// says stop; the last chunk holds what follows the last newline.
+func cutChunks(r io.Reader, send func(*chunk) bool) error {
+	var (
+		carry []byte
+		line  = 1
+		off   int64
+	)
+	for {
+		buf := make([]byte, len(carry), max(chunkBytes, 2*len(carry)))
+		copy(buf, carry)
+		n, err := io.ReadFull(r, buf[len(carry):cap(buf)])
+		buf = buf[:len(carry)+n]
+		final := err == io.EOF || err == io.ErrUnexpectedEOF
+		if err != nil && !final {
+			return err
+		}
+		cut := len(buf)
+		if !final {
+			cut = bytes.LastIndexByte(buf, '\n') + 1
+			if cut == 0 {
+				carry = buf // one line longer than the chunk: read on
+				continue
+			}
+		}
+		c := &chunk{data: buf[:cut], line: line, off: off, final: final, done: make(chan struct{})}
+		if len(c.data) > 0 && !send(c) {
+			return nil
+		}
+		if final {
+			return nil
+		}
+		line += bytes.Count(c.data, []byte{'\n'})
+		off += int64(cut)
+		carry = buf[cut:]
 	}
 }
 

@@ -1,7 +1,9 @@
 package results
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -147,5 +149,53 @@ func TestSummarizeFilePartial(t *testing.T) {
 				t.Errorf("text report says PARTIAL: %v, want %v:\n%s", got, tc.partial, b.String())
 			}
 		})
+	}
+}
+
+// TestStreamAcrossChunks: a stream decoded in chunks on several cores
+// gives its events in order, the number of a corrupt line far into it,
+// the offset of a torn last line, and lines longer than a chunk.
+func TestStreamAcrossChunks(t *testing.T) {
+	var b bytes.Buffer
+	const n = 20000
+	for i := range n {
+		node := strings.Repeat("x", i%300)
+		if i == 7000 {
+			node = strings.Repeat("y", 3*chunkBytes) // one line longer than a chunk
+		}
+		fmt.Fprintf(&b, `{"t":"2000-01-01T00:00:00Z","kind":"vote","height":%d,"node":"%s"}`+"\n", i+1, node)
+	}
+	data := b.Bytes()
+	if len(data) < 8*chunkBytes {
+		t.Fatalf("%d bytes: not enough chunks", len(data))
+	}
+	var heights []int64
+	if err := Stream(bytes.NewReader(data), func(e *Event) { heights = append(heights, e.Height) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(heights) != n {
+		t.Fatalf("%d events, want %d", len(heights), n)
+	}
+	for i, h := range heights {
+		if h != int64(i+1) {
+			t.Fatalf("event %d is height %d: out of order", i, h)
+		}
+	}
+
+	lines := bytes.Split(data, []byte("\n"))
+	lines[14999] = []byte(`{"kind":`)
+	got := 0
+	err := Stream(bytes.NewReader(bytes.Join(lines, []byte("\n"))), func(*Event) { got++ })
+	var le *LineError
+	if !errors.As(err, &le) || le.Line != 15000 || got != 14999 {
+		t.Fatalf("corrupt line 15000: %v after %d events", err, got)
+	}
+
+	torn := data[:len(data)-20]
+	got = 0
+	tl, err := streamTorn(bytes.NewReader(torn), func(*Event) { got++ })
+	lastLine := int64(bytes.LastIndexByte(torn, '\n') + 1)
+	if err != nil || tl == nil || got != n-1 || tl.Offset != lastLine || tl.Bytes != len(torn)-int(lastLine) {
+		t.Fatalf("torn last line: %v, %+v after %d events (want offset %d)", err, tl, got, lastLine)
 	}
 }

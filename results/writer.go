@@ -1,7 +1,6 @@
 package results
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"sync"
@@ -18,35 +17,54 @@ const (
 	// flushInterval bounds how stale events.jsonl may be while a run is
 	// quiet (e.g. stuck in a round), so `tail -f` and a crash lose little.
 	flushInterval = 250 * time.Millisecond
-	// flushSize bounds the buffer between flushes on a busy network.
+	// flushSize bounds one write.
 	flushSize = 64 << 10
 )
 
 // Writer appends events to events.jsonl. Emit is safe for concurrent use and
-// cheap: the event is encoded outside the lock and only appended to a memory
-// buffer under it; the buffer goes to the OS after every block and run_end
-// event, when it grows past 64 KiB, and every 250 ms otherwise. The buffer
-// only ever holds whole lines and is written in one call, so a crash leaves
-// a file whose lines are all complete (except, at worst, a torn final write,
-// which Read tolerates).
+// cheap: it only queues the event; a goroutine of the writer's encodes the
+// queue and writes it, in the order the events were emitted, when a block
+// or run_end event comes (what reports and `tail -f` wait for), when 256
+// events wait, and every 250 ms otherwise. An emitter that gets ahead of
+// the encoder by 16,384 events encodes the queue itself, so memory stays
+// bounded. A write holds only whole lines, in one call, so a crash leaves
+// a file whose lines are all complete (except, at worst, a torn final
+// write, which Read tolerates).
 type Writer struct {
+	// wmu orders the encoding and writing of queued events (held by
+	// whoever drains the queue), mu guards the queue and the state.
+	wmu    sync.Mutex
 	mu     sync.Mutex
 	f      *os.File
+	queue  []Event
+	spare  []Event // the last queue drained, empty: the next queue
 	buf    []byte
 	err    error // first error; reported by Flush and Close
-	wrErr  bool  // a write failed: stop writing (see flushLocked)
+	wrErr  bool  // a write failed: stop writing (see write)
 	closed bool
 
 	subMu sync.RWMutex
 	subs  []func(Event)
 
+	kick chan struct{} // wakes the encoder
 	stop chan struct{}
 	done chan struct{}
 }
 
+const (
+	// kickEvents wakes the encoder when that many events wait.
+	kickEvents = 256
+	// helpEvents: an emitter that finds that many events waiting encodes
+	// them itself.
+	helpEvents = 16384
+)
+
 // NewWriter creates (or truncates) the file at path and starts the
-// background flusher. Close must be called to stop it.
-func NewWriter(path string) (*Writer, error) {
+// background encoder. Close must be called to stop it.
+func NewWriter(path string) (*Writer, error) { return newWriter(path, flushInterval) }
+
+// newWriter is NewWriter with the encoder's idle wake-up every every.
+func newWriter(path string, every time.Duration) (*Writer, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
@@ -54,10 +72,11 @@ func NewWriter(path string) (*Writer, error) {
 	w := &Writer{
 		f:    f,
 		buf:  make([]byte, 0, flushSize),
+		kick: make(chan struct{}, 1),
 		stop: make(chan struct{}),
 		done: make(chan struct{}),
 	}
-	go w.flusher()
+	go w.encoder(every)
 	return w, nil
 }
 
@@ -79,27 +98,23 @@ func (w *Writer) Emit(ev Event) {
 	if ev.Time.IsZero() {
 		ev.Time = time.Now().UTC()
 	}
-	line, err := json.Marshal(ev)
-	if err != nil {
-		// Unreachable for Event's field types; keep the error rather than
-		// writing half a line.
-		w.setErr(fmt.Errorf("encode %s event: %w", ev.Kind, err))
-		return
-	}
-
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
 		return
 	}
-	w.buf = append(w.buf, line...)
-	w.buf = append(w.buf, '\n')
-	// A block or run_end is what reports and `tail -f` wait for; push it
-	// to the OS right away.
-	if ev.Kind == KindBlock || ev.Kind == KindRunEnd || len(w.buf) >= flushSize {
-		w.flushLocked()
-	}
+	w.queue = append(w.queue, ev)
+	n := len(w.queue)
 	w.mu.Unlock()
+	switch {
+	case n >= helpEvents:
+		w.drain()
+	case ev.Kind == KindBlock || ev.Kind == KindRunEnd || n >= kickEvents:
+		select {
+		case w.kick <- struct{}{}:
+		default: // already woken
+		}
+	}
 
 	w.subMu.RLock()
 	subs := w.subs
@@ -109,18 +124,16 @@ func (w *Writer) Emit(ev Event) {
 	}
 }
 
-// Flush hands buffered events to the OS (no fsync) and returns the first
-// error seen so far.
+// Flush writes the queued events to the OS (no fsync) and returns the
+// first error seen so far.
 func (w *Writer) Flush() error {
+	w.drain()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if !w.closed {
-		w.flushLocked()
-	}
 	return w.err
 }
 
-// Close stops the flusher, writes what is buffered, fsyncs and closes the
+// Close stops the encoder, writes what is queued, fsyncs and closes the
 // file. It returns the first error of the writer's lifetime. Calling it
 // again returns that error without doing anything.
 func (w *Writer) Close() error {
@@ -134,10 +147,10 @@ func (w *Writer) Close() error {
 
 	close(w.stop)
 	<-w.done
+	w.drain()
 
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.flushLocked()
 	if err := w.f.Sync(); err != nil {
 		w.keepErr(err)
 	}
@@ -147,16 +160,53 @@ func (w *Writer) Close() error {
 	return w.err
 }
 
-// flushLocked writes the buffer in a single call. After a write error the
-// buffer is dropped: retrying could duplicate the part that did get written.
-func (w *Writer) flushLocked() {
+// drain encodes the queued events and writes them, in 64 KiB writes of
+// whole lines; the next drain waits for it, so lines keep their order.
+func (w *Writer) drain() {
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	w.mu.Lock()
+	q := w.queue
+	w.queue, w.spare = w.spare, nil
+	w.mu.Unlock()
+	for i := range q {
+		line, err := encodeEvent(&q[i])
+		if err != nil {
+			// Unreachable for Event's field types; keep the error rather
+			// than writing half a line.
+			w.setErr(fmt.Errorf("encode %s event: %w", q[i].Kind, err))
+			continue
+		}
+		w.buf = append(append(w.buf, line...), '\n')
+		if len(w.buf) >= flushSize {
+			w.write()
+		}
+	}
+	w.write()
+	clear(q) // drop what the events point to
+	w.mu.Lock()
+	if w.spare == nil {
+		w.spare = q[:0]
+	}
+	w.mu.Unlock()
+}
+
+// write writes the buffer in a single call; w.wmu must be held. After a
+// write error the buffer is dropped: retrying could duplicate the part
+// that did get written.
+func (w *Writer) write() {
 	if len(w.buf) == 0 {
 		return
 	}
-	if !w.wrErr {
+	w.mu.Lock()
+	failed := w.wrErr
+	w.mu.Unlock()
+	if !failed {
 		if _, err := w.f.Write(w.buf); err != nil {
+			w.mu.Lock()
 			w.wrErr = true
 			w.keepErr(err)
+			w.mu.Unlock()
 		}
 	}
 	w.buf = w.buf[:0]
@@ -175,18 +225,19 @@ func (w *Writer) keepErr(err error) {
 	}
 }
 
-func (w *Writer) flusher() {
+// encoder drains the queue when woken and every every.
+func (w *Writer) encoder(every time.Duration) {
 	defer close(w.done)
-	t := time.NewTicker(flushInterval)
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
 		case <-w.stop:
 			return
+		case <-w.kick:
+			w.drain()
 		case <-t.C:
-			w.mu.Lock()
-			w.flushLocked()
-			w.mu.Unlock()
+			w.drain()
 		}
 	}
 }

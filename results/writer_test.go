@@ -81,34 +81,115 @@ func fileLines(t *testing.T, path string) int {
 	return bytes.Count(raw, []byte{'\n'})
 }
 
+// waitLines waits (polling, up to within) until the file holds want
+// complete lines.
+func waitLines(t *testing.T, path string, want int, within time.Duration, what string) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for fileLines(t, path) != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d lines in the file after %v, want %d", what, fileLines(t, path), within, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func TestWriterFlushing(t *testing.T) {
+	// The idle wake-up an hour away: only a block, run_end or a full
+	// queue can make the encoder write.
 	path := filepath.Join(t.TempDir(), "events.jsonl")
-	w, err := NewWriter(path)
+	w, err := newWriter(path, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
 
-	// A block pushes itself and everything before it to the OS at once.
+	// A block wakes the encoder: it and everything before it are written.
 	w.Emit(Event{Kind: KindSign, Validator: "v1"})
 	w.Emit(Event{Kind: KindBlock, Height: 1})
-	if n := fileLines(t, path); n != 2 {
-		t.Fatalf("after a block: %d lines in the file, want 2", n)
-	}
+	waitLines(t, path, 2, 10*time.Second, "after a block")
 
-	// Anything else reaches the file within the flush interval.
+	// Anything else waits (here: for an hour) ...
 	w.Emit(Event{Kind: KindVote, Validator: "v1"})
-	deadline := time.Now().Add(5 * flushInterval)
-	for fileLines(t, path) != 3 {
-		if time.Now().After(deadline) {
-			t.Fatalf("vote not flushed after %v", 5*flushInterval)
-		}
-		time.Sleep(10 * time.Millisecond)
+	time.Sleep(50 * time.Millisecond)
+	if n := fileLines(t, path); n != 2 {
+		t.Fatalf("a vote alone was written: %d lines", n)
 	}
-
+	// ... until a flush, a run_end, or kickEvents of them.
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n := fileLines(t, path); n != 3 {
+		t.Fatalf("after Flush: %d lines, want 3", n)
+	}
 	w.Emit(Event{Kind: KindRunEnd, StopReason: StopHeights})
-	if n := fileLines(t, path); n != 4 {
-		t.Fatalf("after run_end: %d lines, want 4", n)
+	waitLines(t, path, 4, 10*time.Second, "after run_end")
+	for i := range kickEvents {
+		w.Emit(Event{Kind: KindVote, Height: int64(i)})
+	}
+	waitLines(t, path, 4+kickEvents, 10*time.Second, "after a full queue")
+
+	// With the default wake-up, a vote reaches the file within it.
+	path2 := filepath.Join(t.TempDir(), "events.jsonl")
+	w2, err := NewWriter(path2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Close()
+	w2.Emit(Event{Kind: KindVote, Validator: "v1"})
+	waitLines(t, path2, 1, 20*flushInterval, "a vote")
+}
+
+// TestWriterHelpsWhenBehind: an emitter far ahead of the encoder encodes
+// the queue itself, so the queue never holds more than helpEvents.
+func TestWriterHelpsWhenBehind(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	w, err := newWriter(path, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.wmu.Lock() // the encoder is stuck: it cannot drain
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range helpEvents + 10 {
+			w.Emit(Event{Kind: KindVote, Height: int64(i)})
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		w.mu.Lock()
+		n := len(w.queue)
+		w.mu.Unlock()
+		if n >= helpEvents {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the queue holds %d events, never %d", n, helpEvents)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case <-done:
+		t.Fatal("the emitter went on past helpEvents while the queue could not drain")
+	case <-time.After(50 * time.Millisecond):
+	}
+	w.wmu.Unlock()
+	<-done
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range evs {
+		if e.Height != int64(i) {
+			t.Fatalf("event %d has height %d: out of order", i, e.Height)
+		}
+	}
+	if len(evs) != helpEvents+10 {
+		t.Fatalf("%d events, want %d", len(evs), helpEvents+10)
 	}
 }
 
