@@ -110,7 +110,7 @@ crosscheck: build
 # Benchmarks print numbers; nothing is asserted. Overhead prints valnet's
 # CPU and peak memory against the same bare CometBFT network (10
 # validators x 20 heights, each in its own process). Sim runs the sim
-# backend's speed goals (docs/bench.md#sim), ~10 minutes.
+# backend's speed goals (docs/bench.md#sim), ~2 minutes.
 bench: build
 	$(GO) test -run '^$$' -bench 'Overhead|Network' -benchmem -benchtime 1x -timeout 30m ./runner/
 	$(GO) test -run '^$$' -bench 'RecordTxEvent' -benchmem ./runner/

@@ -45,7 +45,7 @@ func TestCodecMatchesEncodingJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := encodeEvent(e)
+		got, err := EncodeEvent(e)
 		if err != nil {
 			t.Fatal(err)
 		}

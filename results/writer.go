@@ -170,7 +170,7 @@ func (w *Writer) drain() {
 	w.queue, w.spare = w.spare, nil
 	w.mu.Unlock()
 	for i := range q {
-		line, err := encodeEvent(&q[i])
+		line, err := EncodeEvent(&q[i])
 		if err != nil {
 			// Unreachable for Event's field types; keep the error rather
 			// than writing half a line.

@@ -3,7 +3,6 @@ package sim_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -74,9 +73,9 @@ type discardSink struct{ events int64 }
 
 func (s *discardSink) Emit(results.Event) { s.events++ }
 
-// encodeSink encodes every event as results.Writer.Emit does (one JSON
-// line into a buffer handed on at 64 KiB) and keeps the bytes when keep
-// is set.
+// encodeSink encodes every event as results.Writer does
+// (results.EncodeEvent, one line into a buffer handed on at 64 KiB) and
+// keeps the bytes when keep is set.
 type encodeSink struct {
 	events, bytes int64
 	buf           []byte
@@ -84,7 +83,7 @@ type encodeSink struct {
 }
 
 func (s *encodeSink) Emit(e results.Event) {
-	line, err := json.Marshal(e)
+	line, err := results.EncodeEvent(&e)
 	if err != nil {
 		panic(err)
 	}
