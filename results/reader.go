@@ -65,8 +65,11 @@ type TornLine struct {
 }
 
 // chunkBytes is how much of a stream one chunk holds (whole lines; a
-// longer line makes its chunk longer).
-const chunkBytes = 256 << 10
+// longer line makes its chunk longer), firstChunkBytes the first.
+const (
+	chunkBytes      = 256 << 10
+	firstChunkBytes = 16 << 10
+)
 
 // chunk is a run of whole lines of a stream and what they decode to.
 type chunk struct {
@@ -110,9 +113,23 @@ func (c *chunk) decode() {
 }
 
 // streamTorn is Stream, and says what torn last line it ignored (nil:
-// none). One goroutine cuts the stream into chunks, workers decode them,
-// and the caller hands their events to fn in order.
+// none). A stream of one chunk is decoded where it is read (a fuzzer
+// needs the same path every time); a longer one is cut into chunks by
+// one goroutine, decoded by workers, and its events handed to fn in
+// order by the caller.
 func streamTorn(r io.Reader, fn func(*Event)) (*TornLine, error) {
+	cut := chunker{r: r, line: 1}
+	first, err := cut.next()
+	if err != nil {
+		return nil, err
+	}
+	if first == nil || first.final {
+		if first == nil {
+			return nil, nil
+		}
+		first.decode()
+		return first.hand(fn)
+	}
 	workers := min(runtime.GOMAXPROCS(0), 4)
 	order := make(chan *chunk, 2*workers) // chunks in stream order
 	work := make(chan *chunk, 2*workers)
@@ -121,16 +138,21 @@ func streamTorn(r io.Reader, fn func(*Event)) (*TornLine, error) {
 	go func() {
 		defer close(order)
 		defer close(work)
-		readErr = cutChunks(r, func(c *chunk) bool {
+		for c := first; c != nil; {
 			for _, ch := range [2]chan *chunk{order, work} {
 				select {
 				case ch <- c:
 				case <-quit:
-					return false
+					return
 				}
 			}
-			return true
-		})
+			if c.final {
+				return
+			}
+			if c, readErr = cut.next(); readErr != nil {
+				return
+			}
+		}
 	}()
 	var wg sync.WaitGroup
 	for range workers {
@@ -154,55 +176,64 @@ func streamTorn(r io.Reader, fn func(*Event)) (*TornLine, error) {
 	defer close(quit)
 	for c := range order {
 		<-c.done
-		for i := range c.events {
-			fn(&c.events[i])
-		}
-		if c.err != nil || c.torn != nil {
-			return c.torn, c.err
+		if torn, err := c.hand(fn); err != nil || torn != nil {
+			return torn, err
 		}
 	}
-	if readErr != nil {
-		return nil, readErr
-	}
-	return nil, nil
+	return nil, readErr
 }
 
-// cutChunks reads r and hands it on in chunks of whole lines until send
-// says stop; the last chunk holds what follows the last newline.
-func cutChunks(r io.Reader, send func(*chunk) bool) error {
-	var (
-		carry []byte
-		line  = 1
-		off   int64
-	)
-	for {
-		buf := make([]byte, len(carry), max(chunkBytes, 2*len(carry)))
-		copy(buf, carry)
-		n, err := io.ReadFull(r, buf[len(carry):cap(buf)])
-		buf = buf[:len(carry)+n]
+// hand gives fn c's events, then says how c ended.
+func (c *chunk) hand(fn func(*Event)) (*TornLine, error) {
+	for i := range c.events {
+		fn(&c.events[i])
+	}
+	return c.torn, c.err
+}
+
+// chunker cuts a stream into chunks of whole lines; the last holds what
+// follows the last newline.
+type chunker struct {
+	r     io.Reader
+	carry []byte
+	line  int
+	off   int64
+	done  bool
+}
+
+// next is the next chunk; nil when the stream is over.
+func (k *chunker) next() (*chunk, error) {
+	for !k.done {
+		size := chunkBytes
+		if k.off == 0 {
+			size = firstChunkBytes // most streams read are small ones
+		}
+		buf := make([]byte, len(k.carry), max(size, 2*len(k.carry)))
+		copy(buf, k.carry)
+		n, err := io.ReadFull(k.r, buf[len(k.carry):cap(buf)])
+		buf = buf[:len(k.carry)+n]
 		final := err == io.EOF || err == io.ErrUnexpectedEOF
 		if err != nil && !final {
-			return err
+			return nil, err
 		}
 		cut := len(buf)
 		if !final {
 			cut = bytes.LastIndexByte(buf, '\n') + 1
 			if cut == 0 {
-				carry = buf // one line longer than the chunk: read on
+				k.carry = buf // one line longer than the chunk: read on
 				continue
 			}
 		}
-		c := &chunk{data: buf[:cut], line: line, off: off, final: final, done: make(chan struct{})}
-		if len(c.data) > 0 && !send(c) {
-			return nil
+		c := &chunk{data: buf[:cut], line: k.line, off: k.off, final: final, done: make(chan struct{})}
+		k.done = final
+		k.line += bytes.Count(c.data, []byte{'\n'})
+		k.off += int64(cut)
+		k.carry = buf[cut:]
+		if len(c.data) > 0 || final {
+			return c, nil
 		}
-		if final {
-			return nil
-		}
-		line += bytes.Count(c.data, []byte{'\n'})
-		off += int64(cut)
-		carry = buf[cut:]
 	}
+	return nil, nil
 }
 
 // StreamFile streams an events.jsonl file through fn; see Stream.
