@@ -1,12 +1,14 @@
 package nodes
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	abcicli "github.com/cometbft/cometbft/abci/client"
+	abci "github.com/cometbft/cometbft/abci/types"
 	"github.com/cometbft/cometbft/proxy"
 
 	"github.com/valnet/valnet/results"
@@ -91,14 +93,122 @@ func (c appClientCreator) NewABCISnapshotClient() (abcicli.Client, error) {
 
 // quietClient hands a connection error to lost instead of to CometBFT's
 // self-kill. Error is read by that watcher only, once the client quit.
+//
+// Its calls also return once the client quit: CometBFT v1.0.1's socket
+// client takes a request after it stopped on a lost connection and waits
+// for its answer forever (socket_client.go: queueRequest does not look
+// whether the client runs, and Flush waits on the request), which would
+// hold the node's consensus routine in finalizeCommit, and so its Stop,
+// for good. A call that returns errAppLost instead makes consensus fail
+// as it does on any app error (receiveRoutine's "CONSENSUS FAILURE",
+// which ends the routine), and the node stops. The abandoned call's
+// goroutine stays blocked until valnet exits, where a real node's whole
+// process would have ended.
 type quietClient struct {
 	abcicli.Client
 	lost func(error)
 }
+
+var errAppLost = errors.New("the ABCI connection to the app is lost")
 
 func (q quietClient) Error() error {
 	if err := q.Client.Error(); err != nil {
 		q.lost(err)
 	}
 	return nil
+}
+
+// unblocked is call, or errAppLost once the client quit.
+func unblocked[T any](q quietClient, call func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	var zero T
+	select {
+	case <-q.Client.Quit():
+		return zero, errAppLost // nothing more goes out, nor waits
+	default:
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := call()
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-q.Client.Quit():
+		select {
+		case r := <-done: // it ended as the client quit
+			return r.v, r.err
+		default:
+			return zero, errAppLost
+		}
+	}
+}
+
+func (q quietClient) Flush(ctx context.Context) error {
+	_, err := unblocked(q, func() (struct{}, error) { return struct{}{}, q.Client.Flush(ctx) })
+	return err
+}
+
+func (q quietClient) Echo(ctx context.Context, msg string) (*abci.EchoResponse, error) {
+	return unblocked(q, func() (*abci.EchoResponse, error) { return q.Client.Echo(ctx, msg) })
+}
+
+func (q quietClient) Info(ctx context.Context, req *abci.InfoRequest) (*abci.InfoResponse, error) {
+	return unblocked(q, func() (*abci.InfoResponse, error) { return q.Client.Info(ctx, req) })
+}
+
+func (q quietClient) Query(ctx context.Context, req *abci.QueryRequest) (*abci.QueryResponse, error) {
+	return unblocked(q, func() (*abci.QueryResponse, error) { return q.Client.Query(ctx, req) })
+}
+
+func (q quietClient) CheckTx(ctx context.Context, req *abci.CheckTxRequest) (*abci.CheckTxResponse, error) {
+	return unblocked(q, func() (*abci.CheckTxResponse, error) { return q.Client.CheckTx(ctx, req) })
+}
+
+func (q quietClient) InitChain(ctx context.Context, req *abci.InitChainRequest) (*abci.InitChainResponse, error) {
+	return unblocked(q, func() (*abci.InitChainResponse, error) { return q.Client.InitChain(ctx, req) })
+}
+
+func (q quietClient) PrepareProposal(ctx context.Context, req *abci.PrepareProposalRequest) (*abci.PrepareProposalResponse, error) {
+	return unblocked(q, func() (*abci.PrepareProposalResponse, error) { return q.Client.PrepareProposal(ctx, req) })
+}
+
+func (q quietClient) ProcessProposal(ctx context.Context, req *abci.ProcessProposalRequest) (*abci.ProcessProposalResponse, error) {
+	return unblocked(q, func() (*abci.ProcessProposalResponse, error) { return q.Client.ProcessProposal(ctx, req) })
+}
+
+func (q quietClient) FinalizeBlock(ctx context.Context, req *abci.FinalizeBlockRequest) (*abci.FinalizeBlockResponse, error) {
+	return unblocked(q, func() (*abci.FinalizeBlockResponse, error) { return q.Client.FinalizeBlock(ctx, req) })
+}
+
+func (q quietClient) ExtendVote(ctx context.Context, req *abci.ExtendVoteRequest) (*abci.ExtendVoteResponse, error) {
+	return unblocked(q, func() (*abci.ExtendVoteResponse, error) { return q.Client.ExtendVote(ctx, req) })
+}
+
+func (q quietClient) VerifyVoteExtension(ctx context.Context, req *abci.VerifyVoteExtensionRequest) (*abci.VerifyVoteExtensionResponse, error) {
+	return unblocked(q, func() (*abci.VerifyVoteExtensionResponse, error) { return q.Client.VerifyVoteExtension(ctx, req) })
+}
+
+func (q quietClient) Commit(ctx context.Context, req *abci.CommitRequest) (*abci.CommitResponse, error) {
+	return unblocked(q, func() (*abci.CommitResponse, error) { return q.Client.Commit(ctx, req) })
+}
+
+func (q quietClient) ListSnapshots(ctx context.Context, req *abci.ListSnapshotsRequest) (*abci.ListSnapshotsResponse, error) {
+	return unblocked(q, func() (*abci.ListSnapshotsResponse, error) { return q.Client.ListSnapshots(ctx, req) })
+}
+
+func (q quietClient) OfferSnapshot(ctx context.Context, req *abci.OfferSnapshotRequest) (*abci.OfferSnapshotResponse, error) {
+	return unblocked(q, func() (*abci.OfferSnapshotResponse, error) { return q.Client.OfferSnapshot(ctx, req) })
+}
+
+func (q quietClient) LoadSnapshotChunk(ctx context.Context, req *abci.LoadSnapshotChunkRequest) (*abci.LoadSnapshotChunkResponse, error) {
+	return unblocked(q, func() (*abci.LoadSnapshotChunkResponse, error) { return q.Client.LoadSnapshotChunk(ctx, req) })
+}
+
+func (q quietClient) ApplySnapshotChunk(ctx context.Context, req *abci.ApplySnapshotChunkRequest) (*abci.ApplySnapshotChunkResponse, error) {
+	return unblocked(q, func() (*abci.ApplySnapshotChunkResponse, error) { return q.Client.ApplySnapshotChunk(ctx, req) })
 }

@@ -3,10 +3,18 @@ package nodes
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	abcicli "github.com/cometbft/cometbft/abci/client"
+	"github.com/cometbft/cometbft/abci/example/kvstore"
+	abciserver "github.com/cometbft/cometbft/abci/server"
+	abci "github.com/cometbft/cometbft/abci/types"
 
 	"github.com/valnet/valnet/internal/testbin"
 )
@@ -94,5 +102,69 @@ func TestAppNeverListens(t *testing.T) {
 	}
 	if a.PID() != 0 {
 		t.Error("an app that never listened is still running")
+	}
+}
+
+// TestQuietClientReturnsOnALostApp: once the app's connection is lost,
+// a call through the in-process node's ABCI client returns errAppLost
+// instead of waiting forever, as CometBFT v1.0.1's socket client does for
+// a request it takes after it stopped (this held a node's consensus
+// routine, and its Stop, for good when its app died mid-commit).
+func TestQuietClientReturnsOnALostApp(t *testing.T) {
+	addr := "unix://" + filepath.Join(t.TempDir(), "app.sock")
+	srv := abciserver.NewSocketServer(addr, kvstore.NewInMemoryApplication())
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	cl := abcicli.NewSocketClient(addr, true)
+	if err := cl.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var lost atomic.Int32
+	q := quietClient{Client: cl, lost: func(error) { lost.Add(1) }}
+	ctx := context.Background()
+	if _, err := q.Info(ctx, &abci.InfoRequest{}); err != nil {
+		t.Fatalf("Info with the app up: %v", err)
+	}
+
+	if err := srv.Stop(); err != nil { // the app dies: its connections close
+		t.Fatal(err)
+	}
+	select {
+	case <-cl.Quit():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the client did not quit when its app went away")
+	}
+	raw := make(chan error, 1)
+	go func() { raw <- cl.Flush(ctx) }()
+	select {
+	case err := <-raw:
+		t.Logf("CometBFT's own client returned after it quit (%v): the hang this guards against is gone", err)
+	case <-time.After(200 * time.Millisecond):
+		t.Log("CometBFT's own client still waits forever for a request taken after it quit")
+	}
+
+	calls := map[string]func() error{
+		"Flush":  func() error { return q.Flush(ctx) },
+		"Commit": func() error { _, err := q.Commit(ctx, &abci.CommitRequest{}); return err },
+		"FinalizeBlock": func() error {
+			_, err := q.FinalizeBlock(ctx, &abci.FinalizeBlockRequest{Height: 1})
+			return err
+		},
+	}
+	for name, call := range calls {
+		done := make(chan error, 1)
+		go func() { done <- call() }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, errAppLost) {
+				t.Errorf("%s after the app was lost: %v, want errAppLost", name, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s after the app was lost still waits", name)
+		}
+	}
+	if q.Error() != nil || lost.Load() == 0 {
+		t.Errorf("Error() = %v with %d losses reported: the loss goes to lost, not to CometBFT's self-kill", q.Error(), lost.Load())
 	}
 }
