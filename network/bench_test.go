@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"testing"
+	"time"
 )
 
 // BenchmarkProxyRTT measures a 1-byte ping-pong with 0 configured delay,
@@ -25,6 +26,20 @@ func BenchmarkProxyRTT(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkProxyRTT50ms is the same ping-pong through a link of 50 ms
+// each way; late-ms/op is how much later than 100 ms a round trip lands.
+func BenchmarkProxyRTT50ms(b *testing.B) {
+	c := delayedConn(b, 50*time.Millisecond)
+	pingPong(b, c)
+	var late time.Duration
+	n := 0
+	for b.Loop() {
+		late += pingPong(b, c) - 100*time.Millisecond
+		n++
+	}
+	b.ReportMetric(float64(late)/float64(n)/float64(time.Millisecond), "late-ms/op")
 }
 
 // BenchmarkProxyThroughput pushes 64 KiB writes through one unlimited link.

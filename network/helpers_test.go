@@ -173,3 +173,14 @@ func normal(t *testing.T, mean, stddev time.Duration, seed int64, stream string)
 	}
 	return m
 }
+
+// delayedConn is a connection to an echo server through a fabric link of
+// oneWay each way.
+func delayedConn(t testing.TB, oneWay time.Duration) net.Conn {
+	t.Helper()
+	srv := newEcho(t)
+	f := newFabric(t)
+	f.SetLink("a", "b", Link{Latency: latency.Constant(oneWay)})
+	f.SetLink("b", "a", Link{Latency: latency.Constant(oneWay)})
+	return dial(t, mustRoute(t, f, "a", "b", srv.addr()))
+}
