@@ -30,9 +30,12 @@ test:
 # harness's sample (Ctrl-C at 6 observed moments per backend) and the
 # killed-runner test are in ./runner/ (TestInterruptInteg,
 # TestKilledRunnerInteg). Then each fuzz target for FUZZTIME_INTEG (make
-# fuzz below; about 3 minutes in all).
+# fuzz below; about 3 minutes in all). One package at a time (-p 1):
+# these tests measure the host (every built-in must find it not
+# overloaded) and compare real runs' timings with the sim's, which two
+# packages' networks sharing the 2 cores would falsify.
 integ:
-	$(GO) test -tags integ -timeout 50m -run 'Integ|UserBinary' -v ./runner/ ./nodes/ ./sweep/ ./crosscheck/ ./calibrate/
+	$(GO) test -tags integ -p 1 -timeout 50m -run 'Integ|UserBinary' -v ./runner/ ./nodes/ ./sweep/ ./crosscheck/ ./calibrate/
 	$(GO) test -tags integ -timeout 15m -run 'Integ' -v ./soak/
 	$(GO) test -race -timeout 20m ./network/ ./signers/... ./soak/
 	$(GO) test -race -timeout 20m -run '$(RACE_RESULTS)' ./results/
