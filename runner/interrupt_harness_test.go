@@ -229,7 +229,8 @@ func interruptAt(t *testing.T, bin, backend string, heights int, m moment) inter
 	p, tmp, before := startHarnessRun(t, bin, backend, heights, env)
 	dir := p.dir
 	if awaitMoment(t, p, m).IsZero() {
-		t.Fatalf("%s %s: the run directory never appeared:\n%s", backend, m.name, p.stderr.String())
+		t.Fatalf("%s %s: the run directory never appeared: valnet ended (%v) after %v:\n%s",
+			backend, m.name, p.err, p.exited.Sub(p.started).Round(time.Millisecond), p.stderr.String())
 	}
 	if !p.running() {
 		res.skipped = "the run ended before the moment"
