@@ -45,12 +45,16 @@ type event struct {
 	height  int64
 	node    int32 // receiver
 	from    int32 // sender; the voter of a vote
-	round   int32
-	block   int32 // block id (creation round); -1 nil
-	part    int32
-	kind    evKind
-	mk      msgKind
-	step    uint8 // timeout step
+	// via: the node whose connection carries a message (evMsg) to node,
+	// the voter's peer for a relayed vote: that link decides at arrival
+	// whether it gets through (a cut holds what is in flight).
+	via   int32
+	round int32
+	block int32 // block id (creation round); -1 nil
+	part  int32
+	kind  evKind
+	mk    msgKind
+	step  uint8 // timeout step
 	// proxy: this copy stands for the earliest of the events its node
 	// holds while busy (node.waiting); see world.dispatch.
 	proxy bool

@@ -286,7 +286,15 @@ func (t *timeline) healTask(o, by *task) {
 func (t *timeline) block(pairs []links.Pair, blocked bool) {
 	w := t.w
 	for _, p := range pairs {
-		w.net.link(t.idx[p[0]], t.idx[p[1]]).blocked = blocked
+		lk := w.net.link(t.idx[p[0]], t.idx[p[1]])
+		if lk.blocked != blocked {
+			lk.blocked = blocked
+			if blocked {
+				w.net.blocked++
+			} else {
+				w.net.blocked--
+			}
+		}
 	}
 	if blocked {
 		return

@@ -460,6 +460,12 @@ func (w *world) dispatch(e *event) {
 		w.restarted(n, *e)
 		return
 	}
+	if e.kind == evMsg && w.net.blocked > 0 && !e.proxy && e.via != e.node && w.net.link(e.via, e.node).blocked {
+		// A cut holds what was in flight on the link (network/pipe.go
+		// keeps its bytes until the heal); the heal's resync then sends
+		// what the node still lacks at its height.
+		return
+	}
 	if e.proxy {
 		if !n.proxyOn || e.seq != n.proxySeq || e.at != n.proxyAt {
 			return // an earlier event took its place, or the node went down
@@ -598,7 +604,7 @@ func (w *world) releaseHeld(n *node) {
 	for _, e := range due {
 		switch {
 		case e.from == n.i:
-			e.at, e.due = n.t, 0
+			e.at, e.due, e.via = n.t, 0, n.i
 			w.q.push(e)
 		case e.mk == mProposal || e.mk == mPart:
 			data = append(data, e)
@@ -673,7 +679,7 @@ func (w *world) resend(n *node, msgs []event, ch int) {
 		if !ok {
 			continue
 		}
-		e.at, e.due = at, 0
+		e.at, e.due, e.via = at, 0, best
 		w.q.push(e)
 	}
 }
