@@ -137,7 +137,10 @@ validators:
 }
 
 // pkcs11DeviceYAML: two validators whose keys are in SoftHSM2 tokens, both
-// behind one shared device with one other chain's background load.
+// behind one shared device with four other chains' background load. The
+// background keeps the device about half busy (4 chains × ~2.25 signatures
+// × 30 ms per 500 ms), so some of a's and b's ~30 signatures must wait:
+// with one background chain (13 %), a loaded CI host once had none wait.
 const pkcs11DeviceYAML = `
 name: e2e-pkcs11-device
 chain:
@@ -149,7 +152,7 @@ profiles:
 devices:
   hsm:
     profile: test-hsm
-    background: {chains: 1, block_time: 500ms, spacing: 20ms, jitter: 10ms}
+    background: {chains: 4, block_time: 500ms, spacing: 20ms, jitter: 10ms}
 validators:
   - name: a
     signer: {type: pkcs11, provision: softhsm, device: hsm}
@@ -196,6 +199,6 @@ func TestRunPKCS11SharedDevice(t *testing.T) {
 		waited = max(waited, v.SignQueueMS.Max)
 	}
 	if waited <= 0 {
-		t.Error("no PKCS#11 signature waited for the device shared with another token and a background chain")
+		t.Error("no PKCS#11 signature waited for the device shared with another token and four background chains")
 	}
 }
