@@ -95,9 +95,21 @@ func TestRunSlowSignerMissesPrecommits(t *testing.T) {
 	if slow.MissedPrecommits <= maxOther {
 		t.Errorf("slow missed %d precommits, others up to %d: want more", slow.MissedPrecommits, maxOther)
 	}
+	// slow always precommits, but it may never prevote: the other three
+	// hold +2/3 of the power, so slow is often a height behind, and a
+	// node that receives +2/3 precommits for its height goes straight to
+	// enterPrecommit (CometBFT v1.0.1 internal/consensus/state.go
+	// 2481–2485). Three runs here: slow prevoted at heights {1}, {1, 2}
+	// and {1, 2, 3, 4, 8}, and precommitted at every height. On a loaded
+	// host slow once started behind and signed no prevote at all. When
+	// it prevotes, the prevote's latency must be the injected one too.
 	for phase, st := range map[string]results.LatencyStats{
 		"prevote": slow.SignLatencyMS.Prevote, "precommit": slow.SignLatencyMS.Precommit,
 	} {
+		if st.Count == 0 && phase == "prevote" {
+			t.Logf("slow signed no prevote: it was behind at every height")
+			continue
+		}
 		if st.Count == 0 || st.P50 < 250 || st.P50 > 400 {
 			t.Errorf("slow %s latency %+v: want p50 in [250, 400] ms", phase, st)
 		}
