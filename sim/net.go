@@ -67,6 +67,21 @@ type netModel struct {
 
 func (nm *netModel) link(from, to int32) *link { return &nm.links[int(from)*nm.n+int(to)] }
 
+// setBlocked cuts or heals the link from → to, keeping the count of cut
+// links beside the flags it counts.
+func (nm *netModel) setBlocked(from, to int32, blocked bool) {
+	lk := nm.link(from, to)
+	if lk.blocked == blocked {
+		return
+	}
+	lk.blocked = blocked
+	if blocked {
+		nm.blocked++
+	} else {
+		nm.blocked--
+	}
+}
+
 func newNet(p Params, names []string, all map[links.Pair]network.Link, peers map[string][]string, mesh bool, seed int64) *netModel {
 	n := len(names)
 	nm := &netModel{n: n, mesh: mesh, links: make([]link, n*n), sleep: p.GossipSleep.Nanoseconds(),

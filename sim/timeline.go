@@ -286,15 +286,7 @@ func (t *timeline) healTask(o, by *task) {
 func (t *timeline) block(pairs []links.Pair, blocked bool) {
 	w := t.w
 	for _, p := range pairs {
-		lk := w.net.link(t.idx[p[0]], t.idx[p[1]])
-		if lk.blocked != blocked {
-			lk.blocked = blocked
-			if blocked {
-				w.net.blocked++
-			} else {
-				w.net.blocked--
-			}
-		}
+		w.net.setBlocked(t.idx[p[0]], t.idx[p[1]], blocked)
 	}
 	if blocked {
 		return
