@@ -77,26 +77,34 @@ func ensureImage(ctx context.Context, c *dc.Client, binary string, logf func(str
 	} else if !errors.Is(err, dc.ErrNoSuchImage) {
 		return "", false, fmt.Errorf("docker: inspect image %s: %w", tag, err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte(dockerfile), 0o644); err != nil {
+	logf("docker: building image %s", tag)
+	if err := buildImage(ctx, c, dir, dockerfile, tag, map[string]string{"valnet.image": "node", "valnet.binary.sha256": sum}, logf); err != nil {
 		return "", false, err
 	}
-	logf("docker: building image %s", tag)
-	start := time.Now()
-	var out bytes.Buffer
-	err = c.BuildImage(dc.BuildImageOptions{
-		Context: ctx, Name: tag, ContextDir: dir, OutputStream: &out,
-		RmTmpContainer: true, ForceRmTmpContainer: true,
-		Labels: map[string]string{"valnet.image": "node", "valnet.binary.sha256": sum},
-	})
-	if err != nil {
-		return "", false, fmt.Errorf("docker: build image %s: %w\n%s", tag, err, tail(out.String(), 2000))
-	}
-	if _, err := c.InspectImage(tag); err != nil {
-		return "", false, fmt.Errorf("docker: image %s missing after its build: %w\n%s", tag, err, tail(out.String(), 2000))
-	}
-	logf("docker: built image %s in %v", tag, time.Since(start).Round(time.Millisecond))
 	pruneImages(c, tag)
 	return tag, true, nil
+}
+
+// buildImage builds the image tag from dir with dockerfile (written into
+// dir) and checks that the engine has it.
+func buildImage(ctx context.Context, c *dc.Client, dir, dockerfile, tag string, labels map[string]string, logf func(string, ...any)) error {
+	if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte(dockerfile), 0o644); err != nil {
+		return err
+	}
+	start := time.Now()
+	var out bytes.Buffer
+	err := c.BuildImage(dc.BuildImageOptions{
+		Context: ctx, Name: tag, ContextDir: dir, OutputStream: &out,
+		RmTmpContainer: true, ForceRmTmpContainer: true, Labels: labels,
+	})
+	if err != nil {
+		return fmt.Errorf("docker: build image %s: %w\n%s", tag, err, tail(out.String(), 2000))
+	}
+	if _, err := c.InspectImage(tag); err != nil {
+		return fmt.Errorf("docker: image %s missing after its build: %w\n%s", tag, err, tail(out.String(), 2000))
+	}
+	logf("docker: built image %s in %v", tag, time.Since(start).Round(time.Millisecond))
+	return nil
 }
 
 // engineArch is the OS and architecture of the engine's containers.

@@ -87,7 +87,15 @@ func (b Backend) Start(ctx context.Context, spec nodes.Spec) (nodes.Node, error)
 		n.rpc, n.addrs.RPC = "", ""
 	}
 	args := []string{"--home", ContainerHome, "--name", spec.Name}
-	if spec.Sink != nil {
+	n.image = r.image
+	if spec.Binary != "" {
+		// A stock cometbft: its own image, CometBFT's own start command,
+		// events from its RPC (WatchRPCEvents), logs on its stdout.
+		if n.image, err = r.userImage(ctx, spec.Binary); err != nil {
+			return nil, err
+		}
+		args = []string{"start", "--home", ContainerHome, "--proxy_app=kvstore"}
+	} else if spec.Sink != nil {
 		events, err := n.listenEvents()
 		if err != nil {
 			return nil, fmt.Errorf("node %s: %w", spec.Name, err)
@@ -139,6 +147,7 @@ func containerPort(laddr string, ip net.IP) (int, error) {
 // node is one validator's container.
 type node struct {
 	run    *Run
+	image  string // valnet's node image, or the user binary's
 	name   string
 	spec   nodes.Spec
 	home   string
@@ -162,6 +171,29 @@ type node struct {
 	// Kill, since the last start: its exit code is ours) is under it.
 	life   nodes.Lifecycle
 	killed bool
+	// unwatch ends the RPC event stream of a user binary's current start.
+	unwatch func()
+}
+
+// user reports whether the container runs the user's own binary.
+func (n *node) user() bool { return n.spec.Binary != "" }
+
+// watch streams a user binary's events from its RPC for this start.
+func (n *node) watch() error {
+	n.stopWatch()
+	if !n.user() {
+		return nil
+	}
+	stop, err := nodes.WatchRPCEvents(n.rpcURL(), n.spec)
+	n.unwatch = stop
+	return err
+}
+
+func (n *node) stopWatch() {
+	if n.unwatch != nil {
+		n.unwatch()
+		n.unwatch = nil
+	}
 }
 
 var (
@@ -216,7 +248,7 @@ func (n *node) create(ctx context.Context, args []string) error {
 		Context: ctx,
 		Name:    ContainerName(r.id, n.name),
 		Config: &dc.Config{
-			Image:        r.image,
+			Image:        n.image,
 			Cmd:          args,
 			User:         fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid()),
 			Env:          []string{"HOME=" + ContainerHome},
@@ -286,6 +318,9 @@ func (n *node) startContainer(ctx context.Context) error {
 		return fmt.Errorf("node %s: RPC %s did not answer /status within %v (see node.log in %s; %s)",
 			n.name, n.rpcURL(), n.run.opts.StartTimeout, n.home, n.logTail())
 	}
+	if err == nil {
+		err = n.watch()
+	}
 	return err
 }
 
@@ -334,12 +369,18 @@ func (n *node) logTail() string {
 
 // saveLogs appends the container's output to node.stderr in the home, as
 // the process backend keeps a child's stderr, before the container goes.
+// A stock cometbft logs on its stdout: its output is node.log, as the
+// process backend keeps it.
 func (n *node) saveLogs() {
 	out := n.logs(0)
 	if out == "" {
 		return
 	}
-	f, err := os.OpenFile(filepath.Join(n.home, nodes.StderrFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	path := filepath.Join(n.home, nodes.StderrFile)
+	if n.user() {
+		path = nodes.LogFile(n.spec.Config)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return
 	}
@@ -362,6 +403,7 @@ func (n *node) inspect(ctx context.Context) (*dc.State, error) {
 func (n *node) Stop(ctx context.Context) error {
 	return n.life.Stop(func() error {
 		err := n.stopContainer(ctx)
+		n.stopWatch()
 		if st, ierr := n.inspect(ctx); err == nil && ierr == nil && !n.killed && st.ExitCode != 0 {
 			// It had exited by itself before this stop: a crash.
 			why := fmt.Sprintf("code %d", st.ExitCode)
@@ -439,6 +481,7 @@ func (n *node) Kill(ctx context.Context) error {
 			}
 		}
 		n.killed = true
+		n.stopWatch() // a restart streams again
 		if _, err := n.run.client.WaitContainerWithContext(n.id, ctx); err != nil {
 			return fmt.Errorf("node %s: wait for kill: %w", n.name, err)
 		}
@@ -504,6 +547,7 @@ func (n *node) Restart(ctx context.Context) error {
 func (n *node) remove() error {
 	return n.life.Discard(func() error {
 		defer n.closeEvents()
+		n.stopWatch()
 		if n.id == "" {
 			return nil
 		}

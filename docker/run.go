@@ -112,16 +112,18 @@ const (
 // Run is the Docker side of one valnet run: the engine connection, the
 // node image, the run's bridge network and every container on it.
 type Run struct {
-	id      string
-	opts    Options
-	client  *dc.Client
-	image   string
-	labels  map[string]string
-	netName string
-	netID   string
-	subnet  *net.IPNet
-	gateway net.IP
-	sockDir string
+	id     string
+	opts   Options
+	client *dc.Client
+	image  string
+	// userImages are the images of users' node binaries, by path.
+	userImages map[string]string
+	labels     map[string]string
+	netName    string
+	netID      string
+	subnet     *net.IPNet
+	gateway    net.IP
+	sockDir    string
 
 	// The remote-engine path (Remote): where published ports are reached,
 	// where containers reach this host, and the local relays of the
@@ -730,4 +732,26 @@ func runnerGone(l map[string]string, host string) bool {
 	// No start label: any process under the pid is the runner.
 	start, _ := strconv.ParseUint(l[LabelRunnerStart], 10, 64)
 	return !nodes.ProcessAlive(pid, start)
+}
+
+// userImage is the image that runs a user's node binary, built once per
+// run (and kept while its tag exists).
+func (r *Run) userImage(ctx context.Context, binary string) (string, error) {
+	r.mu.Lock()
+	tag, ok := r.userImages[binary]
+	r.mu.Unlock()
+	if ok {
+		return tag, nil
+	}
+	tag, err := ensureUserImage(ctx, r.client, binary, r.opts.Logf)
+	if err != nil {
+		return "", err
+	}
+	r.mu.Lock()
+	if r.userImages == nil {
+		r.userImages = map[string]string{}
+	}
+	r.userImages[binary] = tag
+	r.mu.Unlock()
+	return tag, nil
 }

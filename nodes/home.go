@@ -50,14 +50,51 @@ func WriteHome(spec Spec) (err error) {
 			err = fmt.Errorf("home of %s: %v", spec.Name, r)
 		}
 	}()
-	cfg.WriteConfigFile(filepath.Join(c.RootDir, "config", "config.toml"), c)
-	if err := spec.Genesis.SaveAs(c.GenesisFile()); err != nil {
-		return fmt.Errorf("home of %s: genesis: %w", spec.Name, err)
+	if f := spec.Flavor; !f.Own() && f.config != nil {
+		if err := writeFlavoredHome(spec); err != nil {
+			return fmt.Errorf("home of %s: %w", spec.Name, err)
+		}
+	} else {
+		cfg.WriteConfigFile(filepath.Join(c.RootDir, "config", "config.toml"), c)
+		if err := spec.Genesis.SaveAs(c.GenesisFile()); err != nil {
+			return fmt.Errorf("home of %s: genesis: %w", spec.Name, err)
+		}
 	}
 	if err := spec.NodeKey.SaveAs(c.NodeKeyFile()); err != nil {
 		return fmt.Errorf("home of %s: node key: %w", spec.Name, err)
 	}
 	return nil
+}
+
+// writeFlavoredHome writes config.toml and genesis.json as spec's binary
+// reads them (Flavor).
+func writeFlavoredHome(spec Spec) error {
+	f, c := spec.Flavor, spec.Config
+	conf, _, err := f.projectConfig(c, spec.NodeConfig)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(c.RootDir, "config", "config.toml"), conf, 0o600); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "valnet-genesis-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	tmp := filepath.Join(dir, "genesis.json")
+	if err := spec.Genesis.SaveAs(tmp); err != nil {
+		return fmt.Errorf("genesis: %w", err)
+	}
+	v1, err := os.ReadFile(tmp)
+	if err != nil {
+		return err
+	}
+	gen, err := f.projectGenesis(v1)
+	if err != nil {
+		return fmt.Errorf("genesis: %w", err)
+	}
+	return os.WriteFile(c.GenesisFile(), gen, 0o600)
 }
 
 // NodeID is the p2p ID of a node key.

@@ -40,6 +40,12 @@ type Spec struct {
 	// Binary is the validator's own CometBFT-compatible binary (node.binary
 	// or run.binary), for backends that run one; empty: valnet's node.
 	Binary string
+	// Flavor is what runs the node: valnet's own (nil) or Binary as
+	// ReadFlavor found it; WriteHome writes the home that version reads.
+	Flavor *Flavor
+	// NodeConfig is the scenario's node.config, for a Flavor with its own
+	// defaults (valnet's own node has them applied to Config already).
+	NodeConfig []ConfigSetting
 	// App is the validator's own ABCI application; nil: the built-in
 	// kvstore.
 	App *AppSpec

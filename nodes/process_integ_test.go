@@ -4,14 +4,12 @@ package nodes
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/valnet/valnet/internal/nettest"
+	"github.com/valnet/valnet/internal/testbin"
 	"github.com/valnet/valnet/results"
 )
 
@@ -22,13 +20,7 @@ import (
 // remote signer.
 func TestProcessUserBinary(t *testing.T) {
 	bin := valnetBinary(t)
-	gobin := t.TempDir()
-	install := exec.Command("go", "install", "github.com/cometbft/cometbft/cmd/cometbft@v1.0.1")
-	install.Env = append(os.Environ(), "GOBIN="+gobin)
-	if out, err := install.CombinedOutput(); err != nil {
-		t.Fatalf("go install cometbft: %v\n%s", err, out)
-	}
-	cometbft := filepath.Join(gobin, "cometbft")
+	cometbft := testbin.CometBFT(t, "v1.0.1")
 
 	tn := newTestNet(t, t.TempDir(), 4)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -88,5 +80,22 @@ func TestProcessUserBinary(t *testing.T) {
 		if e.Kind == results.KindNodeError {
 			t.Errorf("node error: %+v", e)
 		}
+	}
+}
+
+// testdata/cometbft-v0.38.26 (the unit tests' v0.38 defaults) is what the
+// stock binary's init writes, key for key.
+func TestIntegFlavorTestdata(t *testing.T) {
+	bin := testbin.CometBFT(t, "v0.38.26")
+	f, err := ReadFlavor(context.Background(), bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := v038Flavor(t)
+	if got, w := f.ConfigKeys(), want.ConfigKeys(); !slices.Equal(got, w) {
+		t.Errorf("the binary's config keys differ from %s's:\n got %v\nwant %v", v038Testdata, got, w)
+	}
+	if f.Line.Name != "v0.38" || f.Reported != "0.38.26" {
+		t.Errorf("flavor %v", f)
 	}
 }

@@ -124,3 +124,26 @@ func rpcEventSession(ctx context.Context, url string, tr *translator, sink Sink)
 		}
 	}
 }
+
+// WatchRPCEvents streams the events of spec's node, a user's binary, from
+// its RPC websocket at rpc (http://host:port) to spec.Sink, reconnecting
+// as streamRPCEvents does, until the returned stop is called (it waits
+// for the stream to end). Backends that run a stock binary (process,
+// docker) share it.
+func WatchRPCEvents(rpc string, spec Spec) (stop func(), err error) {
+	if spec.Sink == nil {
+		return func() {}, nil
+	}
+	valSet, err := Validators(spec.Genesis)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: genesis validators: %w", spec.Name, err)
+	}
+	tr := &translator{node: spec.Name, names: spec.Names, valSet: valSet}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		streamRPCEvents(ctx, rpc, tr, spec.Sink)
+	}()
+	return func() { cancel(); <-done }, nil
+}

@@ -140,6 +140,13 @@ type Event struct {
 	// signer on a device, on the side that saw the queue.
 	QueueMS *float64 `json:"queue_ms,omitempty"`
 	Error   string   `json:"error,omitempty"`
+	// Failure says why a sign event's signature did not reach the node
+	// (set with Error): signer-failed (an error answer),
+	// signature-invalid (it does not verify; withheld), signer-conflict
+	// (a double-sign rule withheld it) or signer-not-answering (no
+	// answer). "" in streams written before it existed: read as
+	// signer-failed.
+	Failure string `json:"failure,omitempty"`
 
 	// new_round, block
 	Proposer string `json:"proposer,omitempty"`
@@ -264,6 +271,10 @@ type ValidatorInfo struct {
 	Power   int64  `json:"power"`
 	Signer  string `json:"signer"`           // e.g. "local", "local+latency(fixed 200ms)"
 	Device  string `json:"device,omitempty"` // the shared signing device it signs on, if any
+	// Node is what ran its node when it is not valnet's own: a stock
+	// binary, "cometbft 0.38.26 (v0.38)" (what its version printed, and
+	// its line). "" for valnet's node.
+	Node string `json:"node,omitempty"`
 }
 
 // Expectation is an `expect:` entry as recorded in run_start, so that the
@@ -274,4 +285,7 @@ type Expectation struct {
 	Phase     string   `json:"phase,omitempty"`
 	Min       *float64 `json:"min,omitempty"`
 	Max       *float64 `json:"max,omitempty"`
+	// Default: valnet's own expectation, not written in the scenario
+	// (sign_errors_unexplained <= 0 unless the scenario names sign errors).
+	Default bool `json:"default,omitempty"`
 }

@@ -90,6 +90,9 @@ var metrics = map[string]metric{
 	"sign_queue_p99_ms":        {perValidator: true, validator: func(v *ValidatorSummary, _ string) (float64, int) { return v.signQueue().P99, v.signQueue().Count }},
 	"sign_queue_max_ms":        {perValidator: true, validator: func(v *ValidatorSummary, _ string) (float64, int) { return v.signQueue().Max, v.signQueue().Count }},
 
+	"sign_errors":             {perValidator: true, validator: func(v *ValidatorSummary, _ string) (float64, int) { return count(v.SignErrors) }},
+	"sign_errors_unexplained": {perValidator: true, validator: func(v *ValidatorSummary, _ string) (float64, int) { return count(v.SignErrorsUnexplained) }},
+
 	"sign_latency_p50_ms": {perValidator: true, phased: true, validator: func(v *ValidatorSummary, p string) (float64, int) {
 		st := v.SignLatencyMS.phase(p)
 		return st.P50, st.Count
@@ -202,7 +205,7 @@ func (s *Summary) metric(name, validator, phase string) (float64, int, error) {
 func evaluate(s *Summary, exp Expectation) []ExpectationResult {
 	base := ExpectationResult{Expectation: Expectation{
 		Metric: exp.Metric, Validator: exp.Validator, Phase: exp.Phase,
-		Min: clonePtr(exp.Min), Max: clonePtr(exp.Max),
+		Min: clonePtr(exp.Min), Max: clonePtr(exp.Max), Default: exp.Default,
 	}}
 	judge := func(r ExpectationResult) ExpectationResult {
 		v, n, err := s.metric(r.Metric, r.Validator, r.Phase)

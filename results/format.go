@@ -147,7 +147,36 @@ func ExpectationName(e ExpectationResult) string {
 	return expectationSubject(e) + " " + formatBounds(e.Min, e.Max)
 }
 
+// defaultEvery marks the one line that stands for a default expectation
+// that held for every validator (shownExpectations).
+const defaultEvery = "every validator"
+
+// shownExpectations is what the reports list: the results of summary.json,
+// with valnet's default expectation (Expectation.Default) one line when
+// it held for every validator, and only its failures otherwise.
+func shownExpectations(rs []ExpectationResult) []ExpectationResult {
+	var out []ExpectationResult
+	folded := map[string]int{} // metric -> index in out of its one line
+	for _, e := range rs {
+		if !e.Default || !e.OK || e.Warning != "" || e.Error != "" {
+			out = append(out, e)
+			continue
+		}
+		if i, ok := folded[e.Metric]; ok {
+			out[i].Value = max(out[i].Value, e.Value)
+			continue
+		}
+		e.Validator = defaultEvery
+		folded[e.Metric] = len(out)
+		out = append(out, e)
+	}
+	return out
+}
+
 func expectationSubject(e ExpectationResult) string {
+	if e.Validator == defaultEvery {
+		return e.Metric + " (valnet's default, every validator)"
+	}
 	var sub []string
 	if e.Validator != "" {
 		sub = append(sub, e.Validator)
@@ -174,4 +203,33 @@ func overloaded(s *Summary) bool { return s.Host != nil && s.Host.Overloaded }
 func roundTo(v float64, decimals int) float64 {
 	p := math.Pow(10, float64(decimals))
 	return math.Round(v*p) / p
+}
+
+// nodesText names the stock binaries that ran the nodes, with how many
+// ran each ("cometbft 0.38.26 (v0.38) x4"), "" when valnet's own ran
+// every one; valnet's own are counted too when some did.
+func nodesText(s *Summary) string {
+	count := map[string]int{}
+	var order []string
+	stock := false
+	for _, v := range s.Validators {
+		n := v.Node
+		if n == "" {
+			n = "valnet node"
+		} else {
+			stock = true
+		}
+		if count[n] == 0 {
+			order = append(order, n)
+		}
+		count[n]++
+	}
+	if !stock {
+		return ""
+	}
+	parts := make([]string, len(order))
+	for i, n := range order {
+		parts[i] = fmt.Sprintf("%s x%d", n, count[n])
+	}
+	return strings.Join(parts, ", ")
 }

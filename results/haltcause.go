@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"github.com/valnet/valnet/internal/action"
 	"github.com/valnet/valnet/internal/phase"
+	"github.com/valnet/valnet/internal/signfail"
 	"strings"
 	"time"
 )
@@ -13,15 +14,17 @@ import (
 const (
 	HaltValidatorsDown     = "validators-down"
 	HaltPartition          = "partition"
-	HaltSignerFailed       = "signer-failed"
-	HaltSignerNotAnswering = "signer-not-answering"
+	HaltSignerFailed       = signfail.SignerFailed
+	HaltSignatureInvalid   = signfail.SignatureInvalid
+	HaltSignerConflict     = signfail.SignerConflict
+	HaltSignerNotAnswering = signfail.SignerNotAnswering
 	HaltNetwork            = "network"
 	HaltNoProposal         = "no-proposal"
 	HaltUnknown            = "unknown"
 )
 
 // HaltCauses lists every cause of a halt, in report order.
-var HaltCauses = []string{HaltValidatorsDown, HaltPartition, HaltSignerFailed, HaltSignerNotAnswering,
+var HaltCauses = []string{HaltValidatorsDown, HaltPartition, HaltSignerFailed, HaltSignatureInvalid, HaltSignerConflict, HaltSignerNotAnswering,
 	HaltNetwork, HaltNoProposal, CauseHostOverload, HaltUnknown}
 
 // noRetry is why a failed signature stops a round for good: CometBFT
@@ -143,7 +146,8 @@ func (x *index) haltCause(c *chain, hd *hdata, round int32, entered bool, from, 
 			text = fmt.Sprintf("h%d reached round %d without a decision; round %d failed (%s): %s", height, round, failedRound, rc.Cause, rc.Detail)
 		}
 		switch rc.Cause {
-		case RoundProposalMissing, RoundProposerDown, RoundProposerBehind, RoundProposerSignerSlow:
+		case RoundProposalMissing, RoundProposerDown, RoundProposerBehind, RoundProposerSignerSlow,
+			signfail.SignerFailed, signfail.SignatureInvalid, signfail.SignerConflict, signfail.SignerNotAnswering:
 			return HaltNoProposal, text
 		case CauseHostOverload:
 			return CauseHostOverload, text
@@ -173,10 +177,11 @@ func (x *index) voteShortfall(hd *hdata, k hr, ph string, from, t time.Time) (ca
 		}
 	}
 	var failed, hung, hungWhy, down, silent []string
+	failedPower := map[string]int64{} // by failure kind
 	var castPower int64
 	for i, v := range x.vals {
 		id := x.valIDs[i]
-		var err string
+		var err, failure string
 		for _, ev := range hd.signs[id] {
 			if ev.phase != ph || ev.round != k.round || ev.t.After(t) {
 				continue
@@ -184,7 +189,7 @@ func (x *index) voteShortfall(hd *hdata, k hr, ph string, from, t time.Time) (ca
 			if ev.err == "" {
 				cast[id] = true
 			} else {
-				err = ev.err
+				err, failure = ev.err, ev.failure
 			}
 		}
 		switch {
@@ -192,12 +197,13 @@ func (x *index) voteShortfall(hd *hdata, k hr, ph string, from, t time.Time) (ca
 			castPower += x.powerOf(id)
 		case err != "":
 			failed = append(failed, v)
+			failedPower[signfail.Of(failure)] += x.powerOf(id)
 		case x.downDuring(v, t, t) != nil:
 			down = append(down, v)
 		default:
 			if s, busy := x.busyAt(id, t); busy {
 				hung = append(hung, v)
-				hungWhy = append(hungWhy, fmt.Sprintf("%s's signer was still on %s", v, busyText(s, t)))
+				hungWhy = append(hungWhy, fmt.Sprintf("%s's signer was still on %s", v, x.busyText(s, t)))
 			} else {
 				silent = append(silent, v)
 			}
@@ -224,7 +230,7 @@ func (x *index) voteShortfall(hd *hdata, k hr, ph string, from, t time.Time) (ca
 	}
 	var clauses []string
 	if len(failed) > 0 {
-		clauses = append(clauses, fmt.Sprintf("%s failed to sign %s %s (signer error); %s", joinNames(failed), their(failed), ph, noRetry))
+		clauses = append(clauses, fmt.Sprintf("%s failed to sign %s %s (%s); %s", joinNames(failed), their(failed), ph, failureText(failedPower), noRetry))
 	}
 	if len(hung) > 0 {
 		clauses = append(clauses, fmt.Sprintf("%s cast no %s: %s (signer not answering)", joinNames(hung), ph, strings.Join(hungWhy, "; ")))
@@ -238,13 +244,37 @@ func (x *index) voteShortfall(hd *hdata, k hr, ph string, from, t time.Time) (ca
 	detail = fmt.Sprintf("no +2/3 %ss at h%d r%d: %s", ph, k.height, k.round, strings.Join(clauses, "; "))
 	switch {
 	case len(failed) > 0:
-		return HaltSignerFailed, detail, true, false
+		return mainFailure(failedPower), detail, true, false
 	case len(hung) > 0:
 		return HaltSignerNotAnswering, detail, true, false
 	case len(down) > 0:
 		return HaltValidatorsDown, detail, true, false
 	}
 	return HaltUnknown, detail, true, true
+}
+
+// mainFailure is the failure kind behind the most voting power (the
+// first in report order on a tie).
+func mainFailure(power map[string]int64) string {
+	best := signfail.SignerFailed
+	for _, k := range signfail.All() {
+		if power[k] > power[best] {
+			best = k
+		}
+	}
+	return best
+}
+
+// failureText names the failure kinds of power, in report order:
+// "signer-failed" or "signature-invalid, signer-not-answering".
+func failureText(power map[string]int64) string {
+	var out []string
+	for _, k := range signfail.All() {
+		if power[k] > 0 {
+			out = append(out, k)
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // roundAdvanced reports whether some node had +2/3 precommits (for any

@@ -82,11 +82,11 @@ func TestHaltCauses(t *testing.T) {
 	}{
 		{"three of four signers fail their prevote: the round waits for good",
 			stuckRun(lostPrevotes...), 2, false, 0, HaltSignerFailed,
-			"no +2/3 prevotes at h3 r0: v1, v2, v3 failed to sign their prevote (signer error); CometBFT does not retry a failed signature, so the round waits until a node restarts"},
+			"no +2/3 prevotes at h3 r0: v1, v2, v3 failed to sign their prevote (signer-failed); CometBFT does not retry a failed signature, so the round waits until a node restarts"},
 		{"…until two nodes restart",
 			stuckRun(append(lostPrevotes, faultAt(40000, "v1", action.NodeRestart, FaultStart), faultAt(40500, "v2", action.NodeRestart, FaultStart),
 				block(3, 45000, 0, nil, nil))...), 2, true, 0, HaltSignerFailed,
-			"no +2/3 prevotes at h3 r0: v1, v2, v3 failed to sign their prevote (signer error); CometBFT does not retry a failed signature, so the round waits until a node restarts; then node-restart v1 (+38s), node-restart v2 (+38.5s); it resumed at +43s"},
+			"no +2/3 prevotes at h3 r0: v1, v2, v3 failed to sign their prevote (signer-failed); CometBFT does not retry a failed signature, so the round waits until a node restarts; then node-restart v1 (+38s), node-restart v2 (+38.5s); it resumed at +43s"},
 		{"half the validators down, until one is started again",
 			stuckRun(cat([]Event{faultAt(1500, "v3", action.NodeKill, FaultStart), faultAt(1600, "v4", action.NodeStop, FaultStart)},
 				enterRound(2100, 3, 0, "v1", "v2"), prevotes(2600, 3, 0, map[string][]string{"v1": {"v2"}, "v2": {"v1"}}, "v1", "v2"),

@@ -161,7 +161,7 @@ func newHTMLData(s *Summary, cd *chartData) *htmlData {
 		}
 	}
 
-	for _, e := range s.Expectations {
+	for _, e := range shownExpectations(s.Expectations) {
 		d.Expect = append(d.Expect, htmlExpectation{OK: e.OK, Subject: expectationSubject(e), Bounds: formatBounds(e.Min, e.Max),
 			Value: expectationValue(e), Warning: e.Warning})
 		d.Warned = d.Warned || e.Warning != ""

@@ -3,6 +3,8 @@ package results
 import (
 	"slices"
 	"time"
+
+	"github.com/valnet/valnet/internal/signfail"
 )
 
 // hr keys a (height, round).
@@ -24,11 +26,16 @@ type hr struct {
 // Every "first"/"earliest" is by event time; ties keep the first in
 // stream order.
 type index struct {
-	names      *names
-	power      []int64 // run_start voting power by name id
-	totalPower int64
-	valIDs     []int32 // run_start's validators, in order
-	vals       []string
+	latest time.Time // the latest event time seen: how long an unanswered request has been out
+	// undecided: some unanswered request was judged not given up on yet
+	// (gaveUp), the earliest requested at undecidedBegan.
+	undecided      bool
+	undecidedBegan time.Time
+	names          *names
+	power          []int64 // run_start voting power by name id
+	totalPower     int64
+	valIDs         []int32 // run_start's validators, in order
+	vals           []string
 
 	heights  map[int64]*hdata // heights still to be judged
 	order    []int64          // their heights, ascending
@@ -116,7 +123,8 @@ type signRec struct {
 	latencyMS float64
 	blockID   string
 	err       string
-	seq       int64 // stream position
+	failure   string // why err: internal/signfail ("" with no err)
+	seq       int64  // stream position
 }
 
 type request struct {
@@ -350,6 +358,9 @@ func earliest(m map[int32]time.Time, k int32, t time.Time) {
 
 // observe indexes one event; seq is its stream position.
 func (x *index) observe(ev *Event, seq int64) {
+	if ev.Time.After(x.latest) {
+		x.latest = ev.Time
+	}
 	switch ev.Kind {
 	case KindStep, KindNewRound:
 		x.observeRound(ev)
@@ -365,6 +376,9 @@ func (x *index) observe(ev *Event, seq int64) {
 			hd.saw(ev.Time)
 			s := signRec{phase: hd.str(ev.Phase), round: ev.Round, t: ev.Time, latencyMS: ev.LatencyMS,
 				blockID: hd.str(ev.BlockID), err: ev.Error, seq: seq}
+			if ev.Error != "" {
+				s.failure = signfail.Of(ev.Failure)
+			}
 			hd.signs[v] = append(hd.signs[v], s)
 			if hd.nPending > 0 {
 				k := signGroup{v, ev.Round, s.phase}

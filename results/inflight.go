@@ -92,21 +92,59 @@ func (x *index) unanswered(v int32, phase string, k hr) (sigSpan, bool) {
 	return sigSpan{}, false
 }
 
+// privvalTimeout is how long a CometBFT node waits for its remote
+// signer's answer (privval/signer_endpoint.go: the 5 s read timeout, the
+// same in v0.37 to v1): a request out longer than that was given up on.
+const privvalTimeout = 5 * time.Second
+
+// gaveUp reports whether s, unanswered, was out longer than a node waits
+// by the end of what the stream shows; a request younger than that at the
+// stream's end may have been about to return.
+func (x *index) gaveUp(s sigSpan) bool {
+	if s.answered() {
+		return false
+	}
+	if x.known != nil && !x.known.end.IsZero() {
+		return x.known.end.Sub(s.began) >= privvalTimeout
+	}
+	if x.latest.Sub(s.began) >= privvalTimeout {
+		return true
+	}
+	// Not yet: the stream may go on past the node's wait (finish checks).
+	if !x.undecided || s.began.Before(x.undecidedBegan) {
+		x.undecided, x.undecidedBegan = true, s.began
+	}
+	return false
+}
+
+// unansweredText is how an unanswered request ended: "never returned"
+// (out past the node's wait), or still out when the stream ended.
+func (x *index) unansweredText(s sigSpan) string {
+	if x.gaveUp(s) {
+		return "never returned"
+	}
+	end := x.latest
+	if x.known != nil && !x.known.end.IsZero() {
+		end = x.known.end
+	}
+	return "still unanswered when the run ended, " + formatMS(durationMS(end.Sub(s.began))) + " ms after it was requested"
+}
+
 // busyText says what v's signer was doing at t, relative to t, e.g. "the
 // h19 precommit r0 signature, requested 200 ms before, took 1504 ms" or
 // "…, requested 3 s before, never returned".
-func busyText(s sigSpan, t time.Time) string {
+func (x *index) busyText(s sigSpan, t time.Time) string {
 	out := s.what() + ", requested " + formatMS(durationMS(t.Sub(s.began))) + " ms before"
 	if s.answered() {
 		return out + ", took " + formatMS(s.latencyMS) + " ms"
 	}
-	return out + ", never returned"
+	return out + ", " + x.unansweredText(s)
 }
 
 // busySince names s as busyText does, relative to the start of a round:
 // "the h19 proposal r0 signature (requested 300 ms before the round
 // began, took 1501 ms)".
-func busySince(s sigSpan, roundStart time.Time) string {
+func (x *index) busySince(s sigSpan, roundStart time.Time) string {
 	out := s.what() + " ("
 	if d := roundStart.Sub(s.began); d >= 0 {
 		out += "requested " + formatMS(durationMS(d)) + " ms before the round began"
@@ -116,7 +154,7 @@ func busySince(s sigSpan, roundStart time.Time) string {
 	if s.answered() {
 		return out + ", took " + formatMS(s.latencyMS) + " ms)"
 	}
-	return out + ", never returned)"
+	return out + ", " + x.unansweredText(s) + ")"
 }
 
 func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }

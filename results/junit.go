@@ -117,7 +117,7 @@ func junitSuiteOf(s *Summary) junitSuite {
 	}
 	suite.Cases = append(suite.Cases, run)
 
-	for _, e := range s.Expectations {
+	for _, e := range shownExpectations(s.Expectations) {
 		c := junitCase{Name: ExpectationName(e), Classname: class, Time: "0"}
 		if e.Warning != "" {
 			c.SystemOut = "warning: " + e.Warning

@@ -31,6 +31,9 @@ func WriteMarkdown(w io.Writer, s *Summary) error {
 	p("## %s valnet %s: %s\n\n", mark, title, mdCell(strings.TrimPrefix(ResultLine(s), "RESULT: ")))
 	p("backend `%s` · chain `%s` · seed %d · stop reason `%s` · duration %s\n",
 		orDash(s.Backend), orDash(s.ChainID), s.Seed, s.StopReason, (time.Duration(s.DurationMS) * time.Millisecond).String())
+	if n := nodesText(s); n != "" {
+		p("\nnodes: %s\n", n)
+	}
 	if label, notes, na := modelHeader(s); label != "" {
 		p("\n**%s**\n", mdCell(label))
 		if len(notes) > 0 {
@@ -117,7 +120,7 @@ func WriteMarkdown(w io.Writer, s *Summary) error {
 
 	if len(s.Expectations) > 0 {
 		p("\n### Expectations\n\n| | expectation | value |\n| --- | --- | ---: |\n")
-		for _, e := range s.Expectations {
+		for _, e := range shownExpectations(s.Expectations) {
 			mark := "✅"
 			if !e.OK {
 				mark = "❌"

@@ -3,37 +3,49 @@ package results
 import (
 	"encoding/csv"
 	"fmt"
-	"github.com/valnet/valnet/internal/phase"
 	"io"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/valnet/valnet/internal/phase"
+	"github.com/valnet/valnet/internal/signfail"
 )
 
 // Causes of a missed precommit, in the order they are tried (and
-// CauseHostOverload, between signer-late and node-behind).
+// CauseHostOverload, between signer-late and node-behind). A signature
+// the signer chain withheld or never returned is never "late": the four
+// failure kinds of internal/signfail are causes of their own.
 const (
-	CauseNodeDown     = "node-down"
-	CauseSignerFailed = "signer-failed"
-	CauseSignerLate   = "signer-late"
-	CauseNodeBehind   = "node-behind"
-	CauseNetwork      = "network"
-	CauseUnknown      = "unknown"
+	CauseNodeDown           = "node-down"
+	CauseSignerFailed       = signfail.SignerFailed
+	CauseSignatureInvalid   = signfail.SignatureInvalid
+	CauseSignerConflict     = signfail.SignerConflict
+	CauseSignerNotAnswering = signfail.SignerNotAnswering
+	// CauseSignerLate: the signer answered, after the decision.
+	CauseSignerLate = "signer-late"
+	CauseNodeBehind = "node-behind"
+	CauseNetwork    = "network"
+	CauseUnknown    = "unknown"
 )
 
 // MissedCauses lists every cause of a missed precommit, in report order.
-var MissedCauses = []string{CauseSignerLate, CauseSignerFailed, CauseNodeDown, CauseNodeBehind, CauseHostOverload, CauseNetwork, CauseUnknown}
+var MissedCauses = []string{CauseSignerLate, CauseSignerFailed, CauseSignatureInvalid, CauseSignerConflict, CauseSignerNotAnswering,
+	CauseNodeDown, CauseNodeBehind, CauseHostOverload, CauseNetwork, CauseUnknown}
 
 // MissedByCause counts a validator's missed precommits by cause. A struct
 // rather than a map so that every key is always present in summary.json.
 type MissedByCause struct {
-	SignerLate   int `json:"signer-late"`
-	SignerFailed int `json:"signer-failed"`
-	NodeDown     int `json:"node-down"`
-	NodeBehind   int `json:"node-behind"`
-	HostOverload int `json:"host-overload"`
-	Network      int `json:"network"`
-	Unknown      int `json:"unknown"`
+	SignerLate         int `json:"signer-late"`
+	SignerFailed       int `json:"signer-failed"`
+	SignatureInvalid   int `json:"signature-invalid"`
+	SignerConflict     int `json:"signer-conflict"`
+	SignerNotAnswering int `json:"signer-not-answering"`
+	NodeDown           int `json:"node-down"`
+	NodeBehind         int `json:"node-behind"`
+	HostOverload       int `json:"host-overload"`
+	Network            int `json:"network"`
+	Unknown            int `json:"unknown"`
 }
 
 // Get returns the count of one cause (0 for a name that is not a cause).
@@ -50,6 +62,12 @@ func (m *MissedByCause) field(cause string) *int {
 		return &m.SignerLate
 	case CauseSignerFailed:
 		return &m.SignerFailed
+	case CauseSignatureInvalid:
+		return &m.SignatureInvalid
+	case CauseSignerConflict:
+		return &m.SignerConflict
+	case CauseSignerNotAnswering:
+		return &m.SignerNotAnswering
 	case CauseNodeDown:
 		return &m.NodeDown
 	case CauseNodeBehind:
@@ -152,11 +170,13 @@ func (x *index) classifyMissed(c *chain, hd *hdata, vid int32) (cause, detail st
 		}
 	}
 
-	// signer-failed: the commit round's precommit failed, or an earlier
-	// round's did and the commit round has no signature to show for it (a
-	// later successful signature is judged on its timing instead).
+	// The commit round's precommit failed, or an earlier round's did and
+	// the commit round has no signature to show for it (a later
+	// successful signature is judged on its timing instead): the cause is
+	// why it failed (signer-failed, signature-invalid, signer-conflict,
+	// signer-not-answering).
 	if failed != nil && (failedAtCR || ok == nil) {
-		return CauseSignerFailed, fmt.Sprintf("precommit r%d: %s", failed.round, failed.err)
+		return signfail.Of(failed.failure), fmt.Sprintf("precommit r%d: %s", failed.round, failed.err)
 	}
 	overloaded := func(d string) (string, string, bool) {
 		if why, sat := x.saturatedDuring(from, decided); sat {
@@ -175,10 +195,10 @@ func (x *index) classifyMissed(c *chain, hd *hdata, vid int32) (cause, detail st
 				return CauseSignerLate, late
 			}
 			if busy, isBusy := x.busyAt(vid, decided); isBusy {
-				return CauseSignerLate, late + "; at the decision its signer was still on " + busyText(busy, decided)
+				return CauseSignerLate, late + "; at the decision its signer was still on " + x.busyText(busy, decided)
 			}
 			if busy, isBusy := x.backlogDuring(vid, h, from, decided); isBusy {
-				return CauseSignerLate, late + "; during the round its signer was still on " + busySince(busy, from)
+				return CauseSignerLate, late + "; during the round its signer was still on " + x.busySince(busy, from)
 			}
 			if hc, hd, sat := overloaded(late); sat {
 				return hc, hd
@@ -214,7 +234,7 @@ func (x *index) classifyMissed(c *chain, hd *hdata, vid int32) (cause, detail st
 	// or, in a stream without sign requests, if v prevoted at h but its
 	// precommit never came back at all.
 	if busy, isBusy := x.busyAt(vid, decided); isBusy {
-		return CauseSignerLate, fmt.Sprintf("no precommit for r%d: at the decision its signer was still on %s", cr, busyText(busy, decided))
+		return x.busyCause(busy), fmt.Sprintf("no precommit for r%d: at the decision its signer was still on %s", cr, x.busyText(busy, decided))
 	}
 	if !anyPrecommit && prevote != nil && !x.requested(vid) {
 		return CauseSignerLate, fmt.Sprintf("prevote r%d signed but no precommit signature returned", prevote.round)
@@ -225,7 +245,7 @@ func (x *index) classifyMissed(c *chain, hd *hdata, vid int32) (cause, detail st
 		// A node behind because its signer had a backlog: the signer
 		// worked through the decisive round on earlier signatures.
 		if busy, isBusy := x.backlogDuring(vid, h, from, decided); isBusy {
-			return CauseSignerLate, fmt.Sprintf("no precommit: %s, its signer on %s during the round", x.behindText(vid, h, decided), busySince(busy, from))
+			return x.busyCause(busy), fmt.Sprintf("no precommit: %s, its signer on %s during the round", x.behindText(vid, h, decided), x.busySince(busy, from))
 		}
 	}
 	if hc, hd, sat := overloaded(fmt.Sprintf("no precommit for r%d", cr)); sat {
@@ -242,6 +262,17 @@ func (x *index) classifyMissed(c *chain, hd *hdata, vid int32) (cause, detail st
 		return CauseUnknown, fmt.Sprintf("no signature by %s at height %d", v, h)
 	}
 	return CauseUnknown, fmt.Sprintf("no precommit signature for r%d", cr)
+}
+
+// busyCause is what a signer busy on s was: late (it answered, after the
+// moment that mattered, or was still at it when the stream ended) or not
+// answering (the request went unanswered for longer than CometBFT's node
+// waits for an answer).
+func (x *index) busyCause(s sigSpan) string {
+	if s.answered() || !x.gaveUp(s) {
+		return CauseSignerLate
+	}
+	return CauseSignerNotAnswering
 }
 
 // WriteMissedCSV writes missed.csv: one row per missed precommit of s

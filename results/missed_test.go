@@ -124,8 +124,13 @@ func TestMissedPrecommitCauses(t *testing.T) {
 			missedRun(0, signAt(1800, "v4", phase.Precommit, 0, 0, id, 1500)),
 			CauseSignerLate, "no precommit for r0: at the decision its signer was still on the h0 precommit r0 signature, requested 600 ms before, took 1500 ms"},
 		{"no precommit: a signature requested and never returned (a hung signer)",
+			missedRun(0, requestAt(400, "v4", phase.Prevote, 1, 0), hostAt(6000, false)),
+			CauseSignerNotAnswering, "no precommit for r0: at the decision its signer was still on the h1 prevote r0 signature, requested 500 ms before, never returned"},
+		// Out less than a node waits (5 s) when the stream ended: it may
+		// have been about to return.
+		{"no precommit: a signature still out when the run ended is not a hung signer",
 			missedRun(0, requestAt(400, "v4", phase.Prevote, 1, 0)),
-			CauseSignerLate, "no precommit for r0: at the decision its signer was still on the h1 prevote r0 signature, requested 500 ms before, never returned"},
+			CauseSignerLate, "requested 500 ms before, still unanswered when the run ended, 3600 ms after it was requested"},
 		{"an answered request is not a hung signer",
 			missedRun(0, requestAt(300, "v4", phase.Prevote, 1, 0), signAt(301, "v4", phase.Prevote, 1, 0, id, 1)),
 			CauseNodeBehind, "prevote r0 signed, but v4's node never asked for a precommit before the decision"},

@@ -2,8 +2,10 @@ package results
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/valnet/valnet/internal/phase"
+	"github.com/valnet/valnet/internal/signfail"
 )
 
 // Causes of a round change, i.e. of a round that ended without a decision
@@ -17,6 +19,9 @@ const (
 	RoundNoPolka            = "no-polka"
 	RoundNoPrecommitQuorum  = "no-precommit-quorum"
 	RoundUnknown            = "unknown" // no event tells anything about the round
+	// A proposal signature the signer chain withheld or never returned is
+	// named by why (internal/signfail): signer-failed, signature-invalid,
+	// signer-conflict, signer-not-answering.
 )
 
 // RoundChange is one round of a committed height that ended without a
@@ -232,16 +237,17 @@ func (x *index) roundChange(c *chain, hd *hdata, r int32) roundVerdict {
 		out.Detail = fmt.Sprintf("%s's node was down (%s)", p, down.text())
 	case signed == nil && failed == nil && isTrue(hung):
 		pending, _ := hung()
-		out.Cause = RoundProposerSignerSlow
-		out.Detail = fmt.Sprintf("%s's proposal signature was requested and never returned (signer not answering)", p)
+		out.Cause, out.Detail = CauseSignerNotAnswering, fmt.Sprintf("%s's proposal signature was requested and %s (signer not answering)", p, x.unansweredText(pending))
+		if !x.gaveUp(pending) {
+			out.Cause, out.Detail = RoundProposerSignerSlow, fmt.Sprintf("%s's proposal signature was requested and %s", p, x.unansweredText(pending))
+		}
 		if hasBegan {
-			out.Detail = fmt.Sprintf("%s's proposal signature was requested %s ms into the round and never returned (signer not answering)",
-				p, formatMS(durationMS(pending.began.Sub(began))))
+			out.Detail = strings.Replace(out.Detail, "was requested", "was requested "+formatMS(durationMS(pending.began.Sub(began)))+" ms into the round", 1)
 		}
 	case signed == nil && failed == nil && p != "" && hasBegan && isTrue(busy):
 		s, _ := busy()
 		out.Cause = RoundProposerSignerSlow
-		out.Detail = fmt.Sprintf("when the round began, %s's signer was still on %s", p, busyText(s, began))
+		out.Detail = fmt.Sprintf("when the round began, %s's signer was still on %s", p, x.busyText(s, began))
 	case signed == nil && failed == nil && p != "" && hasBegan && len(others) > 0 && !x.entered(pid, k, ended):
 		out.Cause = RoundProposerBehind
 		out.Detail = x.behindText(pid, h, ended)
@@ -256,6 +262,7 @@ func (x *index) roundChange(c *chain, hd *hdata, r int32) roundVerdict {
 		out.Cause = RoundProposalMissing
 		switch {
 		case failed != nil && signed == nil:
+			out.Cause = signfail.Of(failed.failure)
 			out.Detail = fmt.Sprintf("%s's proposal signature failed: %s", p, failed.err)
 		case signed == nil && p != "":
 			out.Cause, out.Detail = overloaded(RoundProposalMissing, fmt.Sprintf("%s signed no proposal", p))

@@ -63,6 +63,9 @@ type facts struct {
 	netStart   time.Time
 	flags      [nFacts]bool
 	requesters map[string]bool
+	// end is the stream's latest event time: how long a request still
+	// unanswered at the end had been out (index.gaveUp).
+	end time.Time
 }
 
 // Facts a height's judgement may read before the end.

@@ -35,6 +35,7 @@ type Summarizer struct {
 	first        time.Time // the first event's time
 	latest       time.Time // the latest event time
 	host         hostAgg
+	faults       faultSpans // fault windows by validator: which sign errors were injected
 	nodeErrors   []NodeError
 	devices      map[string]DeviceSample // the last sample of each device
 	cosigns      map[string]*cosignAgg   // each threshold signer's rounds, by validator
@@ -148,6 +149,8 @@ func (z *Summarizer) Add(ev *Event) {
 		z.load.tx(ev)
 	case KindBlock:
 		z.block(ev)
+	case KindFault:
+		z.faults.observe(ev)
 	case KindSign:
 		z.sign(ev, seq)
 	case KindNewRound:
@@ -265,6 +268,10 @@ func (z *Summarizer) sign(ev *Event, seq int64) {
 	}
 	if ev.Error != "" {
 		a.signErrors++
+		a.failures.add(ev.Failure)
+		if !z.faults.explains(ev.Validator, ev.Time) {
+			a.unexplained++
+		}
 		return
 	}
 	if p >= 0 {
@@ -522,6 +529,12 @@ func (z *Summarizer) finish() {
 	for len(x.order) > 0 {
 		z.judge(x.heights[x.order[0]], true)
 	}
+	if x.undecided && x.latest.Sub(x.undecidedBegan) >= privvalTimeout {
+		// A request judged young enough to come back was, by the end,
+		// out longer than a node waits: judged again, knowing the end.
+		z.w.changed = true
+		z.w.miss("an unanswered request outlived the node's wait after it was judged")
+	}
 }
 
 // Retry reports whether the summary may not be what the whole stream
@@ -548,7 +561,7 @@ func (z *Summarizer) Retry() *Summarizer {
 
 // facts are what this pass learned by its end.
 func (z *Summarizer) facts() *facts {
-	f := &facts{threshold: z.threshold(), netStart: z.netStart(), requesters: map[string]bool{}}
+	f := &facts{threshold: z.threshold(), netStart: z.netStart(), requesters: map[string]bool{}, end: z.x.latest}
 	f.flags[factVote], f.flags[factMark], f.flags[factNodeUp] = z.x.anyVote, z.x.anyMark, len(z.x.ups) > 0
 	for v := range z.x.requesters {
 		f.requesters[z.names.name(v)] = true

@@ -118,7 +118,10 @@ type ValidatorSummary struct {
 	Name    string `json:"name"`
 	Address string `json:"address"`
 	Signer  string `json:"signer"`
-	Power   int64  `json:"power"`
+	// Node: a stock binary that ran its node (ValidatorInfo.Node); ""
+	// for valnet's own.
+	Node  string `json:"node,omitempty"`
+	Power int64  `json:"power"`
 
 	MissedPrecommits  int `json:"missed_precommits"`
 	NilPrecommits     int `json:"nil_precommits"`
@@ -142,6 +145,12 @@ type ValidatorSummary struct {
 	SignLatencyMS     PhaseLatency `json:"sign_latency_ms"`
 	InjectedLatencyMS LatencyStats `json:"injected_latency_ms"`
 	SignErrors        int          `json:"sign_errors"`
+	// SignFailures splits SignErrors by why each signature did not reach
+	// the node; SignErrorsUnexplained counts those no fault on the
+	// validator (its node, signer or cosigners) explains: the signer's
+	// own, which the default expectation fails (docs/results.md).
+	SignFailures          SignFailures `json:"sign_failures"`
+	SignErrorsUnexplained int          `json:"sign_errors_unexplained"`
 
 	// With a remote signer: signing latency as the signer saw it (inside
 	// the backend), and the transport's share of each signature (node side
@@ -416,6 +425,8 @@ type turn struct {
 // valAcc accumulates one validator's counts and samples.
 type valAcc struct {
 	missed, nils, signErrors int
+	unexplained              int // sign errors no fault explains
+	failures                 SignFailures
 	latency                  [3]samples // by phase (phases' order)
 	all                      samples
 	injected                 samples
@@ -472,7 +483,7 @@ func (z *Summarizer) summarizeValidators(s *Summary) {
 		for _, v := range z.start.Validators {
 			if !listed[v.Name] {
 				listed[v.Name] = true
-				rows = append(rows, ValidatorSummary{Name: v.Name, Address: v.Address, Signer: v.Signer, Power: v.Power, Device: v.Device})
+				rows = append(rows, ValidatorSummary{Name: v.Name, Address: v.Address, Signer: v.Signer, Power: v.Power, Device: v.Device, Node: v.Node})
 			}
 		}
 	}
@@ -491,7 +502,7 @@ func (z *Summarizer) summarizeValidators(s *Summary) {
 		v := &rows[i]
 		a := z.acc(z.names.id(v.Name))
 		v.MissedPrecommits, v.NilPrecommits, v.PrecommitsCounted = a.missed, a.nils, counted
-		v.SignErrors = a.signErrors
+		v.SignErrors, v.SignFailures, v.SignErrorsUnexplained = a.signErrors, a.failures, a.unexplained
 		v.Proposals = ProposalStats{Expected: a.turns, Made: a.made}
 		v.Proposals.Missed = max(v.Proposals.Expected-v.Proposals.Made, 0)
 		v.SignLatencyMS = PhaseLatency{

@@ -42,8 +42,9 @@ func signEv(v, phase string, h int64, r int32, blockID string) Event {
 	return Event{Time: at(0), Kind: KindSign, Node: v, Validator: v, Phase: phase, Height: h, Round: r, BlockID: blockID, LatencyMS: 1}
 }
 
-func withLatency(ev Event, lat, inj float64) Event { ev.LatencyMS, ev.InjectedMS = lat, inj; return ev }
-func withError(ev Event, err string) Event         { ev.Error = err; return ev }
+func withLatency(ev Event, lat, inj float64) Event    { ev.LatencyMS, ev.InjectedMS = lat, inj; return ev }
+func withError(ev Event, err string) Event            { ev.Error = err; return ev }
+func withFailure(ev Event, err, failure string) Event { ev.Error, ev.Failure = err, failure; return ev }
 
 func vByName(t *testing.T, s *Summary, name string) ValidatorSummary {
 	t.Helper()

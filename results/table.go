@@ -23,6 +23,9 @@ func WriteTable(w io.Writer, s *Summary) error {
 		p("%s\n", OverloadedNotice)
 	}
 	p("Run %s (backend %s, chain %s, seed %d)\n", orDash(s.Scenario), orDash(s.Backend), orDash(s.ChainID), s.Seed)
+	if n := nodesText(s); n != "" {
+		p("Nodes: %s\n", n)
+	}
 	if label, notes, na := modelHeader(s); label != "" {
 		p("%s\n", label)
 		for _, n := range notes {
@@ -84,6 +87,21 @@ func WriteTable(w io.Writer, s *Summary) error {
 
 	writeMissedAndRounds(bw, s)
 
+	var failing []ValidatorSummary
+	for _, v := range s.Validators {
+		if v.SignErrors > 0 {
+			failing = append(failing, v)
+		}
+	}
+	if len(failing) > 0 {
+		p("\nSign errors (signatures the node asked for that did not reach it; unexplained = no fault on the validator injected them)\n")
+		tw = tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
+		for _, v := range failing {
+			fmt.Fprintf(tw, "  %s\t%d\t%s\tunexplained %d\n", v.Name, v.SignErrors, v.SignFailures, v.SignErrorsUnexplained)
+		}
+		tw.Flush()
+	}
+
 	var remote []ValidatorSummary
 	for _, v := range s.Validators {
 		if v.SignerLatencyMS != nil {
@@ -138,7 +156,7 @@ func WriteTable(w io.Writer, s *Summary) error {
 	if len(s.Expectations) > 0 {
 		p("\nExpectations\n")
 		tw = tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
-		for _, e := range s.Expectations {
+		for _, e := range shownExpectations(s.Expectations) {
 			status := "PASS"
 			if !e.OK {
 				status = "FAIL"

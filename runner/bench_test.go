@@ -132,7 +132,7 @@ func benchPlain(b *testing.B, n int) {
 		stop := make(chan struct{})
 		peak := peakMem(stop)
 		start := time.Now()
-		members, err := layoutNetwork(plan, 1, dir)
+		members, err := layoutNetwork(plan, 1, dir, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

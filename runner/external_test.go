@@ -22,10 +22,12 @@ import (
 	"github.com/cometbft/cometbft/types"
 
 	"github.com/valnet/valnet/internal/nettest"
+	"github.com/valnet/valnet/internal/phase"
 	"github.com/valnet/valnet/internal/testbin"
 	"github.com/valnet/valnet/nodes"
 	"github.com/valnet/valnet/results"
 	"github.com/valnet/valnet/scenarios"
+	"github.com/valnet/valnet/signers"
 )
 
 // extProc is a remote signer valnet's runner does not run, started as a
@@ -265,6 +267,107 @@ func TestExternalCometBFTSignerServer(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Signers that speak v0.38's privval (tmkms, horcrux) and answer sparsely
+// as horcrux does (only timestamp, signature and extension signature
+// set): valnet's listener reads both layouts and takes an answer as
+// CometBFT does, so every signature reaches the node, each sign event
+// names the phase, height and round asked for, and the run passes on the
+// inprocess backend and, relayed, on the process backend. A signer whose
+// signatures do not verify fails the run (valnet's default expectation),
+// each missed precommit blamed on signature-invalid, never on lateness.
+func TestExternalSignerDialectsAndSparseAnswers(t *testing.T) {
+	bin := testbin.Build(t, "./runner/testdata/extsigner")
+	valnet := valnetBinary(t)
+	for _, tc := range []struct {
+		name, backend string
+		args          []string
+		bad           bool
+	}{
+		{"v0.38 sparse inprocess", "inprocess", []string{"-dialect", "v0.38", "-sparse"}, false},
+		{"v0.38 sparse process", "process", []string{"-dialect", "v0.38", "-sparse"}, false},
+		{"v1 sparse inprocess", "inprocess", []string{"-dialect", "v1", "-sparse"}, false},
+		{"v0.38 invalid signatures", "inprocess", []string{"-dialect", "v0.38", "-sparse", "-corrupt"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			address := "unix://" + filepath.Join(t.TempDir(), "kms.sock")
+			ext := startExt(t, "address ", "identity ", false, append([]string{bin, "-addr", address, "-chain-id", "ext-chain", "-home", t.TempDir()}, tc.args...)...)
+			dir := filepath.Join(t.TempDir(), "run")
+			showLogsOnFailure(t, dir)
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+			defer cancel()
+			y := externalYAML(tc.backend, address, "", "")
+			if tc.bad {
+				// Without kms the other two hold 2/3 of the power but not
+				// more: they need a third validator to go on.
+				y = strings.Replace(y, "count: 2", "count: 3", 1)
+			}
+			out, err := Run(ctx, parse(t, y), Options{OutDir: dir, NodeCommand: []string{valnet, "node"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := out.Summary
+			events, err := results.ReadFile(filepath.Join(dir, EventsFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			signs, failures := 0, map[string]int{}
+			for _, e := range events {
+				if e.Kind != results.KindSign || e.Validator != "kms" || e.Side != "" {
+					continue
+				}
+				signs++
+				if !phase.Valid(e.Phase) || e.Height < 1 {
+					t.Fatalf("sign event without the request's phase and height: %+v", e)
+				}
+				if e.Error != "" {
+					failures[e.Failure]++
+				}
+			}
+			if signs == 0 {
+				t.Fatal("no sign event of kms")
+			}
+			var kms results.ValidatorSummary
+			for _, v := range s.Validators {
+				if v.Name == "kms" {
+					kms = v
+				}
+			}
+			if !tc.bad {
+				if !s.OK || len(failures) > 0 || kms.SignErrors > 0 {
+					t.Fatalf("%s; kms sign errors %d %v: %+v", results.ResultLine(s), kms.SignErrors, failures, s.Failed())
+				}
+				checkSignedByExternal(t, dir, s, ext.address)
+				return
+			}
+			if s.OK {
+				t.Fatalf("a signer whose every signature is withheld passed: %s", results.ResultLine(s))
+			}
+			if failures[signers.FailureSignatureInvalid] != signs || kms.SignFailures.SignatureInvalid != kms.SignErrors || kms.SignErrorsUnexplained != kms.SignErrors {
+				t.Fatalf("failures %v of %d signatures; summary %+v", failures, signs, kms.SignFailures)
+			}
+			if kms.MissedPrecommits == 0 || kms.MissedByCause.SignatureInvalid != kms.MissedPrecommits || kms.MissedByCause.SignerLate != 0 {
+				t.Fatalf("kms missed %d, by cause %+v: want every one signature-invalid", kms.MissedPrecommits, kms.MissedByCause)
+			}
+		})
+	}
+}
+
+// An external signer declared to speak one privval layout that answers
+// in the other is refused before the network starts, with the layout to
+// declare.
+func TestExternalSignerDialectMismatch(t *testing.T) {
+	bin := testbin.Build(t, "./runner/testdata/extsigner")
+	address := "unix://" + filepath.Join(t.TempDir(), "kms.sock")
+	startExt(t, "address ", "identity ", false, bin, "-addr", address, "-chain-id", "ext-chain", "-home", t.TempDir(), "-dialect", "v0.38")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, err := Run(ctx, parse(t, externalYAML("inprocess", address, "", "", "dialect: v1")), Options{OutDir: filepath.Join(t.TempDir(), "run")})
+	want := "validator kms: signer.dialect v1, but your signer answered PubKey in v0.38's (tendermint.privval: the key in field 1) layout: set dialect: v0.38 (or auto)"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err %v, want %q", err, want)
 	}
 }
 

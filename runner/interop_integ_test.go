@@ -20,38 +20,31 @@ import (
 	"testing"
 	"time"
 
+	"github.com/valnet/valnet/internal/testbin"
 	"github.com/valnet/valnet/latency"
 	"github.com/valnet/valnet/signers"
 )
 
-// The stock node this test signs for: the CometBFT release valnet builds
-// against.
-const stockCometBFT = "github.com/cometbft/cometbft/cmd/cometbft@v1.0.1"
-
 // TestIntegStockCometBFTSignsWithValnetSigner runs an unmodified cometbft
-// binary whose only validator signs through `valnet signer serve` (run
-// in-process via signers.StartServe) over priv_validator_laddr. The node
-// cannot commit a block without the signer, so committed heights prove the
+// binary, of the v0.38 line (tendermint.privval) and of v1
+// (cometbft.privval.v1), whose only validator signs through `valnet
+// signer serve` (run in-process via signers.StartServe, dialect auto: both
+// PubKey layouts at once) over priv_validator_laddr. The node cannot
+// commit a block without the signer, so committed heights prove the
 // signatures were accepted. The node is then restarted, and the signer
 // must redial it and keep the chain going.
 func TestIntegStockCometBFTSignsWithValnetSigner(t *testing.T) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("go is not installed: cannot build a stock cometbft")
+	for _, version := range []string{"v0.38.26", "v1.0.1"} {
+		t.Run(version, func(t *testing.T) { stockSignsWithValnetSigner(t, version) })
 	}
+}
+
+func stockSignsWithValnetSigner(t *testing.T, version string) {
 	tmp := t.TempDir()
 	logs := &interopLogs{dir: tmp}
 	t.Cleanup(func() { logs.showIfFailed(t) })
-
 	start := time.Now()
-	install := exec.Command(goBin, "install", stockCometBFT)
-	install.Dir = tmp // outside valnet's module: a plain release build
-	install.Env = append(os.Environ(), "GOBIN="+filepath.Join(tmp, "bin"))
-	if out, err := install.CombinedOutput(); err != nil {
-		t.Fatalf("go install %s: %v\n%s", stockCometBFT, err, out)
-	}
-	cometbft := filepath.Join(tmp, "bin", "cometbft")
-	t.Logf("built stock cometbft in %v", time.Since(start).Round(time.Millisecond))
+	cometbft := testbin.CometBFT(t, version)
 
 	home := filepath.Join(tmp, "home")
 	if out, err := exec.Command(cometbft, "init", "--home", home).CombinedOutput(); err != nil {

@@ -27,28 +27,36 @@ type member struct {
 	address string // upper-case hex, as CometBFT prints it
 	config  *cfg.Config
 	ports   []int
+	// flavor is what runs its node (valnet's own, or a binary of some
+	// CometBFT line).
+	flavor *nodes.Flavor
 }
 
 // binary is the validator's own node binary (node.binary, else
 // run.binary); empty: valnet's node.
 func (m *member) binary(p *scenarios.Plan) string {
-	if m.plan.Binary != "" {
-		return m.plan.Binary
-	}
-	return p.Run.Binary
+	return m.plan.Node.Binary
 }
 
 // layoutNetwork derives every validator's keys, home and config.
-func layoutNetwork(p *scenarios.Plan, seed int64, outDir string) ([]*member, error) {
+func layoutNetwork(p *scenarios.Plan, seed int64, outDir string, fl flavors) ([]*member, error) {
 	members := make([]*member, 0, len(p.Validators))
 	for _, v := range p.Validators {
 		key, err := validatorKey(seed, v.Name, v.Signer.KeyType)
 		if err != nil {
 			return nil, fmt.Errorf("validator %s: %w", v.Name, err)
 		}
-		m := &member{plan: v, key: key, nodeKey: nodeKey(seed, v.Name)}
+		m := &member{plan: v, key: key, nodeKey: nodeKey(seed, v.Name), flavor: fl[v.Name]}
+		if m.flavor == nil {
+			m.flavor = nodes.OwnFlavor()
+		}
 		m.config = nodes.NewConfig(filepath.Join(outDir, NodesDir, v.Name))
 		applyTimeouts(m.config, p.Timeouts)
+		if m.flavor.Own() {
+			if err := nodes.ApplyConfig(m.config, configSettings(v.Node)); err != nil {
+				return nil, fmt.Errorf("validator %s: %w", v.Name, err)
+			}
+		}
 		members = append(members, m)
 	}
 	return members, nil
@@ -77,6 +85,9 @@ func makeGenesis(p *scenarios.Plan, members []*member, pubs []crypto.PubKey) (*t
 	}
 	slices.Sort(keyTypes)
 	gen.ConsensusParams.Validator.PubKeyTypes = keyTypes
+	// CometBFT v1's place for it; a v0.38 home gets it under abci
+	// (nodes.Flavor).
+	gen.ConsensusParams.Feature.VoteExtensionsEnableHeight = p.VoteExtensionsEnableHeight
 	if err := gen.ValidateAndComplete(); err != nil {
 		return nil, fmt.Errorf("genesis: %w", err)
 	}

@@ -113,7 +113,7 @@ expect:
 // does.
 func bareNetwork(ctx context.Context, n, heights int, dir string) error {
 	plan := overheadPlan(n, heights)
-	members, err := layoutNetwork(plan, plan.Run.Seed, dir)
+	members, err := layoutNetwork(plan, plan.Run.Seed, dir, nil)
 	if err != nil {
 		return err
 	}

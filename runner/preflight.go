@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 
 	"github.com/valnet/valnet/scenarios"
@@ -19,9 +21,17 @@ import (
 type Problem struct {
 	Key     string // the scenario key, e.g. validators[slow].signer.passphrase_env
 	Message string
+	// Pos is where the key was written, when the plan kept it (node.config
+	// entries, which only the node binary can check).
+	Pos scenarios.Pos
 }
 
-func (p Problem) String() string { return p.Key + ": " + p.Message }
+func (p Problem) String() string {
+	if p.Pos.File != "" {
+		return p.Pos.String() + ": " + p.Key + ": " + p.Message
+	}
+	return p.Key + ": " + p.Message
+}
 
 // Problems is every problem Preflight found.
 type Problems []Problem
@@ -50,16 +60,23 @@ func Preflight(ctx context.Context, plan *scenarios.Plan) Problems {
 	if check := backendChecks[plan.Run.Backend]; check != nil {
 		add("run.backend", check(ctx, plan))
 	}
-	if plan.Run.Binary != "" {
-		add("node.binary", checkBinary(plan.Run.Binary))
+	binaryOK := map[string]bool{}
+	if b := plan.Node.Binary; b != "" {
+		err := checkBinary(b)
+		add("node.binary", err)
+		binaryOK[b] = err == nil
 	}
 	if plan.App != nil {
 		add("app.command", checkExecutable(plan.App.Command[0], "app command"))
 	}
 	for _, v := range plan.Validators {
 		at := "validators[" + v.Name + "]"
-		if v.Binary != "" {
-			add(at+".node.binary", checkBinary(v.Binary))
+		if b := v.Node.Binary; b != "" {
+			if _, seen := binaryOK[b]; !seen {
+				err := checkBinary(b)
+				add(at+".node.binary", err)
+				binaryOK[b] = err == nil
+			}
 		}
 		s := v.Signer
 		if e := s.External; e != nil {
@@ -87,6 +104,10 @@ func Preflight(ctx context.Context, plan *scenarios.Plan) Problems {
 				add(key, forget(pkcs11.ReadPIN(p.PinEnv, p.PinFile)))
 			}
 		}
+	}
+	if !slices.Contains(slices.Collect(maps.Values(binaryOK)), false) {
+		_, fps := resolveFlavors(ctx, plan)
+		ps = append(ps, fps...)
 	}
 	return ps
 }

@@ -252,7 +252,11 @@ type run struct {
 }
 
 func (r *run) execute(ctx context.Context) error {
-	members, err := layoutNetwork(r.plan, r.seed, r.opts.OutDir)
+	fl, ps := resolveFlavors(ctx, r.plan) // read in preflight; the binaries' answers are kept
+	if len(ps) > 0 {
+		return ps
+	}
+	members, err := layoutNetwork(r.plan, r.seed, r.opts.OutDir, fl)
 	if err != nil {
 		return err
 	}
@@ -368,7 +372,8 @@ func (r *run) openSigners(ctx context.Context) ([]results.ValidatorInfo, []crypt
 		case r.remoteSigning != nil:
 			label += " via unix (node in its own process)"
 		}
-		infos = append(infos, results.ValidatorInfo{Name: m.plan.Name, Power: m.plan.Power, Signer: label, Device: m.plan.Signer.Device})
+		infos = append(infos, results.ValidatorInfo{Name: m.plan.Name, Power: m.plan.Power, Signer: label, Device: m.plan.Signer.Device,
+			Node: m.flavor.Label()})
 		pubs = append(pubs, vs.built.PubKey)
 	}
 	return infos, pubs, nil
@@ -397,7 +402,10 @@ func (r *run) startNodes(ctx context.Context, gen *types.GenesisDoc, names map[s
 func (r *run) startAll(ctx context.Context, gen *types.GenesisDoc, names map[string]string) error {
 	for i, m := range r.members {
 		spec := nodes.Spec{Name: m.plan.Name, Config: m.config, Genesis: gen, NodeKey: m.nodeKey,
-			Names: names, Sink: r.rec, Binary: m.binary(r.plan)}
+			Names: names, Sink: r.rec, Binary: m.binary(r.plan), Flavor: m.flavor}
+		if !m.flavor.Own() {
+			spec.NodeConfig = configSettings(m.plan.Node) // valnet's own node has them in Config
+		}
 		if a := r.plan.App; a != nil {
 			spec.App = &nodes.AppSpec{Command: a.Command, Transport: a.Transport}
 		}
@@ -573,7 +581,7 @@ func (r *run) finish(ctx context.Context, runErr error) (*Outcome, error) {
 func expectations(p *scenarios.Plan) []results.Expectation {
 	out := make([]results.Expectation, 0, len(p.Expect))
 	for _, e := range p.Expect {
-		out = append(out, results.Expectation{Metric: e.Metric, Validator: e.Validator, Phase: e.Phase, Min: e.Min, Max: e.Max})
+		out = append(out, results.Expectation{Metric: e.Metric, Validator: e.Validator, Phase: e.Phase, Min: e.Min, Max: e.Max, Default: e.Default})
 	}
 	return out
 }

@@ -54,7 +54,7 @@ func (r *run) openSigner(ctx context.Context, m *member, sockDir string) (*valid
 				e.QueueMS = &q
 			}
 			if s.Err != nil {
-				e.Error = s.Err.Error()
+				e.Error, e.Failure = s.Err.Error(), signers.FailureOf(s.Err)
 			}
 			r.rec.EmitAsync(e)
 		})
@@ -140,6 +140,11 @@ func (r *run) openSigner(ctx context.Context, m *member, sockDir string) (*valid
 	built, err := signers.Build(spec)
 	if err != nil {
 		vs.close()
+		return nil, fmt.Errorf("validator %s: %w", name, err)
+	}
+	if err := checkPeerDialect(vs.external, sp.Dialect); err != nil {
+		vs.close()
+		_ = built.Close()
 		return nil, fmt.Errorf("validator %s: %w", name, err)
 	}
 	vs.built, vs.node = built, requested(built.Signer)
@@ -247,8 +252,12 @@ func (r *run) serveToNode(vs *validatorSigner, m *member, sockDir string, signer
 	if addr, err = r.signerLinkRoute(m, addr, ""); err != nil {
 		return err
 	}
+	dialect := signers.Dialect(m.flavor.Line.Dialect) // the node's own layout
+	if d := m.plan.Signer.Dialect; d != "" && m.plan.Signer.External == nil {
+		dialect = signers.Dialect(d) // checked against the node's before the run
+	}
 	vs.server, err = signers.ServeRemote(signers.ServerConfig{Network: network, Address: addr, ChainID: r.plan.ChainID,
-		IdentityKey: signerIdentity(r.seed, name), Signer: signer, RedialForever: true,
+		IdentityKey: signerIdentity(r.seed, name), Signer: signer, RedialForever: true, Dialect: dialect,
 		Logger: cmtlog.NewTMLogger(cmtlog.NewSyncWriter(logFile)).With("side", "signer")})
 	return err
 }
@@ -350,4 +359,20 @@ func (r *run) pkcs11Config(name string, p *scenarios.PKCS11Plan) (*pkcs11.Config
 		return nil, err
 	}
 	return &pkcs11.Config{Module: p.Module, Token: p.Token, Slot: p.Slot, HasSlot: p.HasSlot, KeyLabel: p.Key, PIN: pin}, nil
+}
+
+// checkPeerDialect: an external signer declared to speak one privval
+// layout (signer.dialect) that answered its PubKey in the other is
+// refused: valnet would read it, but the signer is not what the scenario
+// says, and the node it is meant for may not read it.
+func checkPeerDialect(c *signers.RemoteClient, declared string) error {
+	if c == nil || declared == "" {
+		return nil
+	}
+	saw := c.PeerDialect()
+	if saw == "" || saw == signers.DialectAuto || string(saw) == declared {
+		return nil
+	}
+	names := map[signers.Dialect]string{signers.DialectV038: "v0.38's (tendermint.privval: the key in field 1)", signers.DialectV1: "v1's (cometbft.privval.v1: pub_key_bytes and pub_key_type)"}
+	return fmt.Errorf("signer.dialect %s, but your signer answered PubKey in %s layout: set dialect: %s (or auto)", declared, names[saw], saw)
 }

@@ -140,6 +140,13 @@ type scalarShorthand interface {
 	decodeScalar(d *decoder, n *yaml.Node, key string)
 }
 
+// customDecoder is implemented by raw types whose keys are not valnet's
+// (node.config holds CometBFT's config.toml keys): they walk their node
+// themselves.
+type customDecoder interface {
+	decodeYAML(d *decoder, n *yaml.Node, key string)
+}
+
 var durationType = reflect.TypeFor[time.Duration]()
 
 // decode fills v (addressable) from n. key is n's path, for messages.
@@ -171,6 +178,10 @@ func (d *decoder) decode(n *yaml.Node, key string, v reflect.Value) {
 		if d.bad[key] {
 			v.SetZero() // a bad value counts as not given; the error says why
 		}
+		return
+	}
+	if c, ok := v.Addr().Interface().(customDecoder); ok {
+		c.decodeYAML(d, n, key)
 		return
 	}
 	if s, ok := v.Addr().Interface().(scalarShorthand); ok && n.Kind == yaml.ScalarNode && !isNull(n) {
@@ -516,3 +527,7 @@ func editDistance(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+// DidYouMean is didYouMean for checks outside the decoder (node.config
+// keys, which only the node binary knows).
+func DidYouMean(got string, allowed []string) string { return didYouMean(got, allowed) }

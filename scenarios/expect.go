@@ -42,7 +42,28 @@ func (d *decoder) resolveExpect(raws []rawExpect, vals validatorSet) []Expectati
 		}
 		out = append(out, e)
 	}
-	return out
+	return withDefaultExpect(out)
+}
+
+// Sign error metrics, and the expectation every scenario gets unless it
+// names one of them: a signature the signer chain withheld (an error
+// answer, an invalid signature, a double-sign refusal, no answer) that no
+// fault of the scenario injected fails the run. A signer whose every
+// signature is thrown away must not pass because the chain went on
+// without it.
+const (
+	MetricSignErrors            = "sign_errors"
+	MetricSignErrorsUnexplained = "sign_errors_unexplained"
+)
+
+func withDefaultExpect(es []Expectation) []Expectation {
+	for _, e := range es {
+		if e.Metric == MetricSignErrors || e.Metric == MetricSignErrorsUnexplained {
+			return es
+		}
+	}
+	zero := 0.0
+	return append(es, Expectation{Metric: MetricSignErrorsUnexplained, Max: &zero, Default: true})
 }
 
 // checkExpectMetric reports what checkMetricUse finds wrong with an

@@ -177,13 +177,14 @@ func checkLedgerPlans(t *testing.T, p *Plan) {
 }
 
 func checkProcessPlan(t *testing.T, p *Plan) {
-	if p.Run.Backend != "process" || p.Run.HaltAfter != 10*time.Second || p.Run.Binary != filepath.Join("testdata", "bin", "cometbft") {
+	if p.Run.Backend != "process" || p.Run.HaltAfter != 10*time.Second || p.Node.Binary != filepath.Join("testdata", "bin", "cometbft") {
 		t.Errorf("run %+v", p.Run)
 	}
-	want := map[string]string{"v-1": "", "v-2": "", "own": "/opt/cometbft-v1/bin/cometbft", "remote": "other/cometbft"}
+	top := filepath.Join("testdata", "bin", "cometbft") // the top-level node's, for those without their own
+	want := map[string]string{"v-1": top, "v-2": top, "own": "/opt/cometbft-v1/bin/cometbft", "remote": "other/cometbft"}
 	for _, v := range p.Validators {
-		if v.Binary != want[v.Name] {
-			t.Errorf("%s: binary %q, want %q", v.Name, v.Binary, want[v.Name])
+		if v.Node.Binary != want[v.Name] {
+			t.Errorf("%s: binary %q, want %q", v.Name, v.Node.Binary, want[v.Name])
 		}
 	}
 }

@@ -210,6 +210,10 @@ var goodChecks = map[string]func(t *testing.T, p *Plan){
 		}
 		want.Text = p.Text
 		want.validatorGroups = map[string]string{}
+		// valnet's own expectation, which every scenario that names no sign
+		// error metric gets.
+		zero := 0.0
+		want.Expect = []Expectation{{Metric: MetricSignErrorsUnexplained, Max: &zero, Default: true}}
 		if !reflect.DeepEqual(p, want) {
 			t.Errorf("defaults:\n got %+v\nwant %+v", p, want)
 		}
@@ -254,6 +258,33 @@ var goodChecks = map[string]func(t *testing.T, p *Plan){
 			}
 		}
 	},
+	"node-config": func(t *testing.T, p *Plan) {
+		if p.VoteExtensionsEnableHeight != 2 || p.Node.Version != "v0.38" || p.Node.Binary != filepath.Join("testdata", "bin", "cometbft") {
+			t.Errorf("chain/node: %d %+v", p.VoteExtensionsEnableHeight, p.Node)
+		}
+		keys := func(np NodePlan) map[string]any {
+			m := map[string]any{}
+			for _, s := range np.Config {
+				m[s.Key] = s.Value
+			}
+			return m
+		}
+		top := map[string]any{"p2p.send_rate": int64(10240000), "mempool.size": int64(10000), "mempool.recheck": false,
+			"p2p.seeds": "", "statesync.rpc_servers": []any{"a", "b"}}
+		if got := keys(p.Node); !reflect.DeepEqual(got, top) {
+			t.Errorf("top-level config %v, want %v", got, top)
+		}
+		v := keys(p.Validators[0].Node)
+		if v["p2p.send_rate"] != int64(20480000) || v["consensus.peer_gossip_sleep_duration"] != "50ms" || v["mempool.size"] != int64(10000) {
+			t.Errorf("v's config %v: its own over the top level's", v)
+		}
+		if p.Validators[0].Signer.Dialect != "v0.38" || p.Validators[1].Signer.Dialect != "" {
+			t.Errorf("dialects %q %q", p.Validators[0].Signer.Dialect, p.Validators[1].Signer.Dialect)
+		}
+		if !reflect.DeepEqual(keys(p.Validators[1].Node), top) {
+			t.Errorf("w's config: the top level's, got %v", keys(p.Validators[1].Node))
+		}
+	},
 	"full": func(t *testing.T, p *Plan) {
 		if p.ChainID != "custom-chain" || p.Description != "line one\nline two" {
 			t.Errorf("chain ID %q, description %q", p.ChainID, p.Description)
@@ -264,7 +295,7 @@ var goodChecks = map[string]func(t *testing.T, p *Plan){
 		if p.Run != (RunPlan{Backend: "inprocess", Heights: 5, MaxDuration: 90 * time.Second, Seed: -7}) {
 			t.Errorf("run %+v", p.Run)
 		}
-		if len(p.Expect) != 3 {
+		if len(p.Expect) != 4 || !p.Expect[3].Default || p.Expect[3].Metric != MetricSignErrorsUnexplained {
 			t.Fatalf("expect: %+v", p.Expect)
 		}
 		e := p.Expect[2]

@@ -21,9 +21,15 @@ type Plan struct {
 	Text        []byte // the scenario text as parsed, kept beside a run's results
 	ChainID     string
 	Timeouts    Timeouts
-	Run         RunPlan
-	Validators  []ValidatorPlan // expanded, in declaration order
-	Expect      []Expectation
+	// VoteExtensionsEnableHeight is chain.vote_extensions_enable_height:
+	// 0 off, else the first height whose precommits carry extensions.
+	VoteExtensionsEnableHeight int64
+	Run                        RunPlan
+	// Node is the top-level node: (what the sim models; each validator's
+	// own, merged, is ValidatorPlan.Node).
+	Node       NodePlan
+	Validators []ValidatorPlan // expanded, in declaration order
+	Expect     []Expectation
 	// Profiles defined by the scenario's top-level `profiles:` key, by
 	// name. Built-in profiles are not copied here; SignerPlan.Profile names
 	// either.
@@ -152,11 +158,7 @@ type RunPlan struct {
 	// summary.json; 0 = the default (haltAfter in runner/run.go: round 0
 	// and round 1 of timeouts plus commit, and at least 5 × the median
 	// block interval).
-	HaltAfter time.Duration
-	// Binary: run this CometBFT-compatible binary for every validator
-	// (process backend) instead of `valnet node`; ValidatorPlan.Binary
-	// overrides per validator.
-	Binary      string
+	HaltAfter   time.Duration
 	Heights     int64         // stop once this height is committed
 	MaxDuration time.Duration // hard stop
 	Seed        int64         // keys and random models
@@ -174,7 +176,9 @@ type ValidatorPlan struct {
 	Name   string
 	Power  int64
 	Signer SignerPlan
-	Binary string // process backend: the node binary ("" = run.binary or valnet node)
+	// Node is what runs its node: the top-level node: with the
+	// validator's own over it.
+	Node NodePlan
 }
 
 // SignerPlan is the signing backend of one validator.
@@ -196,6 +200,9 @@ type SignerPlan struct {
 	// Device names the shared device this signer signs on ("" = none). A
 	// simulated signer's Profile is then the device's.
 	Device string
+	// Dialect is the privval layout (cmtversion's Dialect names: "v0.38",
+	// "v1"), "" for auto: the node's own.
+	Dialect string
 }
 
 // PKCS11Plan is a key in a PKCS#11 token (an HSM, or SoftHSM2).
@@ -392,6 +399,8 @@ type Expectation struct {
 	Min       *float64
 	Max       *float64
 	Pos       Pos // where it was written, for messages
+	// Default: added by valnet, not written (DefaultSignErrors).
+	Default bool
 }
 
 // Pos is a position in a scenario file.

@@ -76,13 +76,14 @@ func (d *decoder) resolve(raw *rawScenario) *Plan {
 	p.Run = d.resolveRun(raw.Run)
 	d.maxDuration = p.Run.MaxDuration
 	d.checkTimeoutsWithinRun(p.Timeouts)
-	p.Run.Binary = d.resolveNodeBinary("node", raw.Node, p.Run)
+	p.Node = d.resolveNode("node", raw.Node, p.Run, nil)
+	p.VoteExtensionsEnableHeight = d.resolveVoteExtensions(chain.VoteExtensionsEnableHeight)
 	p.App = d.resolveApp(raw.App, p.Run)
 	profiles := d.resolveProfiles(raw.Profiles)
 	p.Profiles = profiles.plans
 	devices := d.resolveDevices(raw.Devices, profiles)
 	p.Devices = devices.plans
-	vals := d.resolveValidators(raw.Validators, profiles, devices, p.Run)
+	vals := d.resolveValidators(raw.Validators, profiles, devices, p.Run, &p.Node)
 	d.checkDevicesUsed(devices)
 	p.Validators = vals.plans
 	p.validatorGroups = vals.groups

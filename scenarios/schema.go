@@ -34,6 +34,9 @@ type rawScenario struct {
 type rawChain struct {
 	ChainID  *string      `yaml:"chain_id"` // default "valnet-<name>" (cut to 50 chars); non-empty, <= 50 chars
 	Timeouts *rawTimeouts `yaml:"timeouts"` // default: CometBFT's defaults
+	// VoteExtensionsEnableHeight is genesis' vote_extensions_enable_height
+	// (consensus_params.feature in v1, .abci in v0.38-v0.40).
+	VoteExtensionsEnableHeight *int64 `yaml:"vote_extensions_enable_height"` // default 0: off; >= 0; from this height every non-nil precommit carries an extension and its signature (a second signature per precommit); needs v0.38 or later
 }
 
 // rawTimeouts are CometBFT's [consensus] timeouts. Defaults are CometBFT's
@@ -69,7 +72,9 @@ type rawSim struct {
 // rawNode says what runs a validator's node. Top level: every validator;
 // under a validator: that one, over the top level. Process backend only.
 type rawNode struct {
-	Binary *string `yaml:"binary"` // default: valnet node; a CometBFT-compatible binary, relative to the scenario file's directory
+	Binary  *string        `yaml:"binary"`  // default: valnet node; a CometBFT-compatible binary, relative to the scenario file's directory (process and docker backends)
+	Version *string        `yaml:"version"` // default: what the binary's `version` says, v1.0 for valnet node; v0.37, v0.38, v0.39, v0.40 or v1.0 (the sim models that line's defaults)
+	Config  *rawNodeConfig `yaml:"config"`  // default: none; raw config.toml settings, "section.key: value" (or nested), checked against that version's keys
 }
 
 // rawApp is the chain's own ABCI application (app.go): valnet starts one
@@ -150,6 +155,7 @@ type rawSigner struct {
 	CPUScale *float64       `yaml:"cpu_scale"` // default 1; > 0; multiplies the cost of software signing
 	Device   *string        `yaml:"device"`    // default: none; a name from the top-level devices: sign on that shared device (simulated, pkcs11, ledger only)
 	Link     *rawSignerLink `yaml:"link"`      // default: none (the signer next to its node); via tcp only: the node<->signer connection through the link fabric, the same setting both ways
+	Dialect  *string        `yaml:"dialect"`   // default "auto": the node's own; auto|v0.38|v1 (v0.37, v0.39, v0.40 speak v0.38's): the privval layout valnet answers the node in; type external: the layout your signer speaks, checked when it connects (valnet's listener reads both)
 
 	// keyfile only
 	Path           *string `yaml:"path"`            // default "" (the validator's home); relative to the scenario file's directory

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/valnet/valnet/internal/cmtversion"
 )
 
 // The config file of `valnet signer serve` is read by the scenario's own
@@ -30,6 +32,7 @@ type rawServe struct {
 	StateFile      *string         `yaml:"state_file"`      // relative to the file's directory
 	IdentityKey    *string         `yaml:"identity_key"`    // relative to the file's directory
 	NodeID         *string         `yaml:"node_id"`         // the node's SecretConnection identity (tcp), hex address; default any node
+	Dialect        *string         `yaml:"dialect"`         // default auto (both layouts at once, which every version reads); auto|v0.38|v1 (v0.37, v0.39, v0.40 speak v0.38's)
 	Type           *string         `yaml:"type"`            // default local; local|keyfile|simulated
 	Profile        *string         `yaml:"profile"`         // simulated: a built-in profile
 	Latency        *rawLatency     `yaml:"latency"`         // a latency as in a scenario, or latency.Parse's text form
@@ -72,6 +75,7 @@ type ServePlan struct {
 	Node, ChainID                          string
 	KeyFile, StateFile, IdentityKey        string
 	NodeID                                 string
+	Dialect                                string // "" (auto), "v0.38" or "v1"
 	Type, Profile                          string
 	Latency                                *LatencyPlan // nil: none
 	CPUScale                               float64      // default 1
@@ -164,6 +168,13 @@ func (d *decoder) resolveServe(raw *rawServe) *ServePlan {
 	p.Node, p.ChainID, p.NodeID = str(raw.Node), str(raw.ChainID), str(raw.NodeID)
 	p.KeyFile, p.StateFile, p.IdentityKey = path(raw.KeyFile), path(raw.StateFile), path(raw.IdentityKey)
 	p.PassphraseEnv, p.PassphraseFile = str(raw.PassphraseEnv), path(raw.PassphraseFile)
+	if raw.Dialect != nil && *raw.Dialect != "auto" {
+		if l, err := cmtversion.Lookup(*raw.Dialect); err != nil {
+			d.fail(d.valuePos("dialect"), "dialect", fmt.Sprintf("unknown privval dialect %q: auto, or the CometBFT line whose layout to speak", *raw.Dialect), "auto", "v0.38", "v1")
+		} else {
+			p.Dialect = l.Dialect
+		}
+	}
 	if b, err := hex.DecodeString(p.NodeID); raw.NodeID != nil && (err != nil || len(b) != 20) {
 		d.fail(d.valuePos("node_id"), "node_id", fmt.Sprintf("%q is not a SecretConnection identity: write the node's address, 40 hex digits", p.NodeID))
 	}

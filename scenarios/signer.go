@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/valnet/valnet/internal/cmtversion"
 )
 
 // Closed sets of signer values, in documentation order. Signer types are
@@ -82,6 +84,14 @@ func (d *decoder) resolveSigner(key string, rs *rawSigner, profiles profileSet, 
 	}
 	if rs.Link != nil {
 		sp.Link = d.resolveSignerLink(key+".link", rs, sp)
+	}
+	if rs.Dialect != nil && *rs.Dialect != "auto" {
+		k := key + ".dialect"
+		if l, err := cmtversion.Lookup(*rs.Dialect); err != nil {
+			d.fail(d.valuePos(k), k, fmt.Sprintf("unknown privval dialect %q: auto, or the CometBFT line whose layout to speak", *rs.Dialect), "auto", "v0.38", "v1")
+		} else {
+			sp.Dialect = l.Dialect
+		}
 	}
 	if !typeOK {
 		return sp // the type's own keys cannot be judged against a type we do not know

@@ -125,7 +125,7 @@ func TestStarterExamplesParse(t *testing.T) {
 		t.Errorf("uncommented starter has %d faults, want one per action (%d)", len(p.Faults), len(faultActions))
 	}
 	n := p.Network
-	if p.Run.Binary == "" || p.Run.HaltAfter == 0 || n.Default.Latency == nil || n.Default.Jitter == 0 || n.Default.Bandwidth == 0 || len(n.Links) == 0 || len(n.Zones) == 0 {
+	if p.Node.Binary == "" || p.Run.HaltAfter == 0 || n.Default.Latency == nil || n.Default.Jitter == 0 || n.Default.Bandwidth == 0 || len(n.Links) == 0 || len(n.Zones) == 0 {
 		t.Errorf("uncommented starter lacks a node binary, halt_after or network keys: run %+v network %+v", p.Run, n)
 	}
 }

@@ -52,7 +52,7 @@ func (vs validatorSet) ref(name string) (v ValidatorPlan, msg string, allowed []
 	return ValidatorPlan{}, msg, names
 }
 
-func (d *decoder) resolveValidators(raws []rawValidator, profiles profileSet, devices deviceSet, run RunPlan) validatorSet {
+func (d *decoder) resolveValidators(raws []rawValidator, profiles profileSet, devices deviceSet, run RunPlan, top *NodePlan) validatorSet {
 	const key = "validators"
 	vs := validatorSet{index: make(map[string]int), groups: make(map[string]string)}
 	if !d.written(key) {
@@ -97,7 +97,7 @@ func (d *decoder) resolveValidators(raws []rawValidator, profiles profileSet, de
 		d.checkKeyfileShared(k, i, counts[i], signer, keyfiles)
 		d.checkLedgerShared(k, i, counts[i], signer, ledgers)
 		d.checkExternalShared(k, i, counts[i], signer, run.Backend, externals)
-		binary := d.resolveNodeBinary(k+".node", rv.Node, run)
+		node := d.resolveNode(k+".node", rv.Node, run, top)
 		if !nameOK {
 			continue
 		}
@@ -122,7 +122,7 @@ func (d *decoder) resolveValidators(raws []rawValidator, profiles profileSet, de
 		for _, n := range names {
 			owner[n] = i
 			vs.index[n] = len(vs.plans)
-			vs.plans = append(vs.plans, ValidatorPlan{Name: n, Power: power, Signer: signer.clone(), Binary: binary})
+			vs.plans = append(vs.plans, ValidatorPlan{Name: n, Power: power, Signer: signer.clone(), Node: node})
 		}
 	}
 	if n := len(vs.plans); n > maxValidatorsFor(run.Backend) {

@@ -122,9 +122,14 @@ func (g *Guarded) sign(kind string, height int64, f func() error) (err error) {
 			g.pv.LastSignState = saved
 		}
 	}()
-	g.key.kind, g.key.height, g.key.signed = kind, height, false
+	g.key.kind, g.key.height, g.key.signed, g.key.asked = kind, height, false, false
 	if err = f(); err == nil && g.key.signed {
 		crashAt(CrashAfterSave, height) // the fault knob (guardcrash.go)
+	}
+	if err != nil && !g.key.asked {
+		// FilePV refused before the backend was asked: a regression or
+		// conflicting data at the high-water mark.
+		err = &WithheldError{Kind: FailureSignerConflict, Err: fmt.Errorf("double-sign guard: %w", err)}
 	}
 	return err
 }
@@ -185,6 +190,7 @@ type delegatingKey struct {
 	kind   string // phase of the message being signed, set under Guarded.mu
 	height int64  // its height, for the crash knob
 	signed bool   // the backend made a new signature for it
+	asked  bool   // the backend was asked for one
 }
 
 var _ crypto.PrivKey = (*delegatingKey)(nil)
@@ -196,6 +202,7 @@ func (k *delegatingKey) Type() string          { return k.ks.PubKey().Type() }
 
 // Sign asks the backend; FilePV persists the signature after it returns.
 func (k *delegatingKey) Sign(msg []byte) ([]byte, error) {
+	k.asked = true
 	sig, err := k.ks.Sign(k.kind, msg)
 	if err == nil {
 		k.signed = true

@@ -60,17 +60,22 @@ func Instrument(inner Signer, obs Observer) *Instrumented {
 
 func (s *Instrumented) GetPubKey() (crypto.PubKey, error) { return s.inner.GetPubKey() }
 
+// SignVote reports the request's phase, height, round and block, taken
+// before the call: what a signer answers may leave them zero (a sparse
+// answer), and the record is of what the node asked for.
 func (s *Instrumented) SignVote(chainID string, vote *cmtproto.Vote, signExtension bool) error {
+	ph, h, r, id := VotePhase(vote), vote.Height, vote.Round, blockIDHex(vote.BlockID)
 	start := s.now()
 	err := s.inner.SignVote(chainID, vote, signExtension)
-	s.report(VotePhase(vote), vote.Height, vote.Round, blockIDHex(vote.BlockID), start, err)
+	s.report(ph, h, r, id, start, err)
 	return err
 }
 
 func (s *Instrumented) SignProposal(chainID string, proposal *cmtproto.Proposal) error {
+	h, r, id := proposal.Height, proposal.Round, blockIDHex(proposal.BlockID)
 	start := s.now()
 	err := s.inner.SignProposal(chainID, proposal)
-	s.report(phase.Proposal, proposal.Height, proposal.Round, blockIDHex(proposal.BlockID), start, err)
+	s.report(phase.Proposal, h, r, id, start, err)
 	return err
 }
 

@@ -157,6 +157,11 @@ func (c *RemoteClient) Dialled() string {
 	return "nothing dialled in"
 }
 
+// PeerDialect is the privval layout the signer answered its last PubKey
+// request in: DialectV038, DialectV1, DialectAuto (both), or "" before
+// any answer.
+func (c *RemoteClient) PeerDialect() Dialect { return c.gate.peerDialect() }
+
 // Refused is the last signer refused for its identity (an *IdentityError),
 // nil if none.
 func (c *RemoteClient) Refused() error {
@@ -168,12 +173,32 @@ func (c *RemoteClient) Refused() error {
 
 func (c *RemoteClient) GetPubKey() (crypto.PubKey, error) { return c.client.GetPubKey() }
 
+// SignVote asks the signer and takes from its answer what CometBFT's
+// consensus takes (types.SignAndCheckVote: the signature, the timestamp
+// and the extension signature), onto the vote the node asked for. A
+// signer may answer sparsely, with only those set (horcrux does: type,
+// height, round and block ID zero); CometBFT's client copies the whole
+// answer over the request, and consensus reads only those three fields,
+// so a stock node accepts it. The request's own fields stay, so every
+// layer above sees what was asked and can verify the signature over it.
 func (c *RemoteClient) SignVote(chainID string, vote *cmtproto.Vote, ext bool) error {
-	return c.client.SignVote(chainID, vote, ext)
+	answer := *vote
+	if err := c.client.SignVote(chainID, &answer, ext); err != nil {
+		return err
+	}
+	*vote = takeVoteAnswer(*vote, &answer)
+	return nil
 }
 
+// SignProposal is SignVote's rule for a proposal: the answer's signature
+// and timestamp onto the proposal asked for.
 func (c *RemoteClient) SignProposal(chainID string, p *cmtproto.Proposal) error {
-	return c.client.SignProposal(chainID, p)
+	answer := *p
+	if err := c.client.SignProposal(chainID, &answer); err != nil {
+		return err
+	}
+	*p = takeProposalAnswer(*p, &answer)
+	return nil
 }
 
 func (c *RemoteClient) SignBytes(b []byte) ([]byte, error) { return c.client.SignBytes(b) }
@@ -241,6 +266,17 @@ type gateListener struct {
 	mu    sync.Mutex
 	cut   bool
 	conns map[net.Conn]bool
+	last  *dialectConn // the latest connection handed out
+}
+
+// peerDialect is the privval layout of the latest signer's PubKey answer.
+func (g *gateListener) peerDialect() Dialect {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.last == nil {
+		return ""
+	}
+	return g.last.PeerDialect()
 }
 
 func (g *gateListener) Accept() (net.Conn, error) {
@@ -259,8 +295,12 @@ func (g *gateListener) Accept() (net.Conn, error) {
 			g.conns = map[net.Conn]bool{}
 		}
 		g.conns[c] = true
+		// Either dialect's answers reach CometBFT's v1 client in v1's
+		// layout (dialect.go).
+		dc := newDialectConn(&gatedConn{Conn: c, g: g}, DialectV1)
+		g.last = dc
 		g.mu.Unlock()
-		return &lossConn{Conn: &gatedConn{Conn: c, g: g}}, nil
+		return &lossConn{Conn: dc}, nil
 	}
 }
 
@@ -302,6 +342,10 @@ type ServerConfig struct {
 	// start, so it cannot be pinned).
 	ExpectedNode crypto.PubKey
 	Signer       Signer // the guarded backend chain that really signs
+	// Dialect is the privval layout the node reads (dialect.go): v1 for a
+	// CometBFT v1 node, v0.38 for v0.34 to v0.40; "" or auto answers in
+	// both at once.
+	Dialect Dialect
 	// RedialForever is kept for callers; the server always dials until the
 	// node is up and again after it restarts (tmkms behaviour), until Stop.
 	RedialForever bool
@@ -355,7 +399,10 @@ func (s *RemoteServer) Start() error {
 	// Our redialer waits for the node itself (and again after the node
 	// goes away), so CometBFT's endpoint gets one "retry" that lasts as
 	// long as needed and a connection it drops on any error.
-	s.redialer = newRedialer(dial)
+	if cfg.Dialect == "" {
+		cfg.Dialect = DialectAuto
+	}
+	s.redialer = newRedialer(dialectDial(dial, cfg.Dialect))
 	s.dialer = privval.NewSignerDialerEndpoint(cfg.Logger.With("module", "privval"), s.redialer.Dial,
 		privval.SignerDialerEndpointConnRetries(1))
 	s.server = privval.NewSignerServer(s.dialer, cfg.ChainID, cfg.Signer)
@@ -411,4 +458,21 @@ func handleRequest(pv Signer, req privvalproto.Message, chainID string) (privval
 		}
 	}
 	return privval.DefaultValidationRequestHandler(pv, req, chainID)
+}
+
+// takeVoteAnswer is what CometBFT's consensus takes from a signer's answer
+// to a vote (types.SignAndCheckVote: signature, timestamp, extension
+// signature), put onto the vote the node asked for. The one rule for a
+// signer valnet does not trust to echo the request: the connection
+// (RemoteClient) and the node-side watch (Watched) both apply it.
+func takeVoteAnswer(req cmtproto.Vote, answer *cmtproto.Vote) cmtproto.Vote {
+	req.Signature, req.Timestamp, req.ExtensionSignature = answer.Signature, answer.Timestamp, answer.ExtensionSignature
+	return req
+}
+
+// takeProposalAnswer is takeVoteAnswer for a proposal: its signature and
+// timestamp.
+func takeProposalAnswer(req cmtproto.Proposal, answer *cmtproto.Proposal) cmtproto.Proposal {
+	req.Signature, req.Timestamp = answer.Signature, answer.Timestamp
+	return req
 }

@@ -50,7 +50,11 @@ type ServeConfig struct {
 	// an address in hex): a node with another key is refused before it can
 	// ask anything. "" accepts any node: a stock CometBFT v1.0 node makes a
 	// new listener key at every start and cannot be pinned.
-	NodeID        string
+	NodeID string
+	// Dialect is the privval layout the node reads (dialect.go): v1 for
+	// CometBFT v1, v0.38 for v0.34 to v0.40; "" or auto answers PubKey in
+	// both layouts at once, which every version reads.
+	Dialect       Dialect
 	Profile       string        // simulated: a built-in profile name
 	Latency       *latency.Spec // injected delay before every signature; nil: none
 	LatencyPhases []string      // phases Latency applies to; empty: all
@@ -97,6 +101,11 @@ func (cfg *ServeConfig) Validate() error {
 		}
 		if _, err := ParseIdentity(cfg.NodeID); err != nil {
 			return fmt.Errorf("node_id: %w", err)
+		}
+	}
+	if cfg.Dialect != "" {
+		if _, err := ParseDialect(string(cfg.Dialect)); err != nil {
+			return err
 		}
 	}
 	if cfg.ChainID == "" {
@@ -222,6 +231,7 @@ func StartServe(cfg ServeConfig) (*Serve, error) {
 	if cfg.Type == "" {
 		cfg.Type = TypeLocal
 	}
+	cfg.Dialect, _ = ParseDialect(string(cfg.Dialect))
 	s := &Serve{cfg: cfg, log: cfg.Log, stopCh: make(chan struct{}), badChains: map[string]bool{}}
 	s.network, s.address, _ = ParseNodeAddr(cfg.Node)
 	s.stateFile = cfg.StateFile
@@ -273,7 +283,11 @@ func StartServe(cfg ServeConfig) (*Serve, error) {
 		_ = s.built.Close()
 		return nil, fmt.Errorf("remote signer: %w", err)
 	}
-	s.logf("dialing %s; redialing until the node is up, and again whenever it goes away", FormatAddr(s.network, s.address))
+	layout := string(cfg.Dialect)
+	if cfg.Dialect == DialectAuto {
+		layout = "auto: PubKey answered in v0.38's and v1's layouts at once"
+	}
+	s.logf("dialing %s (privval %s); redialing until the node is up, and again whenever it goes away", FormatAddr(s.network, s.address), layout)
 	return s, nil
 }
 

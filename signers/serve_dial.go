@@ -45,6 +45,7 @@ func (s *Serve) dial() (net.Conn, error) {
 	} else {
 		dial = privval.DialUnixFn(s.address)
 	}
+	dial = dialectDial(dial, s.cfg.Dialect)
 	for {
 		if s.stopping() {
 			return nil, errStopped

@@ -23,9 +23,9 @@ import (
 // returned, in FilePV's format, persisted and locked like Guarded's, and:
 //   - refuses a request below the mark without asking the signer (FilePV
 //     refuses a regression);
-//   - checks every answer: the message signed must be the one asked
-//     (timestamp aside) and its signature must verify against the
-//     signer's public key, or it is withheld;
+//   - checks every answer: its signature, put onto the message the node
+//     asked for as CometBFT does (RemoteClient), must verify against the
+//     signer's public key, or it is withheld (signature-invalid);
 //   - at the mark's height/round/step, passes on only a signature over the
 //     same sign bytes, timestamp aside (FilePV's rule): a signer that signs
 //     conflicting data there is a double-signer, and the node never sees
@@ -73,22 +73,23 @@ func (w *Watched) SignVote(chainID string, vote *cmtproto.Vote, signExtension bo
 	if vote.Type == types.PrecommitType {
 		step = stepPrecommit
 	}
-	req := *vote // the signer's answer replaces the vote's fields
+	req := *vote
 	return w.sign(VotePhase(vote), vote.Height, vote.Round, step,
-		func() error { return w.next.SignVote(chainID, vote, signExtension) },
+		func() error {
+			err := w.next.SignVote(chainID, vote, signExtension)
+			*vote = takeVoteAnswer(req, vote) // whatever the answer says of the rest
+			return err
+		},
 		func() ([]byte, []byte, error) {
-			sb := types.VoteSignBytes(chainID, vote)
-			asked := req
-			asked.Timestamp = vote.Timestamp
-			if !bytes.Equal(types.VoteSignBytes(chainID, &asked), sb) {
-				return nil, nil, errAnotherMessage
-			}
+			// The answer's signature, timestamp and extension signature
+			// are on the vote asked for: these are the bytes the node
+			// will send.
 			if signExtension && vote.Type == types.PrecommitType && len(vote.BlockID.Hash) > 0 {
 				if !w.pub.VerifySignature(types.VoteExtensionSignBytes(chainID, vote), vote.ExtensionSignature) {
-					return nil, nil, errors.New("its vote extension signature does not verify")
+					return nil, nil, errors.New("its vote extension signature does not verify over the extension the node asked for")
 				}
 			}
-			return sb, vote.Signature, nil
+			return types.VoteSignBytes(chainID, vote), vote.Signature, nil
 		},
 		func(stored []byte) ([]byte, error) {
 			var cv cmtproto.CanonicalVote
@@ -104,15 +105,13 @@ func (w *Watched) SignVote(chainID string, vote *cmtproto.Vote, signExtension bo
 func (w *Watched) SignProposal(chainID string, proposal *cmtproto.Proposal) error {
 	req := *proposal
 	return w.sign(phase.Proposal, proposal.Height, proposal.Round, stepPropose,
-		func() error { return w.next.SignProposal(chainID, proposal) },
+		func() error {
+			err := w.next.SignProposal(chainID, proposal)
+			*proposal = takeProposalAnswer(req, proposal)
+			return err
+		},
 		func() ([]byte, []byte, error) {
-			sb := types.ProposalSignBytes(chainID, proposal)
-			asked := req
-			asked.Timestamp = proposal.Timestamp
-			if !bytes.Equal(types.ProposalSignBytes(chainID, &asked), sb) {
-				return nil, nil, errAnotherMessage
-			}
-			return sb, proposal.Signature, nil
+			return types.ProposalSignBytes(chainID, proposal), proposal.Signature, nil
 		},
 		func(stored []byte) ([]byte, error) {
 			var cp cmtproto.CanonicalProposal
@@ -125,13 +124,10 @@ func (w *Watched) SignProposal(chainID string, proposal *cmtproto.Proposal) erro
 		})
 }
 
-// errAnotherMessage: the signer's answer is not the message the node
-// asked it to sign (timestamp aside).
-var errAnotherMessage = errors.New("it signed another message than the node asked for (conflicting data)")
-
 // sign runs one request: check the mark, ask, verify, compare, persist.
-// signed gives the sign bytes and signature of the answer; withStoredTime
-// the sign bytes with the stored message's timestamp.
+// signed gives the sign bytes and signature of the answer (on the message
+// asked for); withStoredTime the sign bytes with the stored message's
+// timestamp.
 func (w *Watched) sign(what string, h int64, r int32, step int8, ask func() error,
 	signed func() ([]byte, []byte, error), withStoredTime func([]byte) ([]byte, error)) (err error) {
 	w.mu.Lock()
@@ -139,17 +135,19 @@ func (w *Watched) sign(what string, h int64, r int32, step int8, ask func() erro
 	lss := &w.pv.LastSignState
 	same, err := lss.CheckHRS(h, r, step)
 	if err != nil {
-		return fmt.Errorf("node-side double-sign watch: %s at height %d round %d not sent to the signer: %w", what, h, r, err)
+		return &WithheldError{Kind: FailureSignerConflict,
+			Err: fmt.Errorf("node-side double-sign watch: %s at height %d round %d not sent to the signer: %w", what, h, r, err)}
 	}
 	if err := ask(); err != nil {
 		return err
 	}
 	sb, sig, err := signed()
 	if err == nil && !w.pub.VerifySignature(sb, sig) {
-		err = errors.New("its signature does not verify against its public key")
+		err = errors.New("its signature does not verify over the message the node asked for, against the validator's key")
 	}
 	if err != nil {
-		return fmt.Errorf("node-side double-sign watch: the signer's %s at height %d round %d withheld: %w", what, h, r, err)
+		return &WithheldError{Kind: FailureSignatureInvalid,
+			Err: fmt.Errorf("node-side double-sign watch: the signer's %s at height %d round %d withheld: %w", what, h, r, err)}
 	}
 	if same {
 		if bytes.Equal(sb, lss.SignBytes) {
@@ -157,7 +155,8 @@ func (w *Watched) sign(what string, h int64, r int32, step int8, ask func() erro
 		}
 		alt, err := withStoredTime(lss.SignBytes)
 		if err != nil || !bytes.Equal(alt, lss.SignBytes) {
-			return fmt.Errorf("node-side double-sign watch: the signer signed conflicting data for %s at height %d round %d; signature withheld from the node", what, h, r)
+			return &WithheldError{Kind: FailureSignerConflict,
+				Err: fmt.Errorf("node-side double-sign watch: the signer signed conflicting data for %s at height %d round %d; signature withheld from the node", what, h, r)}
 		}
 		return nil // a timestamp-only change, as FilePV allows
 	}

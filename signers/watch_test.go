@@ -18,6 +18,7 @@ type fakeKMS struct {
 	asked    int
 	conflict bool // sign the vote with its block hash changed
 	garbage  bool // return a signature that does not verify
+	sparse   bool // answer as horcrux does: only timestamp and signatures set
 }
 
 func (f *fakeKMS) GetPubKey() (crypto.PubKey, error) { return f.key.Key.PubKey(), nil }
@@ -34,6 +35,9 @@ func (f *fakeKMS) SignVote(chainID string, v *cmtproto.Vote, _ bool) error {
 		sig[0] ^= 0xFF
 	}
 	v.Signature = sig
+	if f.sparse {
+		*v = cmtproto.Vote{Timestamp: v.Timestamp, Signature: v.Signature, ExtensionSignature: v.ExtensionSignature}
+	}
 	return err
 }
 
@@ -67,12 +71,15 @@ func TestWatchedKeepsFilePVRulesOnAnExternalSigner(t *testing.T) {
 		vote  *cmtproto.Vote
 		knobs func()
 		want  string
-		asks  bool // the signer is asked at all
+		kind  string // FailureOf the error
+		asks  bool   // the signer is asked at all
 	}{
-		{"regression", vote(types.PrevoteType, 4, 0, 0xAA), func() {}, "height regression", false},
-		{"same HRS, other block", vote(types.PrecommitType, 5, 0, 0xBB), func() {}, "conflicting data", true},
-		{"signer signs another block", vote(types.PrecommitType, 6, 0, 0xAA), func() { kms.conflict = true }, "conflicting", true},
-		{"bad signature", vote(types.PrecommitType, 7, 0, 0xAA), func() { kms.conflict, kms.garbage = false, true }, "does not verify", true},
+		{"regression", vote(types.PrevoteType, 4, 0, 0xAA), func() {}, "height regression", FailureSignerConflict, false},
+		{"same HRS, other block", vote(types.PrecommitType, 5, 0, 0xBB), func() {}, "conflicting data", FailureSignerConflict, true},
+		// Its signature is over another block: it does not verify over
+		// the vote asked for, whatever the answer says its vote was.
+		{"signer signs another block", vote(types.PrecommitType, 6, 0, 0xAA), func() { kms.conflict = true }, "does not verify", FailureSignatureInvalid, true},
+		{"bad signature", vote(types.PrecommitType, 7, 0, 0xAA), func() { kms.conflict, kms.garbage = false, true }, "does not verify", FailureSignatureInvalid, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.knobs()
@@ -80,6 +87,9 @@ func TestWatchedKeepsFilePVRulesOnAnExternalSigner(t *testing.T) {
 			err := w.SignVote(chainID, tc.vote, false)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err %v, want %q", err, tc.want)
+			}
+			if k := FailureOf(err); k != tc.kind {
+				t.Fatalf("failure %s, want %s", k, tc.kind)
 			}
 			if asked := kms.asked > before; asked != tc.asks {
 				t.Fatalf("signer asked: %v, want %v", asked, tc.asks)
@@ -95,6 +105,20 @@ func TestWatchedKeepsFilePVRulesOnAnExternalSigner(t *testing.T) {
 	if err := w.SignVote(chainID, again, false); err != nil {
 		t.Fatalf("same vote again: %v", err)
 	}
+	// A sparse answer (horcrux: type, height, round and block zero) is
+	// taken as CometBFT takes it: its signature onto the vote asked for,
+	// which keeps its own fields and verifies.
+	kms.sparse = true
+	sparse := vote(types.PrecommitType, 8, 0, 0xAA)
+	asked := *sparse
+	if err := w.SignVote(chainID, sparse, false); err != nil {
+		t.Fatalf("sparse answer: %v", err)
+	}
+	if sparse.Height != asked.Height || sparse.Type != asked.Type || string(sparse.BlockID.Hash) != string(asked.BlockID.Hash) {
+		t.Fatalf("sparse answer: the vote lost its fields: %+v", sparse)
+	}
+	verifyVote(t, w, sparse)
+	kms.sparse = false
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +128,7 @@ func TestWatchedKeepsFilePVRulesOnAnExternalSigner(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w2.Close()
-	if err := w2.SignVote(chainID, vote(types.PrevoteType, 5, 0, 0xAA), false); err == nil || !strings.Contains(err.Error(), "step regression") {
+	if err := w2.SignVote(chainID, vote(types.PrevoteType, 8, 0, 0xAA), false); err == nil || !strings.Contains(err.Error(), "step regression") {
 		t.Fatalf("after reopen: %v", err)
 	}
 	if _, err := Watch(kms, pub, state); err == nil || !strings.Contains(err.Error(), "locked") {

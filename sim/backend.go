@@ -20,6 +20,7 @@ import (
 	"github.com/cometbft/cometbft/crypto"
 
 	"github.com/valnet/valnet/internal/action"
+	"github.com/valnet/valnet/internal/cmtversion"
 	"github.com/valnet/valnet/nodes"
 	"github.com/valnet/valnet/results"
 	"github.com/valnet/valnet/scenarios"
@@ -45,7 +46,7 @@ func (Backend) Start(context.Context, nodes.Spec) (nodes.Node, error) {
 // Check says, before anything starts, whether the sim can run plan: its
 // calibration must load and every signer must be one the model can time.
 func Check(plan *scenarios.Plan) error {
-	p, err := LoadParams(plan.Run.Sim.Calibration)
+	p, _, err := paramsFor(plan)
 	if err != nil {
 		return err
 	}
@@ -85,7 +86,7 @@ var Notes = []string{
 // order. It returns the stop reason; an error means the model could not
 // run.
 func (Backend) Simulate(ctx context.Context, plan *scenarios.Plan, seed int64, keys []crypto.PubKey, start results.Event, sink nodes.Sink) (string, error) {
-	p, err := LoadParams(plan.Run.Sim.Calibration)
+	p, line, err := paramsFor(plan)
 	if err != nil {
 		return "", err
 	}
@@ -102,7 +103,12 @@ func (Backend) Simulate(ctx context.Context, plan *scenarios.Plan, seed int64, k
 			start.Validators[i].Signer = w.signers[i].label
 		}
 	}
-	start.Model = &results.ModelInfo{Name: ModelName, Calibration: p.Name, VoteEvents: w.voteEvents, Notes: w.notes()}
+	notes := w.notes()
+	if line.Name != cmtversion.Default().Name {
+		notes = append(notes, fmt.Sprintf("CometBFT %s's defaults (node.version): flush_throttle_timeout %v; the processing costs are the calibration's, fitted on v1.0 nodes",
+			line.Name, line.FlushThrottle))
+	}
+	start.Model = &results.ModelInfo{Name: ModelName, Calibration: p.Name, VoteEvents: w.voteEvents, Notes: notes}
 	sink.Emit(start)
 	reason, err := w.run(ctx)
 	w.recordDevices()

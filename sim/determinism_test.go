@@ -166,6 +166,9 @@ func TestGoldenEvents(t *testing.T) {
 		s := &encodeSink{keep: &buf}
 		simulate(t, plan, plan.Run.Seed, s)
 		s.flush()
+		if dir := os.Getenv("VALNET_GOLDEN_DUMP"); dir != "" {
+			_ = os.WriteFile(filepath.Join(dir, g.name+".jsonl"), buf.Bytes(), 0o644)
+		}
 		sum := sha256.Sum256(buf.Bytes())
 		fmt.Fprintf(&got, "%s %d %s\n", g.name, s.events, hex.EncodeToString(sum[:]))
 	}

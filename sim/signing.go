@@ -195,9 +195,11 @@ func (s *signer) guard(h int64, r int32, ph string, block int32) error {
 	if m.set {
 		switch {
 		case h < m.h || h == m.h && (r < m.r || r == m.r && st < m.step):
-			return fmt.Errorf("double-sign guard: height/round/step regression (%d/%d/%d after %d/%d/%d)", h, r, st, m.h, m.r, m.step)
+			return &signers.WithheldError{Kind: signers.FailureSignerConflict,
+				Err: fmt.Errorf("double-sign guard: height/round/step regression (%d/%d/%d after %d/%d/%d)", h, r, st, m.h, m.r, m.step)}
 		case h == m.h && r == m.r && st == m.step && block != m.block:
-			return fmt.Errorf("double-sign guard: conflicting data at %d/%d/%d", h, r, st)
+			return &signers.WithheldError{Kind: signers.FailureSignerConflict,
+				Err: fmt.Errorf("double-sign guard: conflicting data at %d/%d/%d", h, r, st)}
 		}
 	}
 	m.h, m.r, m.step, m.block, m.set = h, r, st, block, true
@@ -257,15 +259,28 @@ func (w *world) sign(n *node, ph string, h int64, r int32, block int32) bool {
 				t = q.busyUntil
 			}
 		}
-		service := time.Duration(float64(w.p.SignLocal+s.decrypt) * s.cpuScale)
+		// With vote extensions a non-nil precommit is two signatures, its
+		// vote's and its extension's (FilePV signs both, one after the
+		// other, on the same backend).
+		payloads := []int{w.signBytesLen(ph, h, r, block)}
+		if ph == phase.Precommit && block != noBlock && w.extHeight > 0 && h >= w.extHeight {
+			payloads = append(payloads, w.extSignBytesLen(h, r))
+		}
+		service := time.Duration(float64(w.p.SignLocal+s.decrypt) * s.cpuScale * float64(len(payloads)))
 		switch {
 		case s.device != nil:
-			dev := s.device.Draw(w.signBytesLen(ph, h, r, block))
+			var dev time.Duration
+			for _, n := range payloads {
+				dev += s.device.Draw(n)
+			}
 			injected += dev
 			service = max(service, dev)
 		case s.ledger != nil:
 			lm := s.ledger
-			dev := ledger.ModelledSignTime(w.signBytesLen(ph, h, r, block), lm.chunk, lm.timing)
+			var dev time.Duration
+			for _, n := range payloads {
+				dev += ledger.ModelledSignTime(n, lm.chunk, lm.timing)
+			}
 			if !lm.signed {
 				dev += lm.confirm
 				lm.signed = true
@@ -296,7 +311,7 @@ func (w *world) sign(n *node, ph string, h int64, r int32, block int32) bool {
 		e.QueueMS = &q
 	}
 	if err != nil {
-		e.Error = err.Error()
+		e.Error, e.Failure = err.Error(), signers.FailureOf(err)
 	} else {
 		e.BlockID = w.hashOf(h, block)
 	}
@@ -332,6 +347,13 @@ func (w *world) signBytesLen(ph string, h int64, r int32, block int32) int {
 	}
 	w.signLens[key] = n
 	return n
+}
+
+// extSignBytesLen is the length of a vote extension's sign bytes
+// (types.VoteExtensionSignBytes: CanonicalVoteExtension) with the empty
+// extension valnet's kvstore gives.
+func (w *world) extSignBytesLen(h int64, r int32) int {
+	return len(types.VoteExtensionSignBytes(w.chainID, &cmtproto.Vote{Type: cmtproto.PrecommitType, Height: h, Round: r}))
 }
 
 type signLenKey struct {

@@ -56,8 +56,12 @@ type world struct {
 	plan     *scenarios.Plan
 	timeouts timeouts
 	chainID  string
-	epoch    time.Time
-	seed     int64
+	// extHeight is chain.vote_extensions_enable_height (0: off): from it
+	// on a non-nil precommit is signed twice, the vote and its extension
+	// (privval FilePV.signVote signs both; types.SignAndCheckVote).
+	extHeight int64
+	epoch     time.Time
+	seed      int64
 
 	n       int
 	names   []string
@@ -110,7 +114,7 @@ type world struct {
 // public keys, in plan order.
 func newWorld(plan *scenarios.Plan, p Params, seed int64, keys []crypto.PubKey, sharedCores int, sink func(results.Event)) (*world, error) {
 	t := plan.Timeouts
-	w := &world{p: p, plan: plan, chainID: plan.ChainID, epoch: Epoch, seed: seed, n: len(plan.Validators), sink: sink,
+	w := &world{p: p, plan: plan, chainID: plan.ChainID, extHeight: plan.VoteExtensionsEnableHeight, epoch: Epoch, seed: seed, n: len(plan.Validators), sink: sink,
 		timeouts: timeouts{t.Propose.Nanoseconds(), t.ProposeDelta.Nanoseconds(), t.Prevote.Nanoseconds(), t.PrevoteDelta.Nanoseconds(),
 			t.Precommit.Nanoseconds(), t.PrecommitDelta.Nanoseconds(), t.Commit.Nanoseconds()},
 		blocks: map[int64][]*blockInfo{}, vsets: map[int64]*types.ValidatorSet{}, proposers: map[[2]int64]int32{},

@@ -220,9 +220,9 @@ func PreflightPlans(ctx context.Context, plans []*scenarios.Plan) error {
 // preflight alike.
 func preflightShape(p *scenarios.Plan) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s|%s", p.Run.Backend, p.Run.Binary)
+	fmt.Fprintf(&b, "%s|%+v|%d", p.Run.Backend, p.Node, p.VoteExtensionsEnableHeight)
 	for _, v := range p.Validators {
-		fmt.Fprintf(&b, "|%s|%s|%s", v.Name, v.Binary, v.Signer.Type)
+		fmt.Fprintf(&b, "|%s|%+v|%s|%s", v.Name, v.Node, v.Signer.Type, v.Signer.Dialect)
 		if k := v.Signer.Keyfile; k != nil {
 			fmt.Fprintf(&b, "|%+v", *k)
 		}
@@ -420,6 +420,9 @@ func (s *Sweep) chooseMetrics() ([]metricref.Ref, error) {
 	}
 	for _, p := range s.Points {
 		for _, e := range p.Plan.Expect {
+			if e.Default {
+				continue // valnet's own, not what the scenario is about
+			}
 			if e.Validator != "" || !isPerValidator(e.Metric) {
 				propose(metricref.Ref{Metric: e.Metric, Validator: e.Validator, Phase: e.Phase})
 				continue

@@ -34,7 +34,7 @@ func newSignerCmd() *cobra.Command {
 // serveOptions are the options of signer serve, from --config and flags.
 type serveOptions struct {
 	node, chainID, keyFile, stateFile, identityKey string
-	nodeID                                         string
+	nodeID, dialect                                string
 	typ, profile                                   string
 	latency                                        *latency.Spec
 	latencyPhases                                  []string
@@ -99,6 +99,7 @@ Exit codes: 0 stopped by a signal, 2 bad input or the signer could not start.`,
 	f.StringVar(&flags.stateFile, "state-file", "", "the double-sign guard's state (default <key-file dir>/"+signers.DefaultServeStateName+")")
 	f.StringVar(&flags.identityKey, "identity-key", "", "the signer's SecretConnection key, node_key.json style, created if missing (default <state dir>/"+signers.DefaultServeIdentityName+")")
 	f.StringVar(&flags.nodeID, "node-id", "", "tcp: sign only for the node with this SecretConnection identity (its address in hex); default any node")
+	f.StringVar(&flags.dialect, "dialect", "", "privval layout the node reads: v0.38 (CometBFT v0.37-v0.40), v1, or auto (default: both layouts at once, which every version reads)")
 	f.StringVar(&flags.typ, "type", "", "signer backend: local, keyfile or simulated (default local)")
 	f.StringVar(&flags.profile, "profile", "", "device profile of type simulated, e.g. yubihsm2 or ledger-nano-s-plus")
 	f.StringVar(&latencyText, "latency", "", "injected delay before every signature: "+latency.Syntax)
@@ -134,7 +135,7 @@ func serve(cmd *cobra.Command, cfg signers.ServeConfig, opts serveOptions) error
 // serveOptionsOf takes the options of a config file.
 func serveOptionsOf(p *scenarios.ServePlan) serveOptions {
 	o := serveOptions{node: p.Node, chainID: p.ChainID, keyFile: p.KeyFile, stateFile: p.StateFile,
-		identityKey: p.IdentityKey, nodeID: p.NodeID, typ: p.Type, profile: p.Profile, cpuScale: p.CPUScale,
+		identityKey: p.IdentityKey, nodeID: p.NodeID, dialect: p.Dialect, typ: p.Type, profile: p.Profile, cpuScale: p.CPUScale,
 		passphraseEnv: p.PassphraseEnv, passphraseFile: p.PassphraseFile, decrypt: p.Decrypt,
 		seed: p.Seed, faults: p.Faults}
 	if p.Latency != nil {
@@ -150,7 +151,7 @@ func (fl *serveOptions) overlay(cmd *cobra.Command, opts *serveOptions, latencyT
 	for name, pair := range map[string][2]*string{
 		"node": {&opts.node, &fl.node}, "chain-id": {&opts.chainID, &fl.chainID},
 		"key-file": {&opts.keyFile, &fl.keyFile}, "state-file": {&opts.stateFile, &fl.stateFile},
-		"identity-key": {&opts.identityKey, &fl.identityKey}, "node-id": {&opts.nodeID, &fl.nodeID}, "type": {&opts.typ, &fl.typ},
+		"identity-key": {&opts.identityKey, &fl.identityKey}, "node-id": {&opts.nodeID, &fl.nodeID}, "dialect": {&opts.dialect, &fl.dialect}, "type": {&opts.typ, &fl.typ},
 		"profile": {&opts.profile, &fl.profile}, "passphrase-env": {&opts.passphraseEnv, &fl.passphraseEnv},
 		"passphrase-file": {&opts.passphraseFile, &fl.passphraseFile}, "decrypt": {&opts.decrypt, &fl.decrypt},
 	} {
@@ -218,7 +219,7 @@ func (o *serveOptions) serveConfig() (signers.ServeConfig, error) {
 		return signers.ServeConfig{}, errors.New(strings.Join(missing, "\n"))
 	}
 	cfg := signers.ServeConfig{Node: o.node, ChainID: o.chainID, Type: o.typ, KeyFile: o.keyFile,
-		StateFile: o.stateFile, IdentityKey: o.identityKey, NodeID: o.nodeID, Profile: o.profile, Latency: o.latency,
+		StateFile: o.stateFile, IdentityKey: o.identityKey, NodeID: o.nodeID, Dialect: signers.Dialect(o.dialect), Profile: o.profile, Latency: o.latency,
 		LatencyPhases: o.latencyPhases, CPUScale: o.cpuScale, Decrypt: o.decrypt, Seed: o.seed}
 	if cfg.Type == "" && o.profile != "" {
 		return cfg, fmt.Errorf("--profile %s needs --type simulated", o.profile)

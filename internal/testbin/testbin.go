@@ -119,3 +119,58 @@ func Cleanup() {
 		os.RemoveAll(dir)
 	}
 }
+
+// CacheEnv names a directory where stock CometBFT builds are kept between
+// test runs (CI sets it; default: the user's cache directory).
+const CacheEnv = "VALNET_COMETBFT_CACHE"
+
+var cometMu sync.Mutex
+
+// CometBFT returns a stock cometbft of release version (e.g. "v0.38.26"),
+// built from the Go module proxy with `go install` outside valnet's module
+// (a plain release build, its own go.mod), once per machine: it is kept in
+// $VALNET_COMETBFT_CACHE (default <user cache dir>/valnet/cometbft) and
+// reused while it is there.
+func CometBFT(t testing.TB, version string) string {
+	t.Helper()
+	bin, err := BuildCometBFT(version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// BuildCometBFT is CometBFT for a caller without a testing.TB (.ci's
+// prebuild, benchmarks' setup).
+func BuildCometBFT(version string) (string, error) {
+	cometMu.Lock()
+	defer cometMu.Unlock()
+	dir := os.Getenv(CacheEnv)
+	if dir == "" {
+		c, err := os.UserCacheDir()
+		if err != nil {
+			return "", fmt.Errorf("no cache directory for cometbft builds (set %s): %w", CacheEnv, err)
+		}
+		dir = filepath.Join(c, "valnet", "cometbft")
+	}
+	gobin := filepath.Join(dir, version)
+	bin := filepath.Join(gobin, "cometbft")
+	if st, err := os.Stat(bin); err == nil && st.Mode().IsRegular() {
+		return bin, nil
+	}
+	if err := os.MkdirAll(gobin, 0o755); err != nil {
+		return "", err
+	}
+	work, err := os.MkdirTemp("", "valnet-cometbft-build-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(work)
+	cmd := exec.Command("go", "install", "github.com/cometbft/cometbft/cmd/cometbft@"+version)
+	cmd.Dir = work // outside valnet's module
+	cmd.Env = append(os.Environ(), "GOBIN="+gobin, "GOFLAGS=-mod=mod")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go install github.com/cometbft/cometbft/cmd/cometbft@%s: %w\n%s", version, err, out)
+	}
+	return bin, nil
+}
