@@ -199,7 +199,7 @@ type rawSigner struct {
 	Threshold *int64         `yaml:"threshold"` // default a majority (cosigners/2 + 1); more than half of cosigners, at most all
 	Links     *rawSignerLink `yaml:"links"`     // default: none (cosigners side by side); every link between two cosigners, both ways; not with regions
 	Regions   []string       `yaml:"regions"`   // default: none; one region per cosigner (the network.zones names): the links between cosigners get the region matrix's latency
-	Timeout   *time.Duration `yaml:"timeout"`   // default 1500ms (horcrux's grpcTimeout); > 0; how long the leader waits for each cosigner's answer
+	Timeout   *time.Duration `yaml:"timeout"`   // default 500ms (horcrux's grpcTimeout since v3.2.0; 1500ms before); > 0; how long the leader waits for each cosigner's answer
 }
 
 // rawLatency is an injected signing delay. It is written either as a bare

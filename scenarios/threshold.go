@@ -12,7 +12,7 @@ import (
 const (
 	DefaultCosigners        = 3
 	maxCosigners            = 9
-	DefaultThresholdTimeout = 1500 * time.Millisecond
+	DefaultThresholdTimeout = 500 * time.Millisecond // horcrux v3.2.0+ (1500ms before)
 )
 
 // thresholdRefused are the signer keys that mean nothing for a threshold

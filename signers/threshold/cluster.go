@@ -20,8 +20,9 @@ import (
 const Model = "horcrux-v3 protocol MODEL"
 
 // DefaultTimeout is the wait for one cosigner's answer: horcrux's
-// grpcTimeout default (1500ms, cmd/horcrux/cmd/config.go).
-const DefaultTimeout = 1500 * time.Millisecond
+// grpcTimeout default, 500ms since v3.2.0 (cmd/horcrux/cmd/config.go,
+// commit 5794a02; 1500ms before).
+const DefaultTimeout = 500 * time.Millisecond
 
 // Config is one threshold signer: Cosigners endpoints, Threshold of which
 // sign each signature.
