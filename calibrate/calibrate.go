@@ -14,6 +14,7 @@ import (
 
 	"github.com/valnet/valnet/internal/stats"
 	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 	"github.com/valnet/valnet/runner"
 	"github.com/valnet/valnet/scenarios"
 	"github.com/valnet/valnet/sim"
@@ -89,7 +90,7 @@ func runOne(ctx context.Context, yaml, dir string) (*results.Summary, Delays, er
 	if err != nil {
 		return nil, Delays{}, err
 	}
-	events, err := results.ReadFile(filepath.Join(dir, runner.EventsFile))
+	events, err := eventlog.ReadFile(filepath.Join(dir, runner.EventsFile))
 	if err != nil {
 		return nil, Delays{}, err
 	}
@@ -110,7 +111,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("real run of %d validators: %w", n, err)
 		}
-		if s.StopReason != results.StopHeights {
+		if s.StopReason != eventlog.StopHeights {
 			return nil, fmt.Errorf("real run of %d validators stopped early (%s)", n, s.StopReason)
 		}
 		p := Point{Validators: n, Real: statsOf(s, d), RealDir: dir}

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/valnet/valnet/internal/phase"
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 )
 
 // Delays are a run's per-phase delays in ms, from its events: the
@@ -47,7 +47,7 @@ type nodeStep struct {
 }
 
 // Measure takes the delays of a run's events (stream order).
-func Measure(events []results.Event) Delays {
+func Measure(events []eventlog.Event) Delays {
 	var d Delays
 	at := map[nodeStep]time.Time{}
 	first := func(k nodeStep, t time.Time) {
@@ -59,25 +59,25 @@ func Measure(events []results.Event) Delays {
 		h int64
 		r int32
 	}
-	proposalSigned := map[hr]results.Event{}
+	proposalSigned := map[hr]eventlog.Event{}
 	local := map[string]bool{}
 	for _, e := range events {
 		switch e.Kind {
-		case results.KindRunStart:
+		case eventlog.KindRunStart:
 			for _, v := range e.Validators {
 				local[v.Name] = v.Signer == "local"
 			}
-		case results.KindStep:
+		case eventlog.KindStep:
 			first(nodeStep{e.Node, e.Height, e.Round, e.Step}, e.Time)
-		case results.KindNewRound:
+		case eventlog.KindNewRound:
 			first(nodeStep{e.Node, e.Height, e.Round, "new_round"}, e.Time)
-		case results.KindProposal:
+		case eventlog.KindProposal:
 			first(nodeStep{e.Node, e.Height, e.Round, "proposal"}, e.Time)
-		case results.KindSignRequest:
+		case eventlog.KindSignRequest:
 			if e.Phase == phase.Proposal {
 				first(nodeStep{e.Node, e.Height, e.Round, "proposal_request"}, e.Time)
 			}
-		case results.KindSign:
+		case eventlog.KindSign:
 			if e.Side != "" || e.Error != "" {
 				continue
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/valnet/valnet/internal/atomicfile"
 	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 	"github.com/valnet/valnet/runner"
 	"github.com/valnet/valnet/scenarios"
 	"github.com/valnet/valnet/sweep"
@@ -45,7 +46,7 @@ func (f *fakeRunner) Run(ctx context.Context, plan *scenarios.Plan, seed int64, 
 		return sweep.Result{}, err
 	}
 	if n == f.failAt {
-		return sweep.Result{Seed: seed, Dir: dir, StopReason: results.StopError}, errors.New("the fake backend could not start")
+		return sweep.Result{Seed: seed, Dir: dir, StopReason: eventlog.StopError}, errors.New("the fake backend could not start")
 	}
 	c, ok := f.canned[name+"/"+side]
 	if !ok {
@@ -55,7 +56,7 @@ func (f *fakeRunner) Run(ctx context.Context, plan *scenarios.Plan, seed int64, 
 	s.Scenario, s.Backend, s.Seed = plan.Name, plan.Run.Backend, seed
 	if n == f.interruptAt {
 		f.cancel()
-		s.StopReason = results.StopInterrupted
+		s.StopReason = eventlog.StopInterrupted
 	}
 	if err := atomicfile.WriteWith(filepath.Join(dir, runner.SummaryFile), 0o644, func(w io.Writer) error { return results.WriteSummaryJSON(w, s) }); err != nil {
 		return sweep.Result{}, err
@@ -75,7 +76,7 @@ type sum struct {
 }
 
 func (x sum) summary() *results.Summary {
-	s := &results.Summary{StopReason: results.StopHeights, OK: true,
+	s := &results.Summary{StopReason: eventlog.StopHeights, OK: true,
 		Heights: results.HeightStats{First: 1, Last: int64(x.committed), Committed: x.committed},
 		Rounds:  results.RoundStats{HeightsWithRoundChange: x.roundChanges, UnknownCommitRound: x.unknownRound},
 		Halts:   x.halts}

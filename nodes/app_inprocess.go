@@ -11,7 +11,7 @@ import (
 	abci "github.com/cometbft/cometbft/abci/types"
 	"github.com/cometbft/cometbft/proxy"
 
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 )
 
 // An in-process node's ABCI clients connect to its app process
@@ -40,7 +40,7 @@ func (n *inProcessNode) appClients(g *appGuard) proxy.ClientCreator {
 		}
 		g.once.Do(func() {
 			if n.spec.Sink != nil {
-				n.spec.Sink.Emit(results.Event{Time: time.Now(), Kind: results.KindNodeError, Node: n.name,
+				n.spec.Sink.Emit(eventlog.Event{Time: time.Now(), Kind: eventlog.KindNodeError, Node: n.name,
 					Error: "ABCI connection to the app terminated (" + err.Error() + "); CometBFT exits the node here, so valnet stopped it (see " + AppLogFile + ")"})
 			}
 			go n.endLost(g)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/valnet/valnet/internal/accept"
 	"github.com/valnet/valnet/internal/unixsock"
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 )
 
 // EventListener receives what `valnet node --events ADDR` streams: it
@@ -71,16 +71,16 @@ func readEvents(conn net.Conn, node string, sink Sink) {
 	sc := bufio.NewScanner(conn)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	for sc.Scan() {
-		var e results.Event
+		var e eventlog.Event
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			sink.Emit(results.Event{Time: time.Now(), Kind: results.KindNodeError, Node: node,
+			sink.Emit(eventlog.Event{Time: time.Now(), Kind: eventlog.KindNodeError, Node: node,
 				Error: "event socket: bad line: " + err.Error()})
 			continue
 		}
 		sink.Emit(e)
 	}
 	if err := sc.Err(); err != nil && !errors.Is(err, net.ErrClosed) {
-		sink.Emit(results.Event{Time: time.Now(), Kind: results.KindNodeError, Node: node,
+		sink.Emit(eventlog.Event{Time: time.Now(), Kind: eventlog.KindNodeError, Node: node,
 			Error: "event socket: " + err.Error()})
 	}
 }

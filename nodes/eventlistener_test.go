@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/valnet/valnet/internal/nettest"
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 )
 
 // What a node writes on its event socket reaches the Sink, over every
@@ -38,7 +38,7 @@ func TestEventListener(t *testing.T) {
 			}
 			var mu sync.Mutex
 			var got []string
-			l, err := ListenEvents(network, addr, "v0", SinkFunc(func(e results.Event) {
+			l, err := ListenEvents(network, addr, "v0", SinkFunc(func(e eventlog.Event) {
 				mu.Lock()
 				defer mu.Unlock()
 				got = append(got, string(e.Kind)+":"+e.Node)
@@ -58,14 +58,14 @@ func TestEventListener(t *testing.T) {
 				}
 				return c
 			}
-			send := func(c net.Conn, e results.Event) {
+			send := func(c net.Conn, e eventlog.Event) {
 				if err := json.NewEncoder(c).Encode(e); err != nil {
 					t.Fatal(err)
 				}
 			}
 			c := dial()
-			send(c, results.Event{Kind: results.KindBlock, Node: "v0", Height: 1})
-			send(c, results.Event{Kind: results.KindVote, Node: "v0"})
+			send(c, eventlog.Event{Kind: eventlog.KindBlock, Node: "v0", Height: 1})
+			send(c, eventlog.Event{Kind: eventlog.KindVote, Node: "v0"})
 			c.Close()
 			// The node restarted: a new connection, one bad line.
 			c = dial()
@@ -77,7 +77,7 @@ func TestEventListener(t *testing.T) {
 			// it sent until then.
 			closed := make(chan struct{})
 			go func() { l.Close(); close(closed) }()
-			send(c, results.Event{Kind: results.KindBlock, Node: "v0", Height: 2})
+			send(c, eventlog.Event{Kind: eventlog.KindBlock, Node: "v0", Height: 2})
 			select {
 			case <-closed:
 				t.Fatal("Close returned while the node was connected")

@@ -23,7 +23,7 @@ import (
 	"github.com/cometbft/cometbft/proxy"
 	"github.com/cometbft/cometbft/types"
 
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 )
 
 // InProcess runs every validator as a real CometBFT node inside this
@@ -252,7 +252,7 @@ func subscribeBus(ctx context.Context, bus *types.EventBus, tr *translator, sink
 				}
 			case <-sub.Canceled():
 				if err := sub.Err(); err != nil && ctx.Err() == nil && bus.IsRunning() {
-					sink.Emit(results.Event{Time: time.Now(), Kind: results.KindNodeError, Node: tr.node,
+					sink.Emit(eventlog.Event{Time: time.Now(), Kind: eventlog.KindNodeError, Node: tr.node,
 						Error: "event subscription cancelled: " + err.Error()})
 				}
 				return
@@ -294,7 +294,7 @@ func (t *translator) name(addr []byte) string {
 	return key
 }
 
-func (t *translator) translate(data any) (results.Event, bool) {
+func (t *translator) translate(data any) (eventlog.Event, bool) {
 	now := time.Now()
 	switch d := data.(type) {
 	case types.EventDataVote:
@@ -303,32 +303,32 @@ func (t *translator) translate(data any) (results.Event, bool) {
 		if v.Type == types.PrecommitType {
 			ph = phase.Precommit
 		}
-		return results.Event{Time: now, Kind: results.KindVote, Node: t.node,
+		return eventlog.Event{Time: now, Kind: eventlog.KindVote, Node: t.node,
 			Validator: t.name(v.ValidatorAddress), Height: v.Height, Round: v.Round,
 			Phase: ph, BlockID: hashHex(v.BlockID.Hash)}, true
 	case types.EventDataNewRound:
-		return results.Event{Time: now, Kind: results.KindNewRound, Node: t.node,
+		return eventlog.Event{Time: now, Kind: eventlog.KindNewRound, Node: t.node,
 			Height: d.Height, Round: d.Round, Proposer: t.name(d.Proposer.Address)}, true
 	case types.EventDataRoundState:
-		return results.Event{Time: now, Kind: results.KindStep, Node: t.node,
+		return eventlog.Event{Time: now, Kind: eventlog.KindStep, Node: t.node,
 			Height: d.Height, Round: d.Round, Step: stepName(d.Step)}, true
 	case types.EventDataCompleteProposal:
-		return results.Event{Time: now, Kind: results.KindProposal, Node: t.node,
+		return eventlog.Event{Time: now, Kind: eventlog.KindProposal, Node: t.node,
 			Height: d.Height, Round: d.Round, BlockID: hashHex(d.BlockID.Hash)}, true
 	case types.EventDataNewBlock:
 		return t.block(now, d), true
 	}
-	return results.Event{}, false
+	return eventlog.Event{}, false
 }
 
-func (t *translator) block(now time.Time, d types.EventDataNewBlock) results.Event {
+func (t *translator) block(now time.Time, d types.EventDataNewBlock) eventlog.Event {
 	b := d.Block
 	bt := b.Time.UTC()
-	e := results.Event{Time: now, Kind: results.KindBlock, Node: t.node,
+	e := eventlog.Event{Time: now, Kind: eventlog.KindBlock, Node: t.node,
 		Height: b.Height, BlockID: hashHex(d.BlockID.Hash),
 		Proposer: t.name(b.ProposerAddress), BlockTime: &bt, Txs: len(b.Txs), BlockBytes: b.Size()}
 	for _, tx := range b.Txs {
-		e.TxHashes = append(e.TxHashes, results.TxHash(tx))
+		e.TxHashes = append(e.TxHashes, eventlog.TxHash(tx))
 	}
 	if lc := b.LastCommit; lc != nil && lc.Height > 0 {
 		e.LastCommitRound = lc.Round

@@ -1,6 +1,6 @@
 // Package nodes runs CometBFT validator nodes for a run. A backend is driven
 // by the runner and never drives: it starts a node from a Spec, reports what
-// the node observes as results.Event values through a Sink, and stops it.
+// the node observes as eventlog.Event values through a Sink, and stops it.
 package nodes
 
 import (
@@ -10,19 +10,19 @@ import (
 	"github.com/cometbft/cometbft/p2p"
 	"github.com/cometbft/cometbft/types"
 
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 )
 
 // Sink receives the events a node observes. It is called from the node's
 // event goroutines and must not block for long.
 type Sink interface {
-	Emit(results.Event)
+	Emit(eventlog.Event)
 }
 
 // SinkFunc adapts a function to a Sink.
-type SinkFunc func(results.Event)
+type SinkFunc func(eventlog.Event)
 
-func (f SinkFunc) Emit(e results.Event) { f(e) }
+func (f SinkFunc) Emit(e eventlog.Event) { f(e) }
 
 // Spec is everything a backend needs to run one validator.
 type Spec struct {

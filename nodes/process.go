@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 )
 
 // Process runs every validator as its own OS process, from the home the
@@ -304,7 +304,7 @@ func (n *processNode) exitedOnItsOwn(ch *child) {
 	if n.app != nil {
 		msg += " and " + AppLogFile + ": CometBFT ends a node whose app connection dies"
 	}
-	n.spec.Sink.Emit(results.Event{Time: time.Now(), Kind: results.KindNodeError, Node: n.name, Error: msg})
+	n.spec.Sink.Emit(eventlog.Event{Time: time.Now(), Kind: eventlog.KindNodeError, Node: n.name, Error: msg})
 }
 
 // childEnv is the runner's environment without CMTHOME and TMHOME, which

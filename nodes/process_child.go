@@ -28,13 +28,13 @@ import (
 	"github.com/cometbft/cometbft/types"
 
 	"github.com/valnet/valnet/internal/unixsock"
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 )
 
 // NodeOptions configure RunNode (`valnet node`).
 type NodeOptions struct {
 	Home string
-	// Events is where to stream results.Event JSON lines: "unix:///path"
+	// Events is where to stream eventlog.Event JSON lines: "unix:///path"
 	// (the process backend listens there) or "tcp://HOST:PORT" (the docker
 	// backend with a remote engine); "" streams nothing.
 	Events string
@@ -220,7 +220,7 @@ func genesisNames(gen *types.GenesisDoc) map[string]string {
 // on the socket; events are flushed whenever the queue runs dry.
 type socketSink struct {
 	conn  net.Conn
-	queue chan results.Event
+	queue chan eventlog.Event
 	done  chan struct{}
 	once  sync.Once
 }
@@ -246,18 +246,18 @@ func dialEvents(addr string) (*socketSink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("event socket: %w", err)
 	}
-	s := &socketSink{conn: conn, queue: make(chan results.Event, socketQueue), done: make(chan struct{})}
+	s := &socketSink{conn: conn, queue: make(chan eventlog.Event, socketQueue), done: make(chan struct{})}
 	go s.write()
 	return s, nil
 }
 
-func (s *socketSink) Emit(e results.Event) {
+func (s *socketSink) Emit(e eventlog.Event) {
 	select {
 	case s.queue <- e:
 	default:
 		// Counted nowhere else: a hole in the stream must be visible.
 		select {
-		case s.queue <- results.Event{Time: time.Now(), Kind: results.KindNodeError, Node: e.Node,
+		case s.queue <- eventlog.Event{Time: time.Now(), Kind: eventlog.KindNodeError, Node: e.Node,
 			Error: "event queue full; events dropped"}:
 		default:
 		}

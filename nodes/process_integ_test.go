@@ -10,7 +10,7 @@ import (
 
 	"github.com/valnet/valnet/internal/nettest"
 	"github.com/valnet/valnet/internal/testbin"
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 )
 
 // A stock CometBFT binary as one validator of four (the other three are
@@ -39,17 +39,17 @@ func TestProcessUserBinary(t *testing.T) {
 	}
 	all := []string{"v0", "v1", "v2", "v3"}
 	nettest.WaitFor(t, 3*time.Minute, "every node at height 5", func() bool { return tn.Log.MinBlock(all...) >= 5 })
-	kinds := map[results.Kind]int{}
+	kinds := map[eventlog.Kind]int{}
 	for _, e := range tn.Log.Snapshot() {
 		if e.Node != "v0" {
 			continue
 		}
 		kinds[e.Kind]++
-		if e.Kind == results.KindVote && !slices.Contains(all, e.Validator) {
+		if e.Kind == eventlog.KindVote && !slices.Contains(all, e.Validator) {
 			t.Fatalf("vote event names validator %q, not one of %v", e.Validator, all)
 		}
 	}
-	for _, k := range []results.Kind{results.KindVote, results.KindNewRound, results.KindStep, results.KindProposal, results.KindBlock} {
+	for _, k := range []eventlog.Kind{eventlog.KindVote, eventlog.KindNewRound, eventlog.KindStep, eventlog.KindProposal, eventlog.KindBlock} {
 		if kinds[k] == 0 {
 			t.Errorf("no %s event from the cometbft node (got %v)", k, kinds)
 		}
@@ -77,7 +77,7 @@ func TestProcessUserBinary(t *testing.T) {
 		t.Fatalf("conflicting votes: %v", c)
 	}
 	for _, e := range tn.Log.Snapshot() {
-		if e.Kind == results.KindNodeError {
+		if e.Kind == eventlog.KindNodeError {
 			t.Errorf("node error: %+v", e)
 		}
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/cometbft/cometbft/types"
 	"github.com/gorilla/websocket"
 
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 )
 
 // A user's binary is a black box: its consensus events come from its RPC
@@ -53,7 +53,7 @@ func streamRPCEvents(ctx context.Context, rpc string, tr *translator, sink Sink)
 			return
 		}
 		if subscribed {
-			sink.Emit(results.Event{Time: time.Now(), Kind: results.KindNodeError, Node: tr.node,
+			sink.Emit(eventlog.Event{Time: time.Now(), Kind: eventlog.KindNodeError, Node: tr.node,
 				Error: fmt.Sprintf("RPC event stream broke (%v); reconnecting, events may be missing", err)})
 		}
 		select {
@@ -115,7 +115,7 @@ func rpcEventSession(ctx context.Context, url string, tr *translator, sink Sink)
 		}
 		var ev ctypes.ResultEvent
 		if err := cmtjson.Unmarshal(msg.Result, &ev); err != nil {
-			sink.Emit(results.Event{Time: time.Now(), Kind: results.KindNodeError, Node: tr.node,
+			sink.Emit(eventlog.Event{Time: time.Now(), Kind: eventlog.KindNodeError, Node: tr.node,
 				Error: "RPC event: " + err.Error()})
 			continue
 		}

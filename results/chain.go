@@ -1,6 +1,7 @@
 package results
 
 import (
+	"github.com/valnet/valnet/results/eventlog"
 	"math"
 	"slices"
 	"time"
@@ -73,7 +74,7 @@ func emptyChain(n *names) *chain { return &chain{names: n} }
 // only the first committing node should report a block; if a height is
 // reported twice the first report wins, since its time is the one closest
 // to the actual commit. It returns the row, and whether it is new.
-func (c *chain) addBlock(ev *Event) (*blockRow, bool) {
+func (c *chain) addBlock(ev *eventlog.Event) (*blockRow, bool) {
 	if r := c.row(ev.Height); r != nil {
 		return r, false
 	}

@@ -3,6 +3,7 @@ package results
 import (
 	"bytes"
 	"encoding/xml"
+	"github.com/valnet/valnet/results/eventlog"
 	"strings"
 	"testing"
 )
@@ -47,11 +48,11 @@ func junitOf(t *testing.T, s *Summary) parsedJUnit {
 }
 
 func TestJUnit(t *testing.T) {
-	pass := Expectation{Metric: "heights_committed", Min: fp(1)}
-	fail := Expectation{Metric: "missed_precommits", Validator: "v1", Max: fp(0)}
-	typo := Expectation{Metric: "missed_precommit", Max: fp(0)}
+	pass := eventlog.Expectation{Metric: "heights_committed", Min: fp(1)}
+	fail := eventlog.Expectation{Metric: "missed_precommits", Validator: "v1", Max: fp(0)}
+	typo := eventlog.Expectation{Metric: "missed_precommit", Max: fp(0)}
 	t.Run("max_duration fails the run case; values and bounds in messages", func(t *testing.T) {
-		evs := expectRun(StopMaxDuration, pass, fail, typo)
+		evs := expectRun(eventlog.StopMaxDuration, pass, fail, typo)
 		p := junitOf(t, Summarize(evs))
 		su := p.Suites[0]
 		if su.Name != "valnet unit" || su.Tests != 4 || su.Failures != 2 || su.Errors != 1 || p.Tests != 4 || p.Failures != 2 || p.Errors != 1 {
@@ -72,14 +73,14 @@ func TestJUnit(t *testing.T) {
 		}
 	})
 	t.Run("an errored run is an error", func(t *testing.T) {
-		evs := []Event{runStart("v1"), {Time: at(10), Kind: KindRunEnd, StopReason: StopError, Error: `node "v1" <crashed> & burned`}}
+		evs := []eventlog.Event{runStart("v1"), {Time: at(10), Kind: eventlog.KindRunEnd, StopReason: eventlog.StopError, Error: `node "v1" <crashed> & burned`}}
 		c := junitOf(t, Summarize(evs)).Suites[0].Cases[0]
 		if c.Error == nil || c.Error.Message != `stop_reason error: node "v1" <crashed> & burned` {
 			t.Errorf("%+v", c)
 		}
 	})
 	t.Run("a passing run", func(t *testing.T) {
-		p := junitOf(t, Summarize(expectRun(StopHeights, pass)))
+		p := junitOf(t, Summarize(expectRun(eventlog.StopHeights, pass)))
 		if p.Tests != 2 || p.Failures != 0 || p.Errors != 0 {
 			t.Errorf("%+v", p)
 		}
@@ -87,7 +88,7 @@ func TestJUnit(t *testing.T) {
 }
 
 func TestMarkdown(t *testing.T) {
-	evs := expectRun(StopHeights, Expectation{Metric: "missed_precommits", Max: fp(0)})
+	evs := expectRun(eventlog.StopHeights, eventlog.Expectation{Metric: "missed_precommits", Max: fp(0)})
 	evs[0].Validators[0].Signer = "kms|<tmkms>"
 	var buf bytes.Buffer
 	if err := WriteMarkdown(&buf, Summarize(evs)); err != nil {
@@ -105,7 +106,7 @@ func TestMarkdown(t *testing.T) {
 		}
 	}
 	var ok bytes.Buffer
-	if err := WriteMarkdown(&ok, Summarize(expectRun(StopHeights))); err != nil {
+	if err := WriteMarkdown(&ok, Summarize(expectRun(eventlog.StopHeights))); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(ok.String(), "## ✅ valnet unit: PASS\n") || strings.Contains(ok.String(), "### Expectations") {

@@ -1,13 +1,14 @@
 package results
 
 import (
+	"github.com/valnet/valnet/results/eventlog"
 	"strings"
 	"testing"
 )
 
 // cmpSummary is a summary with the values compare reads.
 func cmpSummary(committed int, p95 float64, missed map[string]int, precommitP99 map[string]float64) *Summary {
-	s := &Summary{Scenario: "x", StopReason: StopHeights, OK: true}
+	s := &Summary{Scenario: "x", StopReason: eventlog.StopHeights, OK: true}
 	s.Heights.Committed = committed
 	s.BlockIntervalMS = IntervalStats{Count: 5, P50: p95 / 2, P95: p95, Max: p95}
 	for _, name := range []string{"v1", "v2"} {

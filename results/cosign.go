@@ -2,39 +2,11 @@ package results
 
 import (
 	"fmt"
+	"github.com/valnet/valnet/results/eventlog"
 	"slices"
 	"strconv"
 	"strings"
 )
-
-// KindCosign: validator Validator's threshold signer (a MODEL of a
-// horcrux-style protocol) ran its rounds for Phase at Height/Round: Cosign
-// says who led, how long the nonce round and the quorum took, which
-// cosigners' partial signatures made the quorum and which did not answer;
-// Error is set when there was no quorum (the signature failed).
-const KindCosign Kind = "cosign"
-
-// CosignSample is one signature's rounds in a threshold signer.
-type CosignSample struct {
-	Model     string `json:"model"` // e.g. "horcrux-v3 protocol MODEL"
-	Cosigners int    `json:"cosigners"`
-	Threshold int    `json:"threshold"`
-	Leader    int    `json:"leader"` // 1-based; 0: none was up
-	// NonceMS: the nonce round, until threshold-1 other cosigners
-	// answered; QuorumMS: until the threshold's partial signatures were in
-	// hand (both from the leader's receipt of the request).
-	NonceMS  float64         `json:"nonce_ms"`
-	QuorumMS float64         `json:"quorum_ms"`
-	Answered []int           `json:"answered"`
-	Failed   []CosignFailure `json:"failed,omitempty"`
-}
-
-// CosignFailure is a cosigner that did not answer one of the rounds.
-type CosignFailure struct {
-	Cosigner int    `json:"cosigner"`
-	Round    string `json:"round"` // nonce | sign
-	Reason   string `json:"reason"`
-}
 
 // ThresholdSummary is one validator's threshold signer over the run, from
 // its cosign events. QuorumMS covers the signatures that reached the
@@ -59,7 +31,7 @@ type cosignAgg struct {
 	quorum, nonces samples
 }
 
-func (z *Summarizer) cosign(ev *Event) {
+func (z *Summarizer) cosign(ev *eventlog.Event) {
 	c := ev.Cosign
 	if c == nil || ev.Validator == "" || c.Cosigners <= 0 {
 		return

@@ -2,25 +2,12 @@ package results
 
 import (
 	"fmt"
+	"github.com/valnet/valnet/results/eventlog"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 )
-
-// DeviceSample is a shared signing device's account since the network
-// started, as the runner read it (cumulative).
-type DeviceSample struct {
-	Name    string `json:"name"`
-	Profile string `json:"profile,omitempty"` // "" = none (real signers only)
-	// Signatures of this chain's signers, and of the background chains (a
-	// MODEL load; BackgroundChains of them), served by the device.
-	Signatures           int64   `json:"signatures"`
-	BackgroundSignatures int64   `json:"background_signatures"`
-	BackgroundChains     int     `json:"background_chains,omitempty"`
-	BusyMS               float64 `json:"busy_ms"` // time the device spent signing
-	WallMS               float64 `json:"wall_ms"` // time since the network started
-}
 
 // DeviceSummary is one entry of summary.json's devices. Utilisation is
 // busy / wall; the counters are nil when the run recorded no device event
@@ -39,7 +26,7 @@ type DeviceSummary struct {
 // summarizeDevices lists the devices of run_start's validators and of
 // device events, each with its last device event's counters (last: the
 // last device event of each device named by one).
-func summarizeDevices(start *Event, last map[string]DeviceSample) map[string]*DeviceSummary {
+func summarizeDevices(start *eventlog.Event, last map[string]eventlog.DeviceSample) map[string]*DeviceSummary {
 	out := map[string]*DeviceSummary{}
 	get := func(name string) *DeviceSummary {
 		d, ok := out[name]

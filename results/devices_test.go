@@ -2,32 +2,33 @@ package results
 
 import (
 	"bytes"
+	"github.com/valnet/valnet/results/eventlog"
 	"path/filepath"
 	"testing"
 
 	"github.com/valnet/valnet/internal/phase"
 )
 
-func queued(ev Event, ms float64) Event { ev.QueueMS = &ms; return ev }
+func queued(ev eventlog.Event, ms float64) eventlog.Event { ev.QueueMS = &ms; return ev }
 
-func deviceEv(ms float64, smp DeviceSample) Event {
-	return Event{Time: at(ms), Kind: KindDevice, Device: &smp}
+func deviceEv(ms float64, smp eventlog.DeviceSample) eventlog.Event {
+	return eventlog.Event{Time: at(ms), Kind: eventlog.KindDevice, Device: &smp}
 }
 
-func devicesEvents() []Event {
+func devicesEvents() []eventlog.Event {
 	start := runStart("hsm", "v1")
 	start.Validators[0].Device = "hsm"
-	start.Expect = []Expectation{{Metric: "sign_queue_p50_ms", Validator: "hsm", Min: ptrF(100)},
+	start.Expect = []eventlog.Expectation{{Metric: "sign_queue_p50_ms", Validator: "hsm", Min: ptrF(100)},
 		{Metric: "sign_queue_max_ms", Validator: "v1", Max: ptrF(0)}}
-	return []Event{start,
+	return []eventlog.Event{start,
 		queued(withLatency(signEv("hsm", phase.Prevote, 1, 0, "aa"), 150, 130), 0),
 		queued(withLatency(signEv("hsm", phase.Precommit, 1, 0, "aa"), 400, 130), 250),
 		queued(withLatency(signEv("hsm", phase.Prevote, 2, 0, "bb"), 320, 130), 150),                   // served in 170
 		queued(withError(signEv("hsm", phase.Precommit, 2, 0, "bb"), "signing device is closed"), 900), // failed: no sample
 		withLatency(signEv("v1", phase.Prevote, 1, 0, "aa"), 1, 0),
-		deviceEv(5000, DeviceSample{Name: "hsm", Profile: "yubihsm2", Signatures: 2, BackgroundSignatures: 20, BackgroundChains: 5, BusyMS: 2500, WallMS: 5000}),
-		deviceEv(9000, DeviceSample{Name: "hsm", Profile: "yubihsm2", Signatures: 4, BackgroundSignatures: 40, BackgroundChains: 5, BusyMS: 8100, WallMS: 9000}),
-		runEnd(9000, StopHeights)}
+		deviceEv(5000, eventlog.DeviceSample{Name: "hsm", Profile: "yubihsm2", Signatures: 2, BackgroundSignatures: 20, BackgroundChains: 5, BusyMS: 2500, WallMS: 5000}),
+		deviceEv(9000, eventlog.DeviceSample{Name: "hsm", Profile: "yubihsm2", Signatures: 4, BackgroundSignatures: 40, BackgroundChains: 5, BusyMS: 8100, WallMS: 9000}),
+		runEnd(9000, eventlog.StopHeights)}
 }
 
 func ptrF(v float64) *float64 { return &v }
@@ -67,12 +68,12 @@ func TestDevicesSummary(t *testing.T) {
 func TestDeviceWithoutEventsIsUnknown(t *testing.T) {
 	start := runStart("hsm")
 	start.Validators[0].Device = "hsm"
-	s := Summarize([]Event{start, runEnd(100, StopError)})
+	s := Summarize([]eventlog.Event{start, runEnd(100, eventlog.StopError)})
 	d := s.Devices["hsm"]
 	if d == nil || d.Utilisation != nil || d.Signatures != nil {
 		t.Fatalf("device %+v, want listed with unknown counters", d)
 	}
-	if s := Summarize([]Event{runStart("v1"), runEnd(100, StopHeights)}); s.Devices != nil {
+	if s := Summarize([]eventlog.Event{runStart("v1"), runEnd(100, eventlog.StopHeights)}); s.Devices != nil {
 		t.Errorf("a run without devices has devices %+v", s.Devices)
 	}
 }
@@ -82,7 +83,7 @@ func TestDeviceWithoutEventsIsUnknown(t *testing.T) {
 func TestDevicesSummarySurvivesEventsFile(t *testing.T) {
 	events := devicesEvents()
 	path := filepath.Join(t.TempDir(), "events.jsonl")
-	w, err := NewWriter(path)
+	w, err := eventlog.NewWriter(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func TestDevicesSummarySurvivesEventsFile(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	back, err := ReadFile(path)
+	back, err := eventlog.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,14 +115,14 @@ func TestDevicesSummarySurvivesEventsFile(t *testing.T) {
 // The table, summary.md and report.html show the devices section only for
 // a run with a device, with the queue and the utilisation.
 func TestDevicesInReports(t *testing.T) {
-	with, without := devicesEvents(), []Event{runStart("v1"), runEnd(100, StopHeights)}
+	with, without := devicesEvents(), []eventlog.Event{runStart("v1"), runEnd(100, eventlog.StopHeights)}
 	for _, tc := range []struct {
 		name  string
-		write func(*bytes.Buffer, *Summary, []Event) error
+		write func(*bytes.Buffer, *Summary, []eventlog.Event) error
 	}{
-		{"table", func(b *bytes.Buffer, s *Summary, _ []Event) error { return WriteTable(b, s) }},
-		{"markdown", func(b *bytes.Buffer, s *Summary, _ []Event) error { return WriteMarkdown(b, s) }},
-		{"html", func(b *bytes.Buffer, s *Summary, ev []Event) error { return WriteHTMLReport(b, s, ev) }},
+		{"table", func(b *bytes.Buffer, s *Summary, _ []eventlog.Event) error { return WriteTable(b, s) }},
+		{"markdown", func(b *bytes.Buffer, s *Summary, _ []eventlog.Event) error { return WriteMarkdown(b, s) }},
+		{"html", func(b *bytes.Buffer, s *Summary, ev []eventlog.Event) error { return WriteHTMLReport(b, s, ev) }},
 	} {
 		var a, b bytes.Buffer
 		if err := tc.write(&a, Summarize(with), with); err != nil {

@@ -3,6 +3,7 @@ package results
 import (
 	"fmt"
 	"github.com/valnet/valnet/internal/phase"
+	"github.com/valnet/valnet/results/eventlog"
 	"slices"
 	"strings"
 )
@@ -11,9 +12,9 @@ import (
 // per-validator expectation written without a validator yields one result
 // per validator.
 type ExpectationResult struct {
-	Expectation         // what was expected (its JSON keys inline)
-	Value       float64 `json:"value"`
-	OK          bool    `json:"ok"`
+	eventlog.Expectation         // what was expected (its JSON keys inline)
+	Value                float64 `json:"value"`
+	OK                   bool    `json:"ok"`
 	// Note qualifies a value, e.g. "no samples" for a latency of a phase
 	// the validator never signed (value 0, judged like any other value).
 	Note string `json:"note,omitempty"`
@@ -202,8 +203,8 @@ func (s *Summary) metric(name, validator, phase string) (float64, int, error) {
 // be evaluated (unknown metric, validator or phase) fail with Error set,
 // so a typo never passes silently; so does one on a metric the run cannot
 // tell (Summary.Unavailable), once for all validators.
-func evaluate(s *Summary, exp Expectation) []ExpectationResult {
-	base := ExpectationResult{Expectation: Expectation{
+func evaluate(s *Summary, exp eventlog.Expectation) []ExpectationResult {
+	base := ExpectationResult{Expectation: eventlog.Expectation{
 		Metric: exp.Metric, Validator: exp.Validator, Phase: exp.Phase,
 		Min: clonePtr(exp.Min), Max: clonePtr(exp.Max), Default: exp.Default,
 	}}

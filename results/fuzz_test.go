@@ -3,6 +3,7 @@ package results
 import (
 	"bytes"
 	"errors"
+	"github.com/valnet/valnet/results/eventlog"
 	"io"
 	"os"
 	"testing"
@@ -46,9 +47,9 @@ func FuzzEvents(f *testing.F) {
 // io.Discard.
 func report(t *testing.T, data []byte) {
 	n := 0
-	err := Stream(bytes.NewReader(data), func(*Event) { n++ })
+	err := eventlog.Stream(bytes.NewReader(data), func(*eventlog.Event) { n++ })
 	if err != nil {
-		var le *LineError
+		var le *eventlog.LineError
 		if !errors.As(err, &le) {
 			t.Fatalf("a read of memory failed without a line: %v", err)
 		}
@@ -57,7 +58,7 @@ func report(t *testing.T, data []byte) {
 		}
 	}
 	z := summarizeWith(defaultPlan(), func(z *Summarizer) error {
-		return Stream(bytes.NewReader(data), z.Add)
+		return eventlog.Stream(bytes.NewReader(data), z.Add)
 	})
 	if z.Events() != int64(n) {
 		t.Fatalf("the summarizer saw %d events, the reader %d", z.Events(), n)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/valnet/valnet/internal/action"
 	"github.com/valnet/valnet/internal/phase"
+	"github.com/valnet/valnet/results/eventlog"
 	"slices"
 	"strings"
 	"time"
@@ -20,15 +21,15 @@ type genConfig struct {
 	heights    int64
 	start      time.Time
 
-	commitRound map[int64]int32 // height -> round it commits in (default 0)
-	signerFails map[int64]bool  // failed rounds: the proposer's signer errors (else it is just silent)
-	absent      map[int64][]int // height -> validators missing from its commit (precommit arrived late)
-	nilVotes    map[int64][]int // height -> validators that prevote and precommit nil in the commit round
-	injected    map[int]float64 // validator -> injected delay on its precommits, ms
-	resign      map[int64]int   // height -> validator that signs its precommit twice (same block)
-	expect      []Expectation   // recorded in run_start
-	nextHeight  bool            // the run is stopped while height+1 has begun
-	gossip      bool            // every node receives every vote (vote events at each node); else only its own
+	commitRound map[int64]int32        // height -> round it commits in (default 0)
+	signerFails map[int64]bool         // failed rounds: the proposer's signer errors (else it is just silent)
+	absent      map[int64][]int        // height -> validators missing from its commit (precommit arrived late)
+	nilVotes    map[int64][]int        // height -> validators that prevote and precommit nil in the commit round
+	injected    map[int]float64        // validator -> injected delay on its precommits, ms
+	resign      map[int64]int          // height -> validator that signs its precommit twice (same block)
+	expect      []eventlog.Expectation // recorded in run_start
+	nextHeight  bool                   // the run is stopped while height+1 has begun
+	gossip      bool                   // every node receives every vote (vote events at each node); else only its own
 
 	// Causes of the absent entries: a validator listed here is also listed
 	// in absent; one absent for no listed reason signs in time but its
@@ -45,21 +46,21 @@ type genConfig struct {
 }
 
 // gen returns the event stream of the scripted run.
-func gen(c genConfig) []Event {
-	var evs []Event
-	genEach(c, func(ev *Event) { evs = append(evs, *ev) })
+func gen(c genConfig) []eventlog.Event {
+	var evs []eventlog.Event
+	genEach(c, func(ev *eventlog.Event) { evs = append(evs, *ev) })
 	return evs
 }
 
 // genEach hands the events of the scripted run to fn one by one, in
 // stream order (fn must copy what it keeps).
-func genEach(c genConfig, fn func(*Event)) {
+func genEach(c genConfig, fn func(*eventlog.Event)) {
 	if c.names == nil {
 		c.names = func(i int) string { return fmt.Sprintf("v%d", i+1) }
 	}
 	name := c.names
 	t := c.start
-	emit := func(ev Event) {
+	emit := func(ev eventlog.Event) {
 		ev.Time = t
 		fn(&ev)
 	}
@@ -76,20 +77,20 @@ func genEach(c genConfig, fn func(*Event)) {
 	}
 	in := func(list []int, v int) bool { return slices.Contains(list, v) }
 
-	var vals []ValidatorInfo
+	var vals []eventlog.ValidatorInfo
 	for i := range c.validators {
 		sum := sha256.Sum256([]byte(name(i)))
 		signer := "local"
 		if ms, ok := c.injected[i]; ok {
 			signer = fmt.Sprintf("local+latency(fixed %gms, precommit)", ms)
 		}
-		vals = append(vals, ValidatorInfo{Name: name(i), Address: strings.ToUpper(hex.EncodeToString(sum[:20])), Power: 10, Signer: signer})
+		vals = append(vals, eventlog.ValidatorInfo{Name: name(i), Address: strings.ToUpper(hex.EncodeToString(sum[:20])), Power: 10, Signer: signer})
 	}
-	emit(Event{Kind: KindRunStart, Scenario: "fixture", Backend: "inprocess", ChainID: "valnet-fixture", Seed: 7,
+	emit(eventlog.Event{Kind: eventlog.KindRunStart, Scenario: "fixture", Backend: "inprocess", ChainID: "valnet-fixture", Seed: 7,
 		Heights: c.heights, Validators: vals, Expect: c.expect})
 	advance(120)
 	for i := range c.validators {
-		emit(Event{Kind: KindNodeUp, Node: name(i), RPC: fmt.Sprintf("tcp://127.0.0.1:%d", 26657+10*i), P2P: fmt.Sprintf("tcp://127.0.0.1:%d", 26656+10*i)})
+		emit(eventlog.Event{Kind: eventlog.KindNodeUp, Node: name(i), RPC: fmt.Sprintf("tcp://127.0.0.1:%d", 26657+10*i), P2P: fmt.Sprintf("tcp://127.0.0.1:%d", 26656+10*i)})
 	}
 	advance(900)
 
@@ -100,7 +101,7 @@ func genEach(c genConfig, fn func(*Event)) {
 	sign := func(v int, ph string, h int64, r int32, id string) {
 		pi := slices.Index(phases, ph)
 		lat := local(h, v, pi)
-		ev := Event{Kind: KindSign, Node: name(v), Validator: name(v), Phase: ph, Height: h, Round: r, BlockID: id}
+		ev := eventlog.Event{Kind: eventlog.KindSign, Node: name(v), Validator: name(v), Phase: ph, Height: h, Round: r, BlockID: id}
 		if ms, ok := c.injected[v]; ok && ph == phase.Precommit {
 			ev.InjectedMS = ms
 			lat += ms
@@ -130,13 +131,13 @@ func genEach(c genConfig, fn func(*Event)) {
 	// cast: node i casts its vote; with gossip every other node receives it
 	// at once, unless it is lost.
 	cast := func(i int, phase string, h int64, r int32, id string, lost bool) {
-		emit(Event{Kind: KindVote, Node: name(i), Validator: name(i), Phase: phase, Height: h, Round: r, BlockID: id})
+		emit(eventlog.Event{Kind: eventlog.KindVote, Node: name(i), Validator: name(i), Phase: phase, Height: h, Round: r, BlockID: id})
 		if !c.gossip || lost {
 			return
 		}
 		nodes(func(j int) {
 			if j != i {
-				emit(Event{Kind: KindVote, Node: name(j), Validator: name(i), Phase: phase, Height: h, Round: r, BlockID: id})
+				emit(eventlog.Event{Kind: eventlog.KindVote, Node: name(j), Validator: name(i), Phase: phase, Height: h, Round: r, BlockID: id})
 			}
 		})
 	}
@@ -144,8 +145,8 @@ func genEach(c genConfig, fn func(*Event)) {
 	startHeight := func(h int64, r int32) {
 		p := proposer(h, r)
 		nodes(func(i int) {
-			emit(Event{Kind: KindNewRound, Node: name(i), Height: h, Round: r, Proposer: name(p)})
-			emit(Event{Kind: KindStep, Node: name(i), Height: h, Round: r, Step: "propose"})
+			emit(eventlog.Event{Kind: eventlog.KindNewRound, Node: name(i), Height: h, Round: r, Proposer: name(p)})
+			emit(eventlog.Event{Kind: eventlog.KindStep, Node: name(i), Height: h, Round: r, Step: "propose"})
 		})
 	}
 
@@ -154,7 +155,7 @@ func genEach(c genConfig, fn func(*Event)) {
 		down = -1
 		if v, ok := c.nodeDown[at(h)]; ok {
 			down = v
-			emit(Event{Kind: KindFault, Validator: name(v), Action: action.NodePause, State: FaultStart, Height: h, Detail: "node paused"})
+			emit(eventlog.Event{Kind: eventlog.KindFault, Validator: name(v), Action: action.NodePause, State: eventlog.FaultStart, Height: h, Detail: "node paused"})
 		}
 		id := blockID(h)
 		for r := int32(0); r <= cr; r++ {
@@ -165,17 +166,17 @@ func genEach(c genConfig, fn func(*Event)) {
 				// silent; everyone times out, prevotes and precommits nil.
 				if c.signerFails[at(h)] {
 					advance(3)
-					emit(Event{Kind: KindSign, Node: name(p), Validator: name(p), Phase: phase.Proposal, Height: h, Round: r, LatencyMS: 3, Error: "signer: connection reset"})
+					emit(eventlog.Event{Kind: eventlog.KindSign, Node: name(p), Validator: name(p), Phase: phase.Proposal, Height: h, Round: r, LatencyMS: 3, Error: "signer: connection reset"})
 				}
 				advance(3000) // timeout_propose
 				rotated(h, func(i int) {
-					emit(Event{Kind: KindStep, Node: name(i), Height: h, Round: r, Step: "prevote"})
+					emit(eventlog.Event{Kind: eventlog.KindStep, Node: name(i), Height: h, Round: r, Step: "prevote"})
 					sign(i, phase.Prevote, h, r, "")
 					cast(i, phase.Prevote, h, r, "", false)
 				})
 				advance(1000) // timeout_prevote
 				nodes(func(i int) {
-					emit(Event{Kind: KindStep, Node: name(i), Height: h, Round: r, Step: "precommit"})
+					emit(eventlog.Event{Kind: eventlog.KindStep, Node: name(i), Height: h, Round: r, Step: "precommit"})
 					sign(i, phase.Precommit, h, r, "")
 					cast(i, phase.Precommit, h, r, "", false)
 				})
@@ -185,7 +186,7 @@ func genEach(c genConfig, fn func(*Event)) {
 			sign(p, phase.Proposal, h, r, id)
 			advance(2)
 			nodes(func(i int) {
-				emit(Event{Kind: KindProposal, Node: name(i), Height: h, Round: r, BlockID: id})
+				emit(eventlog.Event{Kind: eventlog.KindProposal, Node: name(i), Height: h, Round: r, BlockID: id})
 			})
 			vote := func(i int) string {
 				if in(c.nilVotes[at(h)], i) {
@@ -194,7 +195,7 @@ func genEach(c genConfig, fn func(*Event)) {
 				return id
 			}
 			rotated(h, func(i int) {
-				emit(Event{Kind: KindStep, Node: name(i), Height: h, Round: r, Step: "prevote"})
+				emit(eventlog.Event{Kind: eventlog.KindStep, Node: name(i), Height: h, Round: r, Step: "prevote"})
 				sign(i, phase.Prevote, h, r, vote(i))
 				cast(i, phase.Prevote, h, r, vote(i), false)
 			})
@@ -202,14 +203,14 @@ func genEach(c genConfig, fn func(*Event)) {
 			late, isLate := c.lateSign[at(h)]
 			var lateFrom time.Time
 			nodes(func(i int) {
-				emit(Event{Kind: KindStep, Node: name(i), Height: h, Round: r, Step: "precommit"})
+				emit(eventlog.Event{Kind: eventlog.KindStep, Node: name(i), Height: h, Round: r, Step: "precommit"})
 				if isLate && late == i {
 					lateFrom = t // its signature returns after the commit
 					return
 				}
 				if v, ok := c.precommitErr[at(h)]; ok && v == i {
 					advance(1)
-					emit(Event{Kind: KindSign, Node: name(i), Validator: name(i), Phase: phase.Precommit, Height: h, Round: r, LatencyMS: 1, Error: "signer: connection refused"})
+					emit(eventlog.Event{Kind: eventlog.KindSign, Node: name(i), Validator: name(i), Phase: phase.Precommit, Height: h, Round: r, LatencyMS: 1, Error: "signer: connection refused"})
 					return
 				}
 				sign(i, phase.Precommit, h, r, vote(i))
@@ -220,17 +221,17 @@ func genEach(c genConfig, fn func(*Event)) {
 			})
 			advance(4)
 			nodes(func(i int) {
-				emit(Event{Kind: KindStep, Node: name(i), Height: h, Round: r, Step: "commit"})
+				emit(eventlog.Event{Kind: eventlog.KindStep, Node: name(i), Height: h, Round: r, Step: "commit"})
 			})
 			if isLate {
 				advance(40)
-				emit(Event{Kind: KindSign, Node: name(late), Validator: name(late), Phase: phase.Precommit, Height: h, Round: r,
+				emit(eventlog.Event{Kind: eventlog.KindSign, Node: name(late), Validator: name(late), Phase: phase.Precommit, Height: h, Round: r,
 					BlockID: vote(late), LatencyMS: roundMS(float64(t.Sub(lateFrom).Nanoseconds()) / 1e6)})
 				cast(late, phase.Precommit, h, r, vote(late), true) // too late for the others
 			}
 		}
 		bt := t.Add(-7 * time.Millisecond)
-		blk := Event{Kind: KindBlock, Node: name(0), Height: h, Proposer: name(proposer(h, cr)), BlockTime: &bt, Txs: int(h % 3)}
+		blk := eventlog.Event{Kind: eventlog.KindBlock, Node: name(0), Height: h, Proposer: name(proposer(h, cr)), BlockTime: &bt, Txs: int(h % 3)}
 		if h > 1 {
 			blk.LastCommitRound = c.commitRound[at(h-1)]
 			for _, v := range c.absent[at(h-1)] {
@@ -242,11 +243,11 @@ func genEach(c genConfig, fn func(*Event)) {
 		}
 		emit(blk)
 		if down >= 0 {
-			emit(Event{Kind: KindFault, Validator: name(down), Action: action.NodePause, State: FaultEnd, Height: h, Detail: "node resumed"})
+			emit(eventlog.Event{Kind: eventlog.KindFault, Validator: name(down), Action: action.NodePause, State: eventlog.FaultEnd, Height: h, Detail: "node resumed"})
 			down = -1
 		}
 		nodes(func(i int) {
-			emit(Event{Kind: KindStep, Node: name(i), Height: h + 1, Step: "new_height"})
+			emit(eventlog.Event{Kind: eventlog.KindStep, Node: name(i), Height: h + 1, Step: "new_height"})
 		})
 		advance(1000) // timeout_commit
 	}
@@ -257,7 +258,7 @@ func genEach(c genConfig, fn func(*Event)) {
 		sign(proposer(h, 0), phase.Proposal, h, 0, blockID(h))
 	}
 	advance(15)
-	emit(Event{Kind: KindRunEnd, StopReason: StopHeights})
+	emit(eventlog.Event{Kind: eventlog.KindRunEnd, StopReason: eventlog.StopHeights})
 }
 
 // fixtureConfig is the run behind testdata/events.jsonl: 4 validators, 8
@@ -288,7 +289,7 @@ func fixtureConfig() genConfig {
 		lateSign:     map[int64]int{3: 2},
 		precommitErr: map[int64]int{6: 0},
 		nodeDown:     map[int64]int{7: 1},
-		expect: []Expectation{
+		expect: []eventlog.Expectation{
 			{Metric: "heights_committed", Min: f(8)},
 			{Metric: "max_commit_round", Max: f(1)},
 			{Metric: "double_signs", Max: f(0)},

@@ -3,6 +3,7 @@ package results
 import (
 	"bytes"
 	"flag"
+	"github.com/valnet/valnet/results/eventlog"
 	"io"
 	"os"
 	"path/filepath"
@@ -17,13 +18,13 @@ const fixturePath = "testdata/events.jsonl"
 
 // readFixture returns the fixture's events, regenerating the fixture first
 // under -update (through Writer, so the fixture is also what Writer writes).
-func readFixture(t testing.TB) []Event {
+func readFixture(t testing.TB) []eventlog.Event {
 	t.Helper()
 	if *update {
 		if err := os.MkdirAll("testdata", 0o755); err != nil {
 			t.Fatal(err)
 		}
-		w, err := NewWriter(fixturePath)
+		w, err := eventlog.NewWriter(fixturePath)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -34,7 +35,7 @@ func readFixture(t testing.TB) []Event {
 			t.Fatal(err)
 		}
 	}
-	evs, err := ReadFile(fixturePath)
+	evs, err := eventlog.ReadFile(fixturePath)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"github.com/valnet/valnet/internal/action"
 	"github.com/valnet/valnet/internal/phase"
 	"github.com/valnet/valnet/internal/signfail"
+	"github.com/valnet/valnet/results/eventlog"
 	"strings"
 	"time"
 )
@@ -360,13 +361,13 @@ func (x *index) partitionAt(t time.Time) (string, bool) {
 		case ev.action == action.Heal:
 			active = nil
 		case ev.action != action.Partition && ev.action != action.Isolate:
-		case ev.state == FaultStart:
+		case ev.state == eventlog.FaultStart:
 			d := ev.detail
 			if d == "" {
 				d = strings.TrimSpace(ev.action + " " + ev.validator)
 			}
 			active = append(active, open{key, d})
-		case ev.state == FaultEnd:
+		case ev.state == eventlog.FaultEnd:
 			for i := range active {
 				if active[i].key == key {
 					active = append(active[:i], active[i+1:]...)
@@ -402,10 +403,10 @@ func (x *index) resumedText(began, at, to time.Time) string {
 		}
 		name := strings.TrimSpace(ev.action + " " + ev.validator)
 		switch {
-		case ev.state == FaultStart:
+		case ev.state == eventlog.FaultStart:
 			started[name] = true
 			what = append(what, name+" ("+since(ev.t)+")")
-		case ev.state == FaultEnd && !started[name]:
+		case ev.state == eventlog.FaultEnd && !started[name]:
 			what = append(what, "the end of "+name+" ("+since(ev.t)+")")
 		}
 	}

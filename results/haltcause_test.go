@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"github.com/valnet/valnet/internal/action"
 	"github.com/valnet/valnet/internal/phase"
+	"github.com/valnet/valnet/results/eventlog"
 	"html"
 	"strings"
 	"testing"
@@ -12,19 +13,19 @@ import (
 // stuckRun: four validators, blocks 1 and 2 at 1 s and 2 s, then height 3
 // as extra describes (times from 2 s on), and the run ends at 60 s unless
 // extra holds block 3. Halt threshold: an explicit 10 s.
-func stuckRun(extra ...Event) []Event {
+func stuckRun(extra ...eventlog.Event) []eventlog.Event {
 	start := runStart("v1", "v2", "v3", "v4")
 	start.HaltAfterMS, start.HaltAfterExplicit = 10000, true
-	evs := []Event{start}
+	evs := []eventlog.Event{start}
 	for i, n := range []string{"v1", "v2", "v3", "v4"} {
-		evs = append(evs, Event{Time: at(10 + float64(i)), Kind: KindNodeUp, Node: n})
+		evs = append(evs, eventlog.Event{Time: at(10 + float64(i)), Kind: eventlog.KindNodeUp, Node: n})
 	}
 	evs = append(evs, block(1, 1000, 0, nil, nil), block(2, 2000, 0, nil, nil))
 	evs = append(evs, extra...)
-	end := runEnd(60000, StopMaxDuration)
+	end := runEnd(60000, eventlog.StopMaxDuration)
 	for _, ev := range extra {
-		if ev.Kind == KindBlock {
-			end = runEnd(ev.Time.Sub(t0).Seconds()*1000+500, StopHeights)
+		if ev.Kind == eventlog.KindBlock {
+			end = runEnd(ev.Time.Sub(t0).Seconds()*1000+500, eventlog.StopHeights)
 		}
 	}
 	return append(evs, end)
@@ -32,19 +33,19 @@ func stuckRun(extra ...Event) []Event {
 
 // enterRound: every node in nodes enters (h, r) at ms, v1..v4 proposing in
 // turn.
-func enterRound(ms float64, h int64, r int32, nodes ...string) []Event {
+func enterRound(ms float64, h int64, r int32, nodes ...string) []eventlog.Event {
 	p := fmt.Sprintf("v%d", (int(h)-1+int(r))%4+1)
-	var evs []Event
+	var evs []eventlog.Event
 	for _, n := range nodes {
-		evs = append(evs, Event{Time: at(ms), Kind: KindNewRound, Node: n, Height: h, Round: r, Proposer: p})
+		evs = append(evs, eventlog.Event{Time: at(ms), Kind: eventlog.KindNewRound, Node: n, Height: h, Round: r, Proposer: p})
 	}
 	return evs
 }
 
 // prevotes: each voter signs its prevote at (h, r) at ms (nil), and the
 // nodes in hears[voter] receive it.
-func prevotes(ms float64, h int64, r int32, hears map[string][]string, voters ...string) []Event {
-	var evs []Event
+func prevotes(ms float64, h int64, r int32, hears map[string][]string, voters ...string) []eventlog.Event {
+	var evs []eventlog.Event
 	for _, v := range voters {
 		evs = append(evs, signAt(ms, v, phase.Prevote, h, r, "", 1))
 		for _, n := range append([]string{v}, hears[v]...) {
@@ -54,8 +55,8 @@ func prevotes(ms float64, h int64, r int32, hears map[string][]string, voters ..
 	return evs
 }
 
-func cat(parts ...[]Event) []Event {
-	var out []Event
+func cat(parts ...[]eventlog.Event) []eventlog.Event {
+	var out []eventlog.Event
 	for _, p := range parts {
 		out = append(out, p...)
 	}
@@ -66,14 +67,14 @@ var all4 = []string{"v1", "v2", "v3", "v4"}
 
 func TestHaltCauses(t *testing.T) {
 	everyone := map[string][]string{"v1": all4, "v2": all4, "v3": all4, "v4": all4}
-	failPrevote := func(v string) Event {
+	failPrevote := func(v string) eventlog.Event {
 		return withError(signAt(2600, v, phase.Prevote, 3, 0, "", 2), "signer: injected fault (signer-error)")
 	}
-	lostPrevotes := cat(enterRound(2100, 3, 0, all4...), []Event{signAt(2200, "v3", phase.Proposal, 3, 0, "B3", 1),
+	lostPrevotes := cat(enterRound(2100, 3, 0, all4...), []eventlog.Event{signAt(2200, "v3", phase.Proposal, 3, 0, "B3", 1),
 		failPrevote("v1"), failPrevote("v2"), failPrevote("v3")}, prevotes(2600, 3, 0, everyone, "v4"))
 	tests := []struct {
 		name       string
-		events     []Event
+		events     []eventlog.Event
 		fromHeight int64
 		resumed    bool
 		round      int32
@@ -84,62 +85,62 @@ func TestHaltCauses(t *testing.T) {
 			stuckRun(lostPrevotes...), 2, false, 0, HaltSignerFailed,
 			"no +2/3 prevotes at h3 r0: v1, v2, v3 failed to sign their prevote (signer-failed); CometBFT does not retry a failed signature, so the round waits until a node restarts"},
 		{"…until two nodes restart",
-			stuckRun(append(lostPrevotes, faultAt(40000, "v1", action.NodeRestart, FaultStart), faultAt(40500, "v2", action.NodeRestart, FaultStart),
+			stuckRun(append(lostPrevotes, faultAt(40000, "v1", action.NodeRestart, eventlog.FaultStart), faultAt(40500, "v2", action.NodeRestart, eventlog.FaultStart),
 				block(3, 45000, 0, nil, nil))...), 2, true, 0, HaltSignerFailed,
 			"no +2/3 prevotes at h3 r0: v1, v2, v3 failed to sign their prevote (signer-failed); CometBFT does not retry a failed signature, so the round waits until a node restarts; then node-restart v1 (+38s), node-restart v2 (+38.5s); it resumed at +43s"},
 		{"half the validators down, until one is started again",
-			stuckRun(cat([]Event{faultAt(1500, "v3", action.NodeKill, FaultStart), faultAt(1600, "v4", action.NodeStop, FaultStart)},
+			stuckRun(cat([]eventlog.Event{faultAt(1500, "v3", action.NodeKill, eventlog.FaultStart), faultAt(1600, "v4", action.NodeStop, eventlog.FaultStart)},
 				enterRound(2100, 3, 0, "v1", "v2"), prevotes(2600, 3, 0, map[string][]string{"v1": {"v2"}, "v2": {"v1"}}, "v1", "v2"),
-				[]Event{faultAt(30000, "v3", action.NodeKill, FaultEnd), block(3, 31000, 0, nil, nil)})...),
+				[]eventlog.Event{faultAt(30000, "v3", action.NodeKill, eventlog.FaultEnd), block(3, 31000, 0, nil, nil)})...),
 			2, true, 0, HaltValidatorsDown,
 			"validators down at h3: v3 (node-kill), v4 (node-stop); the others hold 20 of 40 voting power, not more than 2/3; then the end of node-kill v3 (+28s); it resumed at +29s"},
 		{"half the validators down",
-			stuckRun(cat([]Event{faultAt(1500, "v3", action.NodeKill, FaultStart), faultAt(1600, "v4", action.NodeStop, FaultStart)},
+			stuckRun(cat([]eventlog.Event{faultAt(1500, "v3", action.NodeKill, eventlog.FaultStart), faultAt(1600, "v4", action.NodeStop, eventlog.FaultStart)},
 				enterRound(2100, 3, 0, "v1", "v2"), prevotes(2600, 3, 0, map[string][]string{"v1": {"v2"}, "v2": {"v1"}}, "v1", "v2"))...),
 			2, false, 0, HaltValidatorsDown,
 			"validators down at h3: v3 (node-kill), v4 (node-stop); the others hold 20 of 40 voting power, not more than 2/3"},
 		{"a 2/2 partition",
-			stuckRun(cat([]Event{{Time: at(1500), Kind: KindFault, Action: action.Partition, State: FaultStart, Detail: "partition [v1 v2] | [v3 v4]"}},
+			stuckRun(cat([]eventlog.Event{{Time: at(1500), Kind: eventlog.KindFault, Action: action.Partition, State: eventlog.FaultStart, Detail: "partition [v1 v2] | [v3 v4]"}},
 				enterRound(2100, 3, 0, all4...),
 				prevotes(2600, 3, 0, map[string][]string{"v1": {"v2"}, "v2": {"v1"}, "v3": {"v4"}, "v4": {"v3"}}, all4...),
-				[]Event{{Time: at(20000), Kind: KindFault, Action: action.Partition, State: FaultEnd, Detail: "partition healed"}},
-				[]Event{block(3, 21000, 0, nil, nil)})...),
+				[]eventlog.Event{{Time: at(20000), Kind: eventlog.KindFault, Action: action.Partition, State: eventlog.FaultEnd, Detail: "partition healed"}},
+				[]eventlog.Event{block(3, 21000, 0, nil, nil)})...),
 			2, true, 0, HaltPartition,
 			"partition [v1 v2] | [v3 v4]: no side holds +2/3 of the voting power (the most prevote power any node received at h3 r0 is 20 of 40: v1, v2); then the end of partition (+18s); it resumed at +19s"},
 		{"a partition that was healed is not the cause",
-			stuckRun(cat([]Event{{Time: at(1500), Kind: KindFault, Action: action.Partition, State: FaultStart, Detail: "partition [v1 v2] | [v3 v4]"},
-				{Time: at(1800), Kind: KindFault, Action: action.Heal, State: FaultStart}},
+			stuckRun(cat([]eventlog.Event{{Time: at(1500), Kind: eventlog.KindFault, Action: action.Partition, State: eventlog.FaultStart, Detail: "partition [v1 v2] | [v3 v4]"},
+				{Time: at(1800), Kind: eventlog.KindFault, Action: action.Heal, State: eventlog.FaultStart}},
 				enterRound(2100, 3, 0, all4...),
 				prevotes(2600, 3, 0, map[string][]string{"v1": {"v2"}, "v2": {"v1"}, "v3": {"v4"}, "v4": {"v3"}}, all4...))...),
 			2, false, 0, HaltNetwork, "no node received +2/3 prevotes at h3 r0: 40 of 40 voting power cast one, but the most any node received is 20 (v1, v2)…"},
 		{"three signers never answer their prevote",
-			stuckRun(cat(enterRound(2100, 3, 0, all4...), []Event{signAt(2200, "v3", phase.Proposal, 3, 0, "B3", 1),
+			stuckRun(cat(enterRound(2100, 3, 0, all4...), []eventlog.Event{signAt(2200, "v3", phase.Proposal, 3, 0, "B3", 1),
 				requestAt(2500, "v1", phase.Prevote, 3, 0), requestAt(2500, "v2", phase.Prevote, 3, 0), requestAt(2500, "v3", phase.Prevote, 3, 0)},
 				prevotes(2600, 3, 0, everyone, "v4"))...),
 			2, false, 0, HaltSignerNotAnswering,
 			"no +2/3 prevotes at h3 r0: v1, v2, v3 cast no prevote: v1's signer was still on the h3 prevote r0 signature, requested 9500 ms before, never returned; v2's…"},
 		{"a chain that never starts: no peers",
-			func() []Event {
+			func() []eventlog.Event {
 				start := runStart("v1", "v2", "v3", "v4")
 				start.HaltAfterMS = 12500
-				evs := []Event{start}
+				evs := []eventlog.Event{start}
 				for i, n := range all4 {
-					evs = append(evs, Event{Time: at(100 * float64(i+1)), Kind: KindNodeUp, Node: n})
+					evs = append(evs, eventlog.Event{Time: at(100 * float64(i+1)), Kind: eventlog.KindNodeUp, Node: n})
 				}
 				evs = append(evs, enterRound(500, 1, 0, all4...)...)
-				evs = append(evs, signAt(510, "v1", phase.Proposal, 1, 0, "B1", 1), Event{Time: at(511), Kind: KindProposal, Node: "v1", Height: 1, BlockID: "B1"})
+				evs = append(evs, signAt(510, "v1", phase.Proposal, 1, 0, "B1", 1), eventlog.Event{Time: at(511), Kind: eventlog.KindProposal, Node: "v1", Height: 1, BlockID: "B1"})
 				evs = append(evs, prevotes(3500, 1, 0, nil, all4...)...)
-				return append(evs, runEnd(120000, StopMaxDuration))
+				return append(evs, runEnd(120000, eventlog.StopMaxDuration))
 			}(),
 			0, false, 0, HaltNetwork,
 			"no node received +2/3 prevotes at h1 r0: 40 of 40 voting power cast one, but the most any node received is 10 (v1); no node received a vote from another node: no peers connected; no proposal reached a node other than its proposer's"},
 		{"rounds that keep failing for want of a proposal",
 			stuckRun(cat(enterRound(2100, 3, 0, all4...), prevotes(5100, 3, 0, everyone, all4...),
-				[]Event{voteAt(6100, "v1", "v1", phase.Precommit, 3, 0, ""), voteAt(6100, "v1", "v2", phase.Precommit, 3, 0, ""), voteAt(6100, "v1", "v3", phase.Precommit, 3, 0, "")},
+				[]eventlog.Event{voteAt(6100, "v1", "v1", phase.Precommit, 3, 0, ""), voteAt(6100, "v1", "v2", phase.Precommit, 3, 0, ""), voteAt(6100, "v1", "v3", phase.Precommit, 3, 0, "")},
 				enterRound(7100, 3, 1, all4...), prevotes(10100, 3, 1, everyone, all4...))...),
 			2, false, 1, HaltNoProposal, "h3 reached round 1 without a decision; round 0 failed (proposal-missing): v3 signed no proposal"},
 		{"silent validators on a saturated host",
-			stuckRun(cat(enterRound(2100, 3, 0, all4...), prevotes(2600, 3, 0, everyone, "v1"), []Event{hostAt(5000, true)})...),
+			stuckRun(cat(enterRound(2100, 3, 0, all4...), prevotes(2600, 3, 0, everyone, "v1"), []eventlog.Event{hostAt(5000, true)})...),
 			2, false, 0, CauseHostOverload, "no +2/3 prevotes at h3 r0: v2, v3, v4 cast no prevote; the host was saturated…"},
 		{"silent validators, no evidence",
 			stuckRun(cat(enterRound(2100, 3, 0, all4...), prevotes(2600, 3, 0, everyone, "v1"))...),
@@ -147,10 +148,10 @@ func TestHaltCauses(t *testing.T) {
 		{"nodes up, none in consensus: block sync waits for a peer", stuckRun(), 2, false, 0, HaltNetwork,
 			"no node entered consensus: CometBFT starts it after block sync, which waits for a connected peer; no peers connected"},
 		{"no events at all",
-			func() []Event {
+			func() []eventlog.Event {
 				start := runStart("v1", "v2", "v3", "v4")
 				start.HaltAfterMS, start.HaltAfterExplicit = 10000, true
-				return []Event{start, block(1, 1000, 0, nil, nil), block(2, 2000, 0, nil, nil), runEnd(60000, StopMaxDuration)}
+				return []eventlog.Event{start, block(1, 1000, 0, nil, nil), block(2, 2000, 0, nil, nil), runEnd(60000, eventlog.StopMaxDuration)}
 			}(), 2, false, 0, HaltUnknown, "no consensus event from any node"},
 	}
 	for _, tt := range tests {

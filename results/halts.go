@@ -1,6 +1,9 @@
 package results
 
-import "time"
+import (
+	"github.com/valnet/valnet/results/eventlog"
+	"time"
+)
 
 // Halt is a stretch with no commit longer than the halt threshold: from
 // the last block before it (FromHeight; 0: from the start of the network,
@@ -44,7 +47,7 @@ const haltMedianFactor = 5
 // defaults, see haltAfter in runner/run.go) and haltMedianFactor × the
 // median block interval p50ms. 0: no threshold can be set (no run_start
 // value and no interval), so no halts.
-func haltThreshold(start *Event, p50ms float64) time.Duration {
+func haltThreshold(start *eventlog.Event, p50ms float64) time.Duration {
 	var floor time.Duration
 	if start != nil {
 		floor = time.Duration(start.HaltAfterMS) * time.Millisecond

@@ -1,17 +1,18 @@
 package results
 
 import (
+	"github.com/valnet/valnet/results/eventlog"
 	"testing"
 	"time"
 )
 
 func TestHaltThreshold(t *testing.T) {
-	start := func(ms int64, explicit bool) *Event {
-		return &Event{Kind: KindRunStart, HaltAfterMS: ms, HaltAfterExplicit: explicit}
+	start := func(ms int64, explicit bool) *eventlog.Event {
+		return &eventlog.Event{Kind: eventlog.KindRunStart, HaltAfterMS: ms, HaltAfterExplicit: explicit}
 	}
 	tests := []struct {
 		name  string
-		start *Event
+		start *eventlog.Event
 		p50ms float64
 		want  time.Duration
 	}{
@@ -36,15 +37,15 @@ func TestHaltThreshold(t *testing.T) {
 
 // blocksEvery: run_start, one block per interval (ms) from 1 s, run_end
 // endMS after the last block.
-func blocksEvery(start Event, intervals []float64, endMS float64) []Event {
-	evs := []Event{start}
+func blocksEvery(start eventlog.Event, intervals []float64, endMS float64) []eventlog.Event {
+	evs := []eventlog.Event{start}
 	ms := 1000.0
 	evs = append(evs, block(1, ms, 0, nil, nil))
 	for i, d := range intervals {
 		ms += d
 		evs = append(evs, block(int64(i+2), ms, 0, nil, nil))
 	}
-	return append(evs, runEnd(ms+endMS, StopHeights))
+	return append(evs, runEnd(ms+endMS, eventlog.StopHeights))
 }
 
 // TestHaltWithDefaultTimeouts is the case operators call a halt: at
@@ -76,11 +77,11 @@ func TestHaltWithDefaultTimeouts(t *testing.T) {
 func TestHalts(t *testing.T) {
 	// Commits every second, then a 10 s gap, then the run ends 8 s after
 	// the last commit: two halts at 5 × the 1 s median.
-	evs := []Event{runStart("v1")}
+	evs := []eventlog.Event{runStart("v1")}
 	for h, ms := range []float64{1000, 2000, 3000, 4000, 14000, 15000, 16000} {
 		evs = append(evs, block(int64(h+1), ms, 0, nil, nil))
 	}
-	evs = append(evs, runEnd(24000, StopMaxDuration))
+	evs = append(evs, runEnd(24000, eventlog.StopMaxDuration))
 	s := Summarize(evs)
 	if len(s.Halts) != 2 {
 		t.Fatalf("halts %+v", s.Halts)

@@ -2,6 +2,7 @@ package results
 
 import (
 	"encoding/csv"
+	"github.com/valnet/valnet/results/eventlog"
 	"io"
 	"strconv"
 	"strings"
@@ -22,7 +23,7 @@ import (
 // deciding node received them (empty when its votes do not show it); txs
 // the block's transactions and block_bytes its encoded size (empty for a
 // stream recorded before valnet reported block sizes).
-func WriteHeightsCSV(w io.Writer, events []Event) error {
+func WriteHeightsCSV(w io.Writer, events []eventlog.Event) error {
 	return summarizeEvents(events).WriteHeightsCSV(w)
 }
 

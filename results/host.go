@@ -1,6 +1,9 @@
 package results
 
-import "math"
+import (
+	"github.com/valnet/valnet/results/eventlog"
+	"math"
+)
 
 // Saturation thresholds, calibrated on a 2-core machine (docs/results.md,
 // "Host overload"): every built-in scenario stays below them (sparse-50,
@@ -26,7 +29,7 @@ const (
 const OverloadedNotice = "host overloaded: results reflect this machine, not the network"
 
 // Saturated reports whether one second of the host was saturated.
-func Saturated(s HostSample) bool {
+func Saturated(s eventlog.HostSample) bool {
 	return s.CPUBusy >= saturatedCPUBusy && (s.SchedLagP99MS >= saturatedSchedLag || s.TickLagMS >= saturatedTickLag)
 }
 
@@ -52,7 +55,7 @@ type hostAgg struct {
 	saturated    int
 }
 
-func (a *hostAgg) add(s *HostSample) {
+func (a *hostAgg) add(s *eventlog.HostSample) {
 	if s == nil {
 		return
 	}

@@ -1,19 +1,22 @@
 package results
 
-import "testing"
+import (
+	"github.com/valnet/valnet/results/eventlog"
+	"testing"
+)
 
 func TestSaturated(t *testing.T) {
 	tests := []struct {
 		name string
-		s    HostSample
+		s    eventlog.HostSample
 		want bool
 	}{
-		{"idle", HostSample{CPUBusy: 0.1, SchedLagP99MS: 0.2, TickLagMS: 0.1}, false},
-		{"busy but goroutines run at once", HostSample{CPUBusy: 0.97, SchedLagP99MS: 1, TickLagMS: 2}, false},
-		{"busy and waiting to be scheduled", HostSample{CPUBusy: 0.97, SchedLagP99MS: 25}, true},
-		{"a burst of wake-ups on a 90 % busy host", HostSample{CPUBusy: 0.9, SchedLagP99MS: 100, TickLagMS: 120}, false},
-		{"busy and the ticker is late", HostSample{CPUBusy: 0.96, TickLagMS: 120}, true},
-		{"lagging but not busy (GC pause, page faults)", HostSample{CPUBusy: 0.5, SchedLagP99MS: 30, TickLagMS: 200}, false},
+		{"idle", eventlog.HostSample{CPUBusy: 0.1, SchedLagP99MS: 0.2, TickLagMS: 0.1}, false},
+		{"busy but goroutines run at once", eventlog.HostSample{CPUBusy: 0.97, SchedLagP99MS: 1, TickLagMS: 2}, false},
+		{"busy and waiting to be scheduled", eventlog.HostSample{CPUBusy: 0.97, SchedLagP99MS: 25}, true},
+		{"a burst of wake-ups on a 90 % busy host", eventlog.HostSample{CPUBusy: 0.9, SchedLagP99MS: 100, TickLagMS: 120}, false},
+		{"busy and the ticker is late", eventlog.HostSample{CPUBusy: 0.96, TickLagMS: 120}, true},
+		{"lagging but not busy (GC pause, page faults)", eventlog.HostSample{CPUBusy: 0.5, SchedLagP99MS: 30, TickLagMS: 200}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -30,7 +33,7 @@ func TestHostSummary(t *testing.T) {
 		t.Fatal("no samples must give no host summary")
 	}
 	for i := range 20 {
-		s := HostSample{Cores: 2, CPUBusy: 0.2, SchedLagP99MS: 0.5, RSSMB: float64(100 + i)}
+		s := eventlog.HostSample{Cores: 2, CPUBusy: 0.2, SchedLagP99MS: 0.5, RSSMB: float64(100 + i)}
 		if i < 2 { // two saturated seconds of twenty: 10 %
 			s.CPUBusy, s.SchedLagP99MS, s.TickLagMS = 0.99, 20, 80
 		}

@@ -3,6 +3,7 @@ package results
 import (
 	"bytes"
 	"fmt"
+	"github.com/valnet/valnet/results/eventlog"
 	"html/template"
 	"io"
 	"strconv"
@@ -20,7 +21,7 @@ import (
 // signing latency distributions, and the validator, expectation and fault
 // tables. Every string taken from the events is escaped by html/template.
 // A chart that cannot be drawn leaves a note in its place.
-func WriteHTMLReport(w io.Writer, s *Summary, events []Event) error {
+func WriteHTMLReport(w io.Writer, s *Summary, events []eventlog.Event) error {
 	return summarizeEvents(events).writeHTMLReport(w, s)
 }
 

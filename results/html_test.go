@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/valnet/valnet/internal/phase"
+	"github.com/valnet/valnet/results/eventlog"
 	"html"
 	"io"
 	"math"
@@ -22,7 +23,7 @@ import (
 )
 
 // htmlReport renders the report of events, failing the test on error.
-func htmlReport(t testing.TB, events []Event) string {
+func htmlReport(t testing.TB, events []eventlog.Event) string {
 	t.Helper()
 	var buf bytes.Buffer
 	if err := WriteHTMLReport(&buf, Summarize(events), events); err != nil {
@@ -34,31 +35,31 @@ func htmlReport(t testing.TB, events []Event) string {
 // richEvents is the fixture plus what it lacks: remote signers (v3, v4 sign
 // through one, seen from both sides), a model signer (v3), two fault
 // windows (one never ends) and hostile strings in labels and details.
-func richEvents(t testing.TB) []Event {
+func richEvents(t testing.TB) []eventlog.Event {
 	evs := slices.Clone(readFixture(t))
 	start := evs[0].Time
 	evs[0].Validators = slices.Clone(evs[0].Validators)
 	evs[0].Validators[2].Signer = "remote(tmkms)+model:yubihsm2 <script>alert(1)</script>"
 	evs[0].Validators[3].Signer = "remote(horcrux)+latency(fixed 200ms, precommit)"
-	var out []Event
+	var out []eventlog.Event
 	for _, ev := range evs {
 		out = append(out, ev)
-		if ev.Kind == KindSign && ev.Error == "" && (ev.Validator == "v3" || ev.Validator == "v4") {
+		if ev.Kind == eventlog.KindSign && ev.Error == "" && (ev.Validator == "v3" || ev.Validator == "v4") {
 			sig := ev
-			sig.Side = SideSigner
+			sig.Side = eventlog.SideSigner
 			sig.LatencyMS = max(ev.LatencyMS*0.8-0.02, 0.01)
 			out[len(out)-1] = sig // the signer answers before the node sees it
 			out = append(out, ev)
 		}
 	}
-	fault := func(ms int, action, target, state, detail string) Event {
-		return Event{Time: start.Add(time.Duration(ms) * time.Millisecond), Kind: KindFault, Action: action, Validator: target, State: state, Detail: detail}
+	fault := func(ms int, action, target, state, detail string) eventlog.Event {
+		return eventlog.Event{Time: start.Add(time.Duration(ms) * time.Millisecond), Kind: eventlog.KindFault, Action: action, Validator: target, State: state, Detail: detail}
 	}
 	out = append(out,
-		fault(3000, "signer-delay", "v4", FaultStart, "delay 2s <script>x</script>"),
-		fault(9000, "signer-delay", "v4", FaultEnd, ""),
-		fault(12500, "signer-outage", "v1", FaultStart, "signer unreachable"))
-	slices.SortStableFunc(out, func(a, b Event) int { return a.Time.Compare(b.Time) })
+		fault(3000, "signer-delay", "v4", eventlog.FaultStart, "delay 2s <script>x</script>"),
+		fault(9000, "signer-delay", "v4", eventlog.FaultEnd, ""),
+		fault(12500, "signer-outage", "v1", eventlog.FaultStart, "signer unreachable"))
+	slices.SortStableFunc(out, func(a, b eventlog.Event) int { return a.Time.Compare(b.Time) })
 	return out
 }
 
@@ -347,16 +348,16 @@ func TestHTMLReportLargeRun(t *testing.T) {
 }
 
 func TestHTMLReportDegenerateRuns(t *testing.T) {
-	start := Event{Time: t0, Kind: KindRunStart, Scenario: "empty", Validators: []ValidatorInfo{{Name: "v1", Signer: "local"}}}
-	oneBlock := Event{Time: t0.Add(time.Second), Kind: KindBlock, Height: 1}
-	cases := map[string][]Event{
+	start := eventlog.Event{Time: t0, Kind: eventlog.KindRunStart, Scenario: "empty", Validators: []eventlog.ValidatorInfo{{Name: "v1", Signer: "local"}}}
+	oneBlock := eventlog.Event{Time: t0.Add(time.Second), Kind: eventlog.KindBlock, Height: 1}
+	cases := map[string][]eventlog.Event{
 		"no events":        nil,
 		"run_start only":   {start},
-		"nothing happened": {start, {Time: t0.Add(time.Second), Kind: KindRunEnd, StopReason: StopInterrupted}},
-		"one block":        {start, oneBlock, {Time: t0.Add(2 * time.Second), Kind: KindRunEnd, StopReason: StopHeights}},
-		"no run_start":     {oneBlock, {Time: t0.Add(3 * time.Second), Kind: KindBlock, Height: 2, LastCommitAbsent: []string{"ghost"}}},
-		"zero latencies": {start, {Time: t0, Kind: KindSign, Validator: "v1", Phase: phase.Prevote, Height: 1},
-			{Time: t0, Kind: KindSign, Validator: "v1", Phase: phase.Prevote, Height: 2, LatencyMS: 500}},
+		"nothing happened": {start, {Time: t0.Add(time.Second), Kind: eventlog.KindRunEnd, StopReason: eventlog.StopInterrupted}},
+		"one block":        {start, oneBlock, {Time: t0.Add(2 * time.Second), Kind: eventlog.KindRunEnd, StopReason: eventlog.StopHeights}},
+		"no run_start":     {oneBlock, {Time: t0.Add(3 * time.Second), Kind: eventlog.KindBlock, Height: 2, LastCommitAbsent: []string{"ghost"}}},
+		"zero latencies": {start, {Time: t0, Kind: eventlog.KindSign, Validator: "v1", Phase: phase.Prevote, Height: 1},
+			{Time: t0, Kind: eventlog.KindSign, Validator: "v1", Phase: phase.Prevote, Height: 2, LatencyMS: 500}},
 	}
 	for name, evs := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -382,10 +383,10 @@ func TestHTMLReportDegenerateRuns(t *testing.T) {
 func TestHTMLReportChartThatCannotBeDrawn(t *testing.T) {
 	for _, bad := range []float64{math.NaN(), math.Inf(1)} {
 		t.Run(strconv.FormatFloat(bad, 'g', -1, 64), func(t *testing.T) {
-			evs := []Event{runStart("v1"),
+			evs := []eventlog.Event{runStart("v1"),
 				withLatency(signEv("v1", phase.Prevote, 1, 0, "B"), 1, 0),
 				withLatency(signEv("v1", phase.Prevote, 2, 0, "B"), bad, 0),
-				block(1, 1000, 0, nil, nil), block(2, 2000, 0, nil, nil), runEnd(3000, StopHeights)}
+				block(1, 1000, 0, nil, nil), block(2, 2000, 0, nil, nil), runEnd(3000, eventlog.StopHeights)}
 			page := htmlReport(t, evs)
 			lat := sectionOf(t, page, "latency")
 			if !strings.Contains(lat, "chart could not be drawn") || strings.Contains(lat, "<svg") {

@@ -1,6 +1,7 @@
 package results
 
 import (
+	"github.com/valnet/valnet/results/eventlog"
 	"slices"
 	"time"
 
@@ -199,7 +200,7 @@ func emptyIndex(n *names, w *watch) *index {
 }
 
 // start takes run_start's validators and model.
-func (x *index) start(ev *Event) {
+func (x *index) start(ev *eventlog.Event) {
 	x.noVotes = noVoteEvents(ev)
 	seen := map[string]bool{}
 	for _, v := range ev.Validators {
@@ -357,15 +358,15 @@ func earliest(m map[int32]time.Time, k int32, t time.Time) {
 }
 
 // observe indexes one event; seq is its stream position.
-func (x *index) observe(ev *Event, seq int64) {
+func (x *index) observe(ev *eventlog.Event, seq int64) {
 	if ev.Time.After(x.latest) {
 		x.latest = ev.Time
 	}
 	switch ev.Kind {
-	case KindStep, KindNewRound:
+	case eventlog.KindStep, eventlog.KindNewRound:
 		x.observeRound(ev)
-	case KindSign:
-		if ev.Side != SideSigner && ev.Validator != "" {
+	case eventlog.KindSign:
+		if ev.Side != eventlog.SideSigner && ev.Validator != "" {
 			v := x.names.id(ev.Validator)
 			x.addSpan(v, sigSpan{phase: phaseName(ev.Phase), height: ev.Height, round: ev.Round,
 				began: ev.Time.Add(-msDuration(ev.LatencyMS)), end: ev.Time, latencyMS: ev.LatencyMS, seq: seq})
@@ -389,7 +390,7 @@ func (x *index) observe(ev *Event, seq int64) {
 				}
 			}
 		}
-	case KindSignRequest:
+	case eventlog.KindSignRequest:
 		if ev.Validator != "" {
 			v := x.names.id(ev.Validator)
 			if !x.requesters[v] {
@@ -410,17 +411,17 @@ func (x *index) observe(ev *Event, seq int64) {
 			hd.pending[k] = append(hd.pending[k], ev.Time)
 			hd.nPending++
 		}
-	case KindHost:
+	case eventlog.KindHost:
 		if ev.Host != nil {
 			x.watch.host(ev.Time)
 			x.hosts = append(x.hosts, hostMark{t: ev.Time, sample: *ev.Host})
 		}
-	case KindProposal:
+	case eventlog.KindProposal:
 		if hd := x.open(ev.Height); hd != nil {
 			hd.saw(ev.Time)
 			earliest(hd.round(ev.Round).proposalAt, x.names.id(ev.Node), ev.Time)
 		}
-	case KindVote:
+	case eventlog.KindVote:
 		if !x.anyVote {
 			x.anyVote = true
 			x.watch.fact(factVote)
@@ -436,11 +437,11 @@ func (x *index) observe(ev *Event, seq int64) {
 			hd.votes = append(hd.votes, vt)
 			hd.byRound = nil
 		}
-	case KindFault:
+	case eventlog.KindFault:
 		x.watch.fault(ev.Time)
 		x.downs.Observe(ev)
 		x.faults = append(x.faults, faultEvent{t: ev.Time, action: ev.Action, validator: ev.Validator, state: ev.State, detail: ev.Detail})
-	case KindNodeUp:
+	case eventlog.KindNodeUp:
 		if len(x.ups) == 0 {
 			x.watch.fact(factNodeUp)
 		}
@@ -449,7 +450,7 @@ func (x *index) observe(ev *Event, seq int64) {
 }
 
 // observeRound indexes a new_round or step event.
-func (x *index) observeRound(ev *Event) {
+func (x *index) observeRound(ev *eventlog.Event) {
 	node := x.names.id(ev.Node)
 	if ev.Node != "" {
 		if !x.anyMark {
@@ -473,7 +474,7 @@ func (x *index) observeRound(ev *Event) {
 		}
 	}
 	switch ev.Kind {
-	case KindStep:
+	case eventlog.KindStep:
 		switch ev.Step {
 		case "commit":
 			hd.commitSteps = append(hd.commitSteps, commitStep{node: node, round: ev.Round, t: ev.Time})
@@ -485,7 +486,7 @@ func (x *index) observeRound(ev *Event) {
 			inRound()
 			earliest(rd.prevoteStep, node, ev.Time)
 		}
-	case KindNewRound:
+	case eventlog.KindNewRound:
 		inRound()
 		if !rd.started || ev.Time.Before(rd.start) {
 			rd.start, rd.started = ev.Time, true

@@ -3,6 +3,7 @@ package results
 import (
 	"encoding/xml"
 	"fmt"
+	"github.com/valnet/valnet/results/eventlog"
 	"io"
 	"strconv"
 	"strings"
@@ -105,8 +106,8 @@ func junitSuiteOf(s *Summary) junitSuite {
 
 	run := junitCase{Name: RunReachedHeights, Classname: class, Time: "0"}
 	switch s.StopReason {
-	case StopHeights:
-	case StopMaxDuration:
+	case eventlog.StopHeights:
+	case eventlog.StopMaxDuration:
 		run.Failure = &junitProblem{Type: s.StopReason, Message: stoppedEarly(s), Text: stoppedEarly(s)}
 	default:
 		msg := "stop_reason " + s.StopReason

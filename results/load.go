@@ -2,6 +2,7 @@ package results
 
 import (
 	"fmt"
+	"github.com/valnet/valnet/results/eventlog"
 	"hash/fnv"
 	"math"
 	"time"
@@ -81,18 +82,18 @@ func newLoadAgg(keepAll bool) *loadAgg {
 	return &loadAgg{pending: map[string]*txState{}, counted: map[uint64]bool{}, keepAll: keepAll}
 }
 
-func (a *loadAgg) tx(ev *Event) {
+func (a *loadAgg) tx(ev *eventlog.Event) {
 	ls := &a.ls
 	ls.Sent++
 	switch ev.Result {
-	case TxAccepted:
+	case eventlog.TxAccepted:
 		ls.Accepted++
-	case TxRejected:
+	case eventlog.TxRejected:
 		ls.Rejected++
 	default:
 		ls.Failed++
 	}
-	if ev.Result != TxAccepted {
+	if ev.Result != eventlog.TxAccepted {
 		ls.countError(ev.Error)
 	}
 	if a.first.IsZero() || ev.Time.Before(a.first) {
@@ -109,15 +110,15 @@ func (a *loadAgg) tx(ev *Event) {
 		st = &txState{}
 		a.pending[ev.Tx] = st
 	}
-	if !st.hasSub || !st.accepted && ev.Result == TxAccepted {
-		st.sub, st.accepted, st.hasSub = ev.Time, ev.Result == TxAccepted, true
+	if !st.hasSub || !st.accepted && ev.Result == eventlog.TxAccepted {
+		st.sub, st.accepted, st.hasSub = ev.Time, ev.Result == eventlog.TxAccepted, true
 	}
 	a.settle(ev.Tx, st)
 }
 
 // block takes a block's transactions; below is whether a higher block
 // came before it.
-func (a *loadAgg) block(ev *Event, below bool) {
+func (a *loadAgg) block(ev *eventlog.Event, below bool) {
 	if below && len(ev.TxHashes) > 0 {
 		a.outOfOrder = true
 	}
@@ -169,7 +170,7 @@ func txKey(hash string) uint64 {
 
 // result is s.Load: nil for a run without a load in run_start or tx
 // events.
-func (a *loadAgg) result(start *Event) *LoadSummary {
+func (a *loadAgg) result(start *eventlog.Event) *LoadSummary {
 	for _, st := range a.pending {
 		if st.hasSub && st.hasBlock {
 			a.count(st)

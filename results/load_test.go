@@ -2,6 +2,7 @@ package results
 
 import (
 	"encoding/json"
+	"github.com/valnet/valnet/results/eventlog"
 	"reflect"
 	"strings"
 	"testing"
@@ -9,23 +10,23 @@ import (
 )
 
 // loadStream is a run with a load: five submissions, two blocks.
-func loadStream(t0 time.Time) []Event {
+func loadStream(t0 time.Time) []eventlog.Event {
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
-	tx := func(ms int, hash, result, err string) Event {
-		return Event{Time: at(ms), Kind: KindTx, Node: "v1", Tx: hash, Result: result, Error: err, LatencyMS: 1}
+	tx := func(ms int, hash, result, err string) eventlog.Event {
+		return eventlog.Event{Time: at(ms), Kind: eventlog.KindTx, Node: "v1", Tx: hash, Result: result, Error: err, LatencyMS: 1}
 	}
-	return []Event{
-		{Time: at(0), Kind: KindRunStart, Scenario: "load", Heights: 2,
-			Load: &LoadInfo{Rate: 10, SizeBytes: 1024, To: "all"}},
-		tx(100, "aa", TxAccepted, ""),
-		tx(200, "bb", TxAccepted, ""),
-		tx(300, "cc", TxRejected, "CheckTx code 1"),
-		tx(400, "dd", TxFailed, "connection refused"),
-		tx(500, "ee", TxAccepted, ""),
-		{Time: at(600), Kind: KindBlock, Height: 1, Txs: 3, BlockBytes: 3500, TxHashes: []string{"aa", "dd", "bb"}},
+	return []eventlog.Event{
+		{Time: at(0), Kind: eventlog.KindRunStart, Scenario: "load", Heights: 2,
+			Load: &eventlog.LoadInfo{Rate: 10, SizeBytes: 1024, To: "all"}},
+		tx(100, "aa", eventlog.TxAccepted, ""),
+		tx(200, "bb", eventlog.TxAccepted, ""),
+		tx(300, "cc", eventlog.TxRejected, "CheckTx code 1"),
+		tx(400, "dd", eventlog.TxFailed, "connection refused"),
+		tx(500, "ee", eventlog.TxAccepted, ""),
+		{Time: at(600), Kind: eventlog.KindBlock, Height: 1, Txs: 3, BlockBytes: 3500, TxHashes: []string{"aa", "dd", "bb"}},
 		// A transaction not sent by the load, then one already committed.
-		{Time: at(1600), Kind: KindBlock, Height: 2, Txs: 2, BlockBytes: 2400, TxHashes: []string{"zz", "aa"}},
-		{Time: at(1700), Kind: KindRunEnd, StopReason: StopHeights},
+		{Time: at(1600), Kind: eventlog.KindBlock, Height: 2, Txs: 2, BlockBytes: 2400, TxHashes: []string{"zz", "aa"}},
+		{Time: at(1700), Kind: eventlog.KindRunEnd, StopReason: eventlog.StopHeights},
 	}
 }
 
@@ -67,13 +68,13 @@ func TestSummarizeLoad(t *testing.T) {
 	}
 
 	// What valnet report reads back is the same summary.
-	var back []Event
+	var back []eventlog.Event
 	for _, ev := range loadStream(t0) {
 		line, err := json.Marshal(ev)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var e Event
+		var e eventlog.Event
 		if err := json.Unmarshal(line, &e); err != nil {
 			t.Fatal(err)
 		}
@@ -95,7 +96,7 @@ func TestSummarizeLoadBehindAndNone(t *testing.T) {
 	if s := Summarize(evs); s.Load.Note != "" {
 		t.Errorf("note %q at the asked rate", s.Load.Note)
 	}
-	plain := []Event{{Time: t0, Kind: KindRunStart}, {Time: t0.Add(time.Second), Kind: KindBlock, Height: 1}}
+	plain := []eventlog.Event{{Time: t0, Kind: eventlog.KindRunStart}, {Time: t0.Add(time.Second), Kind: eventlog.KindBlock, Height: 1}}
 	s := Summarize(plain)
 	if s.Load != nil {
 		t.Errorf("a run without load has load %+v", *s.Load)
@@ -116,7 +117,7 @@ func TestSummarizeLoadBehindAndNone(t *testing.T) {
 		t.Errorf("tx_per_s of a load that sent nothing: samples %d, want none", n)
 	}
 	// A load that sent nothing still reports itself.
-	empty := []Event{{Time: t0, Kind: KindRunStart, Load: &LoadInfo{Rate: 5, SizeBytes: 100, To: "v1"}}}
+	empty := []eventlog.Event{{Time: t0, Kind: eventlog.KindRunStart, Load: &eventlog.LoadInfo{Rate: 5, SizeBytes: 100, To: "v1"}}}
 	if s := Summarize(empty); s.Load == nil || s.Load.Sent != 0 || s.Load.To != "v1" {
 		t.Errorf("load that sent nothing: %+v", s.Load)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 	"github.com/valnet/valnet/scenarios"
 )
 
@@ -14,7 +15,7 @@ import (
 // per-validator metrics, a phase for phased ones), and checks that the
 // PerValidator/Phased flags agree with what results accepts.
 func TestEveryScenarioMetricIsImplemented(t *testing.T) {
-	evs, err := results.ReadFile("testdata/events.jsonl")
+	evs, err := eventlog.ReadFile("testdata/events.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +44,7 @@ func TestEveryScenarioMetricIsImplemented(t *testing.T) {
 			}
 
 			// And through an expectation, as a run records it.
-			exp := results.Expectation{Metric: m.Name}
+			exp := eventlog.Expectation{Metric: m.Name}
 			zero := 0.0
 			exp.Min = &zero
 			for _, r := range evaluate(t, evs, exp) {
@@ -59,12 +60,12 @@ func TestEveryScenarioMetricIsImplemented(t *testing.T) {
 }
 
 // evaluate re-summarizes evs with exp as the only expectation.
-func evaluate(t *testing.T, evs []results.Event, exp results.Expectation) []results.ExpectationResult {
+func evaluate(t *testing.T, evs []eventlog.Event, exp eventlog.Expectation) []results.ExpectationResult {
 	t.Helper()
-	cp := append([]results.Event(nil), evs...)
+	cp := append([]eventlog.Event(nil), evs...)
 	for i := range cp {
-		if cp[i].Kind == results.KindRunStart {
-			cp[i].Expect = []results.Expectation{exp}
+		if cp[i].Kind == eventlog.KindRunStart {
+			cp[i].Expect = []eventlog.Expectation{exp}
 			break
 		}
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/valnet/valnet/internal/metricref"
 	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 	"github.com/valnet/valnet/scenarios"
 )
 
@@ -13,7 +14,7 @@ import (
 // MetricValues for every validator (and phase), with the value
 // expectations see, and that the rates divide by the heights counted.
 func TestMetricValues(t *testing.T) {
-	evs, err := results.ReadFile("testdata/events.jsonl")
+	evs, err := eventlog.ReadFile("testdata/events.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func TestMetricValues(t *testing.T) {
 }
 
 func TestMetricValueBad(t *testing.T) {
-	evs, err := results.ReadFile("testdata/events.jsonl")
+	evs, err := eventlog.ReadFile("testdata/events.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}

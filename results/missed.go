@@ -3,6 +3,7 @@ package results
 import (
 	"encoding/csv"
 	"fmt"
+	"github.com/valnet/valnet/results/eventlog"
 	"io"
 	"strconv"
 	"strings"
@@ -95,7 +96,7 @@ type MissedPrecommit struct {
 // set missed_precommits counts), by height and in LastCommit order. Causes
 // are derived at report time from the events; they are never recorded in
 // events.jsonl, so a better classifier re-reads old runs.
-func MissedPrecommits(events []Event) []MissedPrecommit {
+func MissedPrecommits(events []eventlog.Event) []MissedPrecommit {
 	return summarizeEvents(events).Summary().Missed
 }
 

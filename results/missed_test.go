@@ -3,51 +3,52 @@ package results
 import (
 	"github.com/valnet/valnet/internal/action"
 	"github.com/valnet/valnet/internal/phase"
+	"github.com/valnet/valnet/results/eventlog"
 	"reflect"
 	"strings"
 	"testing"
 )
 
 // Event constructors with times, for the consensus analysis.
-func stepAt(ms float64, node string, h int64, r int32, s string) Event {
+func stepAt(ms float64, node string, h int64, r int32, s string) eventlog.Event {
 	ev := step(node, h, r, s)
 	ev.Time = at(ms)
 	return ev
 }
 
-func signAt(ms float64, v, phase string, h int64, r int32, blockID string, latency float64) Event {
+func signAt(ms float64, v, phase string, h int64, r int32, blockID string, latency float64) eventlog.Event {
 	ev := signEv(v, phase, h, r, blockID)
 	ev.Time, ev.LatencyMS = at(ms), latency
 	return ev
 }
 
-func voteAt(ms float64, node, v, phase string, h int64, r int32, blockID string) Event {
-	return Event{Time: at(ms), Kind: KindVote, Node: node, Validator: v, Phase: phase, Height: h, Round: r, BlockID: blockID}
+func voteAt(ms float64, node, v, phase string, h int64, r int32, blockID string) eventlog.Event {
+	return eventlog.Event{Time: at(ms), Kind: eventlog.KindVote, Node: node, Validator: v, Phase: phase, Height: h, Round: r, BlockID: blockID}
 }
 
-func requestAt(ms float64, v, phase string, h int64, r int32) Event {
-	return Event{Time: at(ms), Kind: KindSignRequest, Node: v, Validator: v, Phase: phase, Height: h, Round: r}
+func requestAt(ms float64, v, phase string, h int64, r int32) eventlog.Event {
+	return eventlog.Event{Time: at(ms), Kind: eventlog.KindSignRequest, Node: v, Validator: v, Phase: phase, Height: h, Round: r}
 }
 
 // hostAt is one host second ending at ms, saturated or idle.
-func hostAt(ms float64, saturated bool) Event {
-	s := HostSample{Cores: 2, CPUBusy: 0.2, SchedLagP99MS: 0.3, TickLagMS: 0.5}
+func hostAt(ms float64, saturated bool) eventlog.Event {
+	s := eventlog.HostSample{Cores: 2, CPUBusy: 0.2, SchedLagP99MS: 0.3, TickLagMS: 0.5}
 	if saturated {
-		s = HostSample{Cores: 2, CPUBusy: 0.99, SchedLagP99MS: 25, TickLagMS: 120}
+		s = eventlog.HostSample{Cores: 2, CPUBusy: 0.99, SchedLagP99MS: 25, TickLagMS: 120}
 	}
-	return Event{Time: at(ms), Kind: KindHost, Host: &s}
+	return eventlog.Event{Time: at(ms), Kind: eventlog.KindHost, Host: &s}
 }
 
-func faultAt(ms float64, v, action, state string) Event {
-	return Event{Time: at(ms), Kind: KindFault, Validator: v, Action: action, State: state, Detail: "test"}
+func faultAt(ms float64, v, action, state string) eventlog.Event {
+	return eventlog.Event{Time: at(ms), Kind: eventlog.KindFault, Validator: v, Action: action, State: state, Detail: "test"}
 }
 
 // missedRun: four validators; height 1 is decided at 900 ms (v1..v3 enter
 // commit then; v4's own node at 950), blocks at 1000 and 3000; block 2,
 // proposed by v1, has v4 absent from height 1's commit in commitRound.
 // extra events describe what v4 did.
-func missedRun(commitRound int32, extra ...Event) []Event {
-	evs := []Event{runStart("v1", "v2", "v3", "v4")}
+func missedRun(commitRound int32, extra ...eventlog.Event) []eventlog.Event {
+	evs := []eventlog.Event{runStart("v1", "v2", "v3", "v4")}
 	for _, n := range []string{"v1", "v2", "v3"} {
 		evs = append(evs, stepAt(900, n, 1, commitRound, "commit"))
 	}
@@ -55,30 +56,30 @@ func missedRun(commitRound int32, extra ...Event) []Event {
 	evs = append(evs, extra...)
 	b2 := block(2, 3000, commitRound, []string{"v4"}, nil)
 	b2.Proposer = "v1"
-	return append(evs, block(1, 1000, 0, nil, nil), b2, runEnd(4000, StopHeights))
+	return append(evs, block(1, 1000, 0, nil, nil), b2, runEnd(4000, eventlog.StopHeights))
 }
 
 func TestMissedPrecommitCauses(t *testing.T) {
 	const id = "B1"
 	tests := []struct {
 		name   string
-		events []Event
+		events []eventlog.Event
 		cause  string
 		detail string // substring
 	}{
 		{"node down: a node fault active through the decision",
-			missedRun(0, faultAt(100, "v4", action.NodeKill, FaultStart)),
+			missedRun(0, faultAt(100, "v4", action.NodeKill, eventlog.FaultStart)),
 			CauseNodeDown, "node-kill fault active"},
 		{"node down: paused, resumed after the round began",
-			missedRun(0, faultAt(100, "v4", action.NodePause, FaultStart), faultAt(500, "v4", action.NodePause, FaultEnd),
-				Event{Time: at(200), Kind: KindNewRound, Node: "v1", Height: 1, Proposer: "v1"}),
+			missedRun(0, faultAt(100, "v4", action.NodePause, eventlog.FaultStart), faultAt(500, "v4", action.NodePause, eventlog.FaultEnd),
+				eventlog.Event{Time: at(200), Kind: eventlog.KindNewRound, Node: "v1", Height: 1, Proposer: "v1"}),
 			CauseNodeDown, "node-pause"},
 		{"a node fault that ended before the round is not the cause",
-			missedRun(0, faultAt(10, "v4", action.NodeStop, FaultStart), faultAt(50, "v4", action.NodeStop, FaultEnd),
-				Event{Time: at(200), Kind: KindNewRound, Node: "v1", Height: 1, Proposer: "v1"}),
+			missedRun(0, faultAt(10, "v4", action.NodeStop, eventlog.FaultStart), faultAt(50, "v4", action.NodeStop, eventlog.FaultEnd),
+				eventlog.Event{Time: at(200), Kind: eventlog.KindNewRound, Node: "v1", Height: 1, Proposer: "v1"}),
 			CauseUnknown, "no signature by v4 at height 1"},
 		{"a signer fault is not a node fault",
-			missedRun(0, faultAt(100, "v4", "signer-delay", FaultStart)),
+			missedRun(0, faultAt(100, "v4", "signer-delay", eventlog.FaultStart)),
 			CauseUnknown, ""},
 		{"signer failed on the commit round's precommit",
 			missedRun(0, withError(signAt(500, "v4", phase.Precommit, 1, 0, "", 3), "signer: connection reset")),
@@ -117,7 +118,7 @@ func TestMissedPrecommitCauses(t *testing.T) {
 			missedRun(0, signAt(1000, "v4", phase.Prevote, 1, 0, id, 750), signAt(1500, "v4", phase.Precommit, 1, 0, id, 500)),
 			CauseSignerLate, "signed 600 ms after the decision (signature took 500 ms); at the decision its signer was still on the h1 prevote r0 signature, requested 650 ms before, took 750 ms"},
 		{"signed after the decision, asked for after it: a backlog from the height before during the round",
-			missedRun(0, Event{Time: at(200), Kind: KindNewRound, Node: "v1", Height: 1, Proposer: "v1"},
+			missedRun(0, eventlog.Event{Time: at(200), Kind: eventlog.KindNewRound, Node: "v1", Height: 1, Proposer: "v1"},
 				signAt(890, "v4", phase.Precommit, 0, 1, id, 700), signAt(1000, "v4", phase.Precommit, 1, 0, id, 2)),
 			CauseSignerLate, "precommit r0 signed 100 ms after the decision (signature took 2 ms); during the round its signer was still on the h0 precommit r1 signature (requested 10 ms before the round began, took 700 ms)"},
 		{"no precommit: the signer still busy with an earlier height's signature",
@@ -135,11 +136,11 @@ func TestMissedPrecommitCauses(t *testing.T) {
 			missedRun(0, requestAt(300, "v4", phase.Prevote, 1, 0), signAt(301, "v4", phase.Prevote, 1, 0, id, 1)),
 			CauseNodeBehind, "prevote r0 signed, but v4's node never asked for a precommit before the decision"},
 		{"no precommit: the node was a height behind, catching up after a restart",
-			missedRun(0, faultAt(10, "v4", action.NodeKill, FaultStart), faultAt(150, "v4", action.NodeStart, FaultStart),
-				stepAt(5, "v4", 0, 0, "commit"), Event{Time: at(200), Kind: KindNewRound, Node: "v1", Height: 1, Proposer: "v1"}),
+			missedRun(0, faultAt(10, "v4", action.NodeKill, eventlog.FaultStart), faultAt(150, "v4", action.NodeStart, eventlog.FaultStart),
+				stepAt(5, "v4", 0, 0, "commit"), eventlog.Event{Time: at(200), Kind: eventlog.KindNewRound, Node: "v1", Height: 1, Proposer: "v1"}),
 			CauseNodeBehind, "no precommit: v4's node had not reached height 1 (it was at height 0); its node ran again 750 ms before (after node-kill), catching up"},
 		{"no precommit: the node a height behind because its signer had a backlog",
-			missedRun(0, stepAt(5, "v4", 0, 0, "commit"), Event{Time: at(200), Kind: KindNewRound, Node: "v1", Height: 1, Proposer: "v1"},
+			missedRun(0, stepAt(5, "v4", 0, 0, "commit"), eventlog.Event{Time: at(200), Kind: eventlog.KindNewRound, Node: "v1", Height: 1, Proposer: "v1"},
 				signAt(850, "v4", phase.Precommit, 0, 0, id, 600)),
 			CauseSignerLate, "no precommit: v4's node had not reached height 1 (it was at height 0), its signer on the h0 precommit r0 signature (requested 50 ms into the round, took 600 ms) during the round"},
 		{"network on a saturated host is the host's",
@@ -155,7 +156,7 @@ func TestMissedPrecommitCauses(t *testing.T) {
 			missedRun(0, signAt(1100, "v4", phase.Precommit, 1, 0, id, 400), hostAt(1000, true)),
 			CauseSignerLate, "signed 200 ms after the decision"},
 		{"a signer-side event alone is not the node's signature",
-			missedRun(0, Event{Time: at(800), Kind: KindSign, Node: "v4", Validator: "v4", Side: SideSigner, Phase: phase.Precommit, Height: 1, LatencyMS: 1, BlockID: id}),
+			missedRun(0, eventlog.Event{Time: at(800), Kind: eventlog.KindSign, Node: "v4", Validator: "v4", Side: eventlog.SideSigner, Phase: phase.Precommit, Height: 1, LatencyMS: 1, BlockID: id}),
 			CauseUnknown, "no signature by v4"},
 		{"unknown: a prevote in a later round only, not in progress",
 			missedRun(1, signAt(300, "v4", phase.Prevote, 1, 1, id, 1), signAt(310, "v4", phase.Precommit, 1, 0, "", 1)),
@@ -190,8 +191,8 @@ func TestMissedPrecommitCauses(t *testing.T) {
 
 func TestDecisionFallsBackToTheBlock(t *testing.T) {
 	// No commit step at all: the block event (1000 ms) is the decision.
-	evs := []Event{runStart("v1", "v2"), signAt(1100, "v2", phase.Precommit, 1, 0, "B", 300),
-		block(1, 1000, 0, nil, nil), block(2, 2000, 0, []string{"v2"}, nil), runEnd(3000, StopHeights)}
+	evs := []eventlog.Event{runStart("v1", "v2"), signAt(1100, "v2", phase.Precommit, 1, 0, "B", 300),
+		block(1, 1000, 0, nil, nil), block(2, 2000, 0, []string{"v2"}, nil), runEnd(3000, eventlog.StopHeights)}
 	got := MissedPrecommits(evs)
 	if len(got) != 1 || got[0].Cause != CauseSignerLate || !strings.Contains(got[0].Detail, "100 ms after") {
 		t.Errorf("got %+v", got)
@@ -236,8 +237,8 @@ func TestMissedCSV(t *testing.T) {
 func TestHeightsTheRunDidNotWaitForAreNotCounted(t *testing.T) {
 	start := runStart("v1", "v2", "v3", "v4")
 	start.Heights = 2
-	evs := []Event{start, block(1, 1000, 0, nil, nil), block(2, 2000, 0, []string{"v4"}, nil),
-		block(3, 3000, 0, []string{"v4"}, []string{"v3"}), block(4, 3050, 0, []string{"v4"}, nil), runEnd(3100, StopHeights)}
+	evs := []eventlog.Event{start, block(1, 1000, 0, nil, nil), block(2, 2000, 0, []string{"v4"}, nil),
+		block(3, 3000, 0, []string{"v4"}, []string{"v3"}), block(4, 3050, 0, []string{"v4"}, nil), runEnd(3100, eventlog.StopHeights)}
 	s := Summarize(evs)
 	v4, v3 := vByName(t, s, "v4"), vByName(t, s, "v3")
 	if v4.MissedPrecommits != 2 || v4.PrecommitsCounted != 2 || v4.ConsecutiveMissedMax != 2 || v3.NilPrecommits != 1 {

@@ -2,6 +2,7 @@ package results
 
 import (
 	"fmt"
+	"github.com/valnet/valnet/results/eventlog"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,7 +15,7 @@ import (
 
 // ModelLabel is how every report names a model run: "MODEL: valnet-sim
 // (virtual time, not real nodes)"; "" for a run of real nodes (m nil).
-func ModelLabel(m *ModelInfo) string {
+func ModelLabel(m *eventlog.ModelInfo) string {
 	if m == nil {
 		return ""
 	}
@@ -29,7 +30,7 @@ const NotRecorded = "n/a (not recorded)"
 // deliberately holds no vote events: a model run with vote_events false.
 // A real run always records them (an old or damaged stream that lacks
 // them is judged as before).
-func noVoteEvents(start *Event) bool {
+func noVoteEvents(start *eventlog.Event) bool {
 	return start != nil && start.Model != nil && !start.Model.VoteEvents
 }
 
@@ -48,7 +49,7 @@ const cannotTellVotes = "cannot tell without vote events (vote_events: false): "
 // model run without, VoteEventValues and, when a halt's cause needed vote
 // events, every halts_<cause> metric (that halt could be any cause).
 // halts and halts_unresumed are told by the blocks and stay.
-func summarizeUnavailable(s *Summary, start *Event) {
+func summarizeUnavailable(s *Summary, start *eventlog.Event) {
 	if !noVoteEvents(start) {
 		return
 	}

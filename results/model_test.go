@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/valnet/valnet/results/eventlog"
 	"io"
 	"slices"
 	"strings"
@@ -15,15 +16,15 @@ import (
 // asModel is evs as a model run would write them: run_start carries a
 // model, and without voteEvents the stream has no vote events. extra
 // expectations are added to run_start's.
-func asModel(evs []Event, voteEvents bool, extra ...Expectation) []Event {
-	out := make([]Event, 0, len(evs))
+func asModel(evs []eventlog.Event, voteEvents bool, extra ...eventlog.Expectation) []eventlog.Event {
+	out := make([]eventlog.Event, 0, len(evs))
 	for _, ev := range evs {
 		switch {
-		case ev.Kind == KindVote && !voteEvents:
+		case ev.Kind == eventlog.KindVote && !voteEvents:
 			continue
-		case ev.Kind == KindRunStart:
+		case ev.Kind == eventlog.KindRunStart:
 			ev.Backend = "sim"
-			ev.Model = &ModelInfo{Name: "valnet-sim", Calibration: "default", VoteEvents: voteEvents,
+			ev.Model = &eventlog.ModelInfo{Name: "valnet-sim", Calibration: "default", VoteEvents: voteEvents,
 				Notes: []string{"gossip is one hop with a fixed delay", "blocks carry no transactions"}}
 			ev.Expect = append(slices.Clone(ev.Expect), extra...)
 		}
@@ -34,9 +35,9 @@ func asModel(evs []Event, voteEvents bool, extra ...Expectation) []Event {
 
 // modelExpect are expectations on values read off vote events, and one
 // that is not.
-func modelExpect() []Expectation {
+func modelExpect() []eventlog.Expectation {
 	f := func(v float64) *float64 { return &v }
-	return []Expectation{
+	return []eventlog.Expectation{
 		{Metric: "late_prevotes", Max: f(5)},
 		{Metric: "quorum_critical", Validator: "v1", Min: f(1)},
 		{Metric: "consecutive_missed_max", Validator: "v3", Max: f(2)},
@@ -44,12 +45,12 @@ func modelExpect() []Expectation {
 }
 
 // modelEvents is the golden fixture as a model run without vote events.
-func modelEvents(t testing.TB) []Event {
+func modelEvents(t testing.TB) []eventlog.Event {
 	return asModel(readFixture(t), false, modelExpect()...)
 }
 
 // reports renders every report of a summary.
-func reports(t *testing.T, s *Summary, evs []Event) map[string]string {
+func reports(t *testing.T, s *Summary, evs []eventlog.Event) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for name, write := range map[string]func(io.Writer) error{
@@ -96,7 +97,7 @@ func TestModelWithVoteEventsIsJudgedAsReal(t *testing.T) {
 func TestModelRunReports(t *testing.T) {
 	tests := []struct {
 		name        string
-		events      []Event
+		events      []eventlog.Event
 		model       bool
 		notRecorded bool // vote_events false
 	}{
@@ -259,15 +260,15 @@ func TestModelWithoutVoteEvents(t *testing.T) {
 // halts_<cause> is; a cause read off signatures and faults stays.
 func TestModelHaltCauses(t *testing.T) {
 	everyone := map[string][]string{"v1": all4, "v2": all4, "v3": all4, "v4": all4}
-	partition := cat([]Event{{Time: at(1500), Kind: KindFault, Action: action.Partition, State: FaultStart, Detail: "partition [v1 v2] | [v3 v4]"}},
+	partition := cat([]eventlog.Event{{Time: at(1500), Kind: eventlog.KindFault, Action: action.Partition, State: eventlog.FaultStart, Detail: "partition [v1 v2] | [v3 v4]"}},
 		enterRound(2100, 3, 0, all4...),
 		prevotes(2600, 3, 0, map[string][]string{"v1": {"v2"}, "v2": {"v1"}, "v3": {"v4"}, "v4": {"v3"}}, all4...))
 	lost := cat(enterRound(2100, 3, 0, all4...), prevotes(2600, 3, 0, map[string][]string{}, all4...))
-	down := cat([]Event{faultAt(1500, "v3", action.NodeKill, FaultStart), faultAt(1600, "v4", action.NodeStop, FaultStart)},
+	down := cat([]eventlog.Event{faultAt(1500, "v3", action.NodeKill, eventlog.FaultStart), faultAt(1600, "v4", action.NodeStop, eventlog.FaultStart)},
 		enterRound(2100, 3, 0, "v1", "v2"), prevotes(2600, 3, 0, everyone, "v1", "v2"))
 	tests := []struct {
 		name    string
-		events  []Event
+		events  []eventlog.Event
 		cause   string
 		detail  string // prefix
 		needsVo bool
@@ -281,7 +282,7 @@ func TestModelHaltCauses(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := func(v float64) *float64 { return &v }
-			evs := asModel(stuckRun(tt.events...), false, Expectation{Metric: "halts_partition", Max: f(0)}, Expectation{Metric: "halts", Max: f(0)})
+			evs := asModel(stuckRun(tt.events...), false, eventlog.Expectation{Metric: "halts_partition", Max: f(0)}, eventlog.Expectation{Metric: "halts", Max: f(0)})
 			s := Summarize(evs)
 			if len(s.Halts) != 1 {
 				t.Fatalf("halts = %+v", s.Halts)

@@ -1,6 +1,7 @@
 package results
 
 import (
+	"github.com/valnet/valnet/results/eventlog"
 	"time"
 
 	"github.com/valnet/valnet/internal/action"
@@ -28,20 +29,20 @@ const (
 //     validator.
 //
 // Nothing else, and no Detail text, changes whether a node is down.
-func NodeChangeOf(e *Event) NodeChange {
-	if e.Kind != KindFault || e.Validator == "" {
+func NodeChangeOf(e *eventlog.Event) NodeChange {
+	if e.Kind != eventlog.KindFault || e.Validator == "" {
 		return NodeUnchanged
 	}
 	switch e.Action {
 	case action.NodeStop, action.NodeKill, action.NodePause, action.NodeRestart:
 		switch e.State {
-		case FaultStart:
+		case eventlog.FaultStart:
 			return NodeDown
-		case FaultEnd:
+		case eventlog.FaultEnd:
 			return NodeUp
 		}
 	case action.NodeStart, action.NodeResume:
-		if e.State == FaultStart || e.State == FaultEnd {
+		if e.State == eventlog.FaultStart || e.State == eventlog.FaultEnd {
 			return NodeUp
 		}
 	}
@@ -68,7 +69,7 @@ type downWindow struct {
 
 // Observe follows e. A node already down stays in its window (the first
 // cause stands) until an event brings it back.
-func (d *NodeDowns) Observe(e *Event) {
+func (d *NodeDowns) Observe(e *eventlog.Event) {
 	switch NodeChangeOf(e) {
 	case NodeDown:
 		if d.Down(e.Validator) {

@@ -2,35 +2,36 @@ package results
 
 import (
 	"github.com/valnet/valnet/internal/action"
+	"github.com/valnet/valnet/results/eventlog"
 	"strings"
 	"testing"
 )
 
 func TestNodeChangeOf(t *testing.T) {
-	fault := func(action, state string) Event {
-		return Event{Kind: KindFault, Validator: "v1", Action: action, State: state}
+	fault := func(action, state string) eventlog.Event {
+		return eventlog.Event{Kind: eventlog.KindFault, Validator: "v1", Action: action, State: state}
 	}
 	tests := []struct {
 		name string
-		ev   Event
+		ev   eventlog.Event
 		want NodeChange
 	}{
-		{"stop starts", fault(action.NodeStop, FaultStart), NodeDown},
-		{"stop ends", fault(action.NodeStop, FaultEnd), NodeUp},
-		{"kill starts", fault(action.NodeKill, FaultStart), NodeDown},
-		{"kill ends", fault(action.NodeKill, FaultEnd), NodeUp},
-		{"pause starts", fault(action.NodePause, FaultStart), NodeDown},
-		{"pause ends", fault(action.NodePause, FaultEnd), NodeUp},
-		{"restart starts: down until its end, whatever the detail", fault(action.NodeRestart, FaultStart), NodeDown},
-		{"restart ends", fault(action.NodeRestart, FaultEnd), NodeUp},
-		{"start brings the node back", fault(action.NodeStart, FaultStart), NodeUp},
-		{"start's end too", fault(action.NodeStart, FaultEnd), NodeUp},
-		{"resume brings the node back", fault(action.NodeResume, FaultStart), NodeUp},
-		{"a signer fault is not a node fault", fault("signer-delay", FaultStart), NodeUnchanged},
-		{"a partition is not a node fault", fault("partition", FaultStart), NodeUnchanged},
+		{"stop starts", fault(action.NodeStop, eventlog.FaultStart), NodeDown},
+		{"stop ends", fault(action.NodeStop, eventlog.FaultEnd), NodeUp},
+		{"kill starts", fault(action.NodeKill, eventlog.FaultStart), NodeDown},
+		{"kill ends", fault(action.NodeKill, eventlog.FaultEnd), NodeUp},
+		{"pause starts", fault(action.NodePause, eventlog.FaultStart), NodeDown},
+		{"pause ends", fault(action.NodePause, eventlog.FaultEnd), NodeUp},
+		{"restart starts: down until its end, whatever the detail", fault(action.NodeRestart, eventlog.FaultStart), NodeDown},
+		{"restart ends", fault(action.NodeRestart, eventlog.FaultEnd), NodeUp},
+		{"start brings the node back", fault(action.NodeStart, eventlog.FaultStart), NodeUp},
+		{"start's end too", fault(action.NodeStart, eventlog.FaultEnd), NodeUp},
+		{"resume brings the node back", fault(action.NodeResume, eventlog.FaultStart), NodeUp},
+		{"a signer fault is not a node fault", fault("signer-delay", eventlog.FaultStart), NodeUnchanged},
+		{"a partition is not a node fault", fault("partition", eventlog.FaultStart), NodeUnchanged},
 		{"unknown state", fault(action.NodeKill, "maybe"), NodeUnchanged},
-		{"no validator", Event{Kind: KindFault, Action: action.NodeKill, State: FaultStart}, NodeUnchanged},
-		{"not a fault event", Event{Kind: KindStep, Validator: "v1", Action: action.NodeKill, State: FaultStart}, NodeUnchanged},
+		{"no validator", eventlog.Event{Kind: eventlog.KindFault, Action: action.NodeKill, State: eventlog.FaultStart}, NodeUnchanged},
+		{"not a fault event", eventlog.Event{Kind: eventlog.KindStep, Validator: "v1", Action: action.NodeKill, State: eventlog.FaultStart}, NodeUnchanged},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -48,26 +49,26 @@ func TestNodeDowns(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		events []Event
+		events []eventlog.Event
 		want   []window // of v1
 	}{
-		{"kill with a duration", []Event{faultAt(10, "v1", action.NodeKill, FaultStart), faultAt(50, "v1", action.NodeKill, FaultEnd)},
+		{"kill with a duration", []eventlog.Event{faultAt(10, "v1", action.NodeKill, eventlog.FaultStart), faultAt(50, "v1", action.NodeKill, eventlog.FaultEnd)},
 			[]window{{action.NodeKill, 10, 50}}},
-		{"a stop ends when the node is started again", []Event{faultAt(10, "v1", action.NodeStop, FaultStart), faultAt(70, "v1", action.NodeStart, FaultStart)},
+		{"a stop ends when the node is started again", []eventlog.Event{faultAt(10, "v1", action.NodeStop, eventlog.FaultStart), faultAt(70, "v1", action.NodeStart, eventlog.FaultStart)},
 			[]window{{action.NodeStop, 10, 70}}},
-		{"a pause ends at node-resume", []Event{faultAt(10, "v1", action.NodePause, FaultStart), faultAt(30, "v1", action.NodeResume, FaultStart)},
+		{"a pause ends at node-resume", []eventlog.Event{faultAt(10, "v1", action.NodePause, eventlog.FaultStart), faultAt(30, "v1", action.NodeResume, eventlog.FaultStart)},
 			[]window{{action.NodePause, 10, 30}}},
-		{"a restart without duration: its start to its end", []Event{faultAt(10, "v1", action.NodeRestart, FaultStart), faultAt(12, "v1", action.NodeRestart, FaultEnd)},
+		{"a restart without duration: its start to its end", []eventlog.Event{faultAt(10, "v1", action.NodeRestart, eventlog.FaultStart), faultAt(12, "v1", action.NodeRestart, eventlog.FaultEnd)},
 			[]window{{action.NodeRestart, 10, 12}}},
-		{"never brought back", []Event{faultAt(10, "v1", action.NodeKill, FaultStart)},
+		{"never brought back", []eventlog.Event{faultAt(10, "v1", action.NodeKill, eventlog.FaultStart)},
 			[]window{{action.NodeKill, 10, -1}}},
-		{"down again while down: the first cause stands", []Event{faultAt(10, "v1", action.NodePause, FaultStart), faultAt(20, "v1", action.NodeKill, FaultStart), faultAt(40, "v1", action.NodeKill, FaultEnd)},
+		{"down again while down: the first cause stands", []eventlog.Event{faultAt(10, "v1", action.NodePause, eventlog.FaultStart), faultAt(20, "v1", action.NodeKill, eventlog.FaultStart), faultAt(40, "v1", action.NodeKill, eventlog.FaultEnd)},
 			[]window{{action.NodePause, 10, 40}}},
-		{"a start of a running node opens nothing", []Event{faultAt(10, "v1", action.NodeStart, FaultStart)}, nil},
-		{"two windows", []Event{faultAt(10, "v1", action.NodeKill, FaultStart), faultAt(20, "v1", action.NodeKill, FaultEnd),
-			faultAt(30, "v1", action.NodeRestart, FaultStart), faultAt(45, "v1", action.NodeRestart, FaultEnd)},
+		{"a start of a running node opens nothing", []eventlog.Event{faultAt(10, "v1", action.NodeStart, eventlog.FaultStart)}, nil},
+		{"two windows", []eventlog.Event{faultAt(10, "v1", action.NodeKill, eventlog.FaultStart), faultAt(20, "v1", action.NodeKill, eventlog.FaultEnd),
+			faultAt(30, "v1", action.NodeRestart, eventlog.FaultStart), faultAt(45, "v1", action.NodeRestart, eventlog.FaultEnd)},
 			[]window{{action.NodeKill, 10, 20}, {action.NodeRestart, 30, 45}}},
-		{"another validator's faults are its own", []Event{faultAt(10, "v2", action.NodeKill, FaultStart), faultAt(20, "v1", action.NodeStart, FaultStart)}, nil},
+		{"another validator's faults are its own", []eventlog.Event{faultAt(10, "v2", action.NodeKill, eventlog.FaultStart), faultAt(20, "v1", action.NodeStart, eventlog.FaultStart)}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -99,15 +100,15 @@ func TestNodeDowns(t *testing.T) {
 // misses meanwhile are caused node-down, in summary.json and missed.csv,
 // and the one it misses after the restart is not.
 func TestNodeRestartMissesAreNodeDown(t *testing.T) {
-	evs := []Event{runStart("v1", "v2", "v3", "v4"),
+	evs := []eventlog.Event{runStart("v1", "v2", "v3", "v4"),
 		block(1, 1000, 0, nil, nil),
-		withDetail(faultAt(1500, "v4", action.NodeRestart, FaultStart), "v4 restarting from its home"),
+		withDetail(faultAt(1500, "v4", action.NodeRestart, eventlog.FaultStart), "v4 restarting from its home"),
 		block(2, 2000, 0, nil, nil),
 		block(3, 3000, 0, []string{"v4"}, nil), // v4 absent for height 2
-		withDetail(faultAt(3500, "v4", action.NodeRestart, FaultEnd), "started again from its home"),
+		withDetail(faultAt(3500, "v4", action.NodeRestart, eventlog.FaultEnd), "started again from its home"),
 		block(4, 4000, 0, []string{"v4"}, nil), // height 3: decided at 3000, v4 still down
 		block(5, 5000, 0, []string{"v4"}, nil), // height 4: after the restart
-		runEnd(5500, StopHeights)}
+		runEnd(5500, eventlog.StopHeights)}
 	s := Summarize(evs)
 	v4 := vByName(t, s, "v4")
 	if v4.MissedPrecommits != 3 || v4.MissedByCause.NodeDown != 2 || v4.MissedByCause.Unknown != 1 {
@@ -125,4 +126,4 @@ func TestNodeRestartMissesAreNodeDown(t *testing.T) {
 	}
 }
 
-func withDetail(ev Event, detail string) Event { ev.Detail = detail; return ev }
+func withDetail(ev eventlog.Event, detail string) eventlog.Event { ev.Detail = detail; return ev }

@@ -2,6 +2,7 @@ package results
 
 import (
 	"fmt"
+	"github.com/valnet/valnet/results/eventlog"
 	"time"
 )
 
@@ -18,7 +19,7 @@ const hostSamplePeriod = time.Second
 // hostMark is one host event: the second that ends at t.
 type hostMark struct {
 	t      time.Time
-	sample HostSample
+	sample eventlog.HostSample
 }
 
 // saturatedDuring reports whether a host sample covering [from, to] was
@@ -26,7 +27,7 @@ type hostMark struct {
 func (x *index) saturatedDuring(from, to time.Time) (detail string, ok bool) {
 	x.looked(lookHost, from, to)
 	covering, saturated := 0, 0
-	var worst HostSample
+	var worst eventlog.HostSample
 	for _, m := range x.hosts {
 		if m.t.Before(from) || !m.t.Add(-hostSamplePeriod).Before(to) {
 			continue

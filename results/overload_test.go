@@ -2,6 +2,7 @@ package results
 
 import (
 	"bytes"
+	"github.com/valnet/valnet/results/eventlog"
 	"io"
 	"slices"
 	"strings"
@@ -10,7 +11,7 @@ import (
 
 // hostRun: the fixture with one host sample per second of it, the first
 // saturatedSeconds of them saturated.
-func hostRun(t *testing.T, saturatedSeconds int) []Event {
+func hostRun(t *testing.T, saturatedSeconds int) []eventlog.Event {
 	evs := slices.Clone(readFixture(t))
 	start, end := evs[0].Time, evs[len(evs)-1].Time
 	for sec, ts := 1, start.Add(hostSamplePeriod); ts.Before(end); sec, ts = sec+1, ts.Add(hostSamplePeriod) {
@@ -18,7 +19,7 @@ func hostRun(t *testing.T, saturatedSeconds int) []Event {
 		h.Time = ts
 		evs = append(evs, h)
 	}
-	slices.SortStableFunc(evs, func(a, b Event) int { return a.Time.Compare(b.Time) })
+	slices.SortStableFunc(evs, func(a, b eventlog.Event) int { return a.Time.Compare(b.Time) })
 	return evs
 }
 
@@ -28,20 +29,20 @@ func hostRun(t *testing.T, saturatedSeconds int) []Event {
 func TestOverloadedHostSaysSoOnTop(t *testing.T) {
 	writers := []struct {
 		name  string
-		write func(io.Writer, *Summary, []Event) error
+		write func(io.Writer, *Summary, []eventlog.Event) error
 		top   func(out string) string // where the notice must be
 		warn  string                  // how an expectation shows its warning
 		each  bool                    // the warning names the notice at every expectation
 	}{
-		{"table", func(w io.Writer, s *Summary, _ []Event) error { return WriteTable(w, s) },
+		{"table", func(w io.Writer, s *Summary, _ []eventlog.Event) error { return WriteTable(w, s) },
 			func(out string) string { return strings.SplitN(out, "\n", 2)[0] }, "warning: " + OverloadedNotice, true},
-		{"summary.md", func(w io.Writer, s *Summary, _ []Event) error { return WriteMarkdown(w, s) },
+		{"summary.md", func(w io.Writer, s *Summary, _ []eventlog.Event) error { return WriteMarkdown(w, s) },
 			func(out string) string { return strings.SplitN(out, "\n", 2)[0] }, "✅ ⚠️", false},
 		{"report.html", WriteHTMLReport,
 			func(out string) string {
 				return out[strings.Index(out, `<header id="run">`):strings.Index(out, "<h1>")]
 			}, "⚠ " + OverloadedNotice, true},
-		{"junit.xml", func(w io.Writer, s *Summary, _ []Event) error { return WriteJUnit(w, s) },
+		{"junit.xml", func(w io.Writer, s *Summary, _ []eventlog.Event) error { return WriteJUnit(w, s) },
 			func(out string) string { return out[:strings.Index(out, "<testcase")] }, "<system-out>warning: " + OverloadedNotice + "</system-out>", true},
 	}
 	for _, tt := range []struct {

@@ -1,6 +1,7 @@
 package results
 
 import (
+	"github.com/valnet/valnet/results/eventlog"
 	"slices"
 
 	"fmt"
@@ -51,9 +52,9 @@ type Tracker struct {
 
 	// What a stall is explained from: run_start, every fault, and the
 	// events since the last commit (starting with its block).
-	startEv     *Event
-	faults      []Event
-	recent      []Event
+	startEv     *eventlog.Event
+	faults      []eventlog.Event
+	recent      []eventlog.Event
 	committed   time.Time // the last block's time
 	netUp       time.Time // the last node_up before the first commit
 	consensusUp time.Time // the first new_round after netUp, until a commit
@@ -70,7 +71,7 @@ const maxRecent = 50_000
 func NewTracker() *Tracker { return &Tracker{} }
 
 // Observe folds one event into the progress.
-func (t *Tracker) Observe(ev Event) {
+func (t *Tracker) Observe(ev eventlog.Event) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.start.IsZero() {
@@ -80,39 +81,39 @@ func (t *Tracker) Observe(ev Event) {
 	}
 	t.keep(ev)
 	switch ev.Kind {
-	case KindRunStart:
+	case eventlog.KindRunStart:
 		t.start = ev.Time
 		t.p.Target = ev.Heights
-	case KindBlock:
+	case eventlog.KindBlock:
 		t.p.Height = max(t.p.Height, ev.Height)
 		t.p.Missed += len(ev.LastCommitAbsent)
-	case KindNewRound:
+	case eventlog.KindNewRound:
 		switch {
 		case ev.Height > t.roundHeight:
 			t.roundHeight, t.p.Round = ev.Height, ev.Round
 		case ev.Height == t.roundHeight:
 			t.p.Round = max(t.p.Round, ev.Round)
 		}
-	case KindSign:
+	case eventlog.KindSign:
 		if ev.Error != "" {
 			t.p.SignErrors++
 		}
-	case KindRunEnd:
+	case eventlog.KindRunEnd:
 		t.end = ev.Time
 		t.p.Done = true
 	}
 }
 
 // keep holds on to what a stall would be explained from.
-func (t *Tracker) keep(ev Event) {
+func (t *Tracker) keep(ev eventlog.Event) {
 	switch ev.Kind {
-	case KindRunStart:
+	case eventlog.KindRunStart:
 		if t.startEv == nil {
 			start := ev // its own copy: taking &ev would move every event to the heap
 			t.startEv = &start
 			t.bound = time.Duration(ev.HaltAfterMS) * time.Millisecond
 		}
-	case KindBlock:
+	case eventlog.KindBlock:
 		if ev.Height >= t.p.Height {
 			if !t.committed.IsZero() {
 				t.intervalsMS = append(t.intervalsMS, float64(ev.Time.Sub(t.committed).Microseconds())/1000)
@@ -121,16 +122,16 @@ func (t *Tracker) keep(ev Event) {
 			t.committed = ev.Time
 			t.stall = ""
 		}
-	case KindFault:
+	case eventlog.KindFault:
 		t.faults = append(t.faults, ev)
-	case KindNodeUp:
+	case eventlog.KindNodeUp:
 		if t.committed.IsZero() { // the network's start, until a commit
 			t.netUp = ev.Time
 			t.consensusUp = time.Time{}
 			t.recent = append(t.recent, ev)
 		}
-	case KindSign, KindSignRequest, KindVote, KindNewRound, KindStep, KindProposal, KindHost:
-		if ev.Kind == KindNewRound && t.committed.IsZero() && t.consensusUp.IsZero() {
+	case eventlog.KindSign, eventlog.KindSignRequest, eventlog.KindVote, eventlog.KindNewRound, eventlog.KindStep, eventlog.KindProposal, eventlog.KindHost:
+		if ev.Kind == eventlog.KindNewRound && t.committed.IsZero() && t.consensusUp.IsZero() {
 			t.consensusUp = ev.Time // as networkStart: consensus started
 		}
 		if len(t.recent) >= maxRecent {
@@ -163,7 +164,7 @@ func (t *Tracker) stalled(now time.Time) string {
 		return ""
 	}
 	if t.stall == "" {
-		evs := make([]Event, 0, len(t.faults)+len(t.recent)+1)
+		evs := make([]eventlog.Event, 0, len(t.faults)+len(t.recent)+1)
 		evs = append(append(append(evs, *t.startEv), t.faults...), t.recent...)
 		t.stall = stallText(evs, t.p.Height, since, bound)
 	}

@@ -2,6 +2,7 @@ package results
 
 import (
 	"github.com/valnet/valnet/internal/phase"
+	"github.com/valnet/valnet/results/eventlog"
 	"strings"
 	"sync"
 	"testing"
@@ -17,7 +18,7 @@ func TestTracker(t *testing.T) {
 	start := runStart("v1", "v2")
 	start.Heights = 20
 	steps := []struct {
-		ev   Event
+		ev   eventlog.Event
 		want Progress
 	}{
 		{start, Progress{Target: 20, Elapsed: 5 * time.Second}},
@@ -31,7 +32,7 @@ func TestTracker(t *testing.T) {
 		{withError(signEv("v1", phase.Prevote, 3, 0, ""), "boom"), Progress{Height: 2, Target: 20, Missed: 2, SignErrors: 1, Elapsed: 5 * time.Second}},
 		{signEv("v1", phase.Prevote, 3, 0, ""), Progress{Height: 2, Target: 20, Missed: 2, SignErrors: 1, Elapsed: 5 * time.Second}},
 		{block(3, 3000, 0, []string{"v2"}, nil), Progress{Height: 3, Target: 20, Missed: 3, SignErrors: 1, Elapsed: 5 * time.Second}},
-		{runEnd(4200, StopInterrupted), Progress{Height: 3, Target: 20, Missed: 3, SignErrors: 1, Elapsed: 4200 * time.Millisecond, Done: true}},
+		{runEnd(4200, eventlog.StopInterrupted), Progress{Height: 3, Target: 20, Missed: 3, SignErrors: 1, Elapsed: 4200 * time.Millisecond, Done: true}},
 	}
 	for i, s := range steps {
 		tr.Observe(s.ev)
@@ -72,7 +73,7 @@ func TestTrackerStall(t *testing.T) {
 	start.HaltAfterMS = 12500
 	tr.Observe(start)
 	for i, n := range all4 {
-		tr.Observe(Event{Time: at(100 * float64(i+1)), Kind: KindNodeUp, Node: n})
+		tr.Observe(eventlog.Event{Time: at(100 * float64(i+1)), Kind: eventlog.KindNodeUp, Node: n})
 	}
 	for _, ev := range cat(enterRound(500, 1, 0, all4...), prevotes(3500, 1, 0, nil, all4...)) {
 		tr.Observe(ev)
@@ -84,7 +85,7 @@ func TestTrackerStall(t *testing.T) {
 	var idle Tracker
 	idle.now = func() time.Time { return at(15000) }
 	idle.Observe(start)
-	idle.Observe(Event{Time: at(100), Kind: KindNodeUp, Node: "v1"})
+	idle.Observe(eventlog.Event{Time: at(100), Kind: eventlog.KindNodeUp, Node: "v1"})
 	if p := idle.Snapshot(); p.Stall != "no height committed for 12.5s after the network started; likely cause network: no node entered consensus: CometBFT starts it after block sync, which waits for a connected peer; no peers connected" {
 		t.Errorf("no consensus at all: %q", p.Stall)
 	}
@@ -117,7 +118,7 @@ func TestTrackerStallBoundsAsTheSummary(t *testing.T) {
 	start.HaltAfterMS = 1300
 	tr.Observe(start)
 	for i, n := range all4 {
-		tr.Observe(Event{Time: at(20 + 10*float64(i)), Kind: KindNodeUp, Node: n})
+		tr.Observe(eventlog.Event{Time: at(20 + 10*float64(i)), Kind: eventlog.KindNodeUp, Node: n})
 	}
 	for _, ev := range enterRound(1020, 1, 0, all4...) {
 		tr.Observe(ev)
@@ -148,9 +149,9 @@ func TestTrackerStallBoundsAsTheSummary(t *testing.T) {
 func TestFirstStretchFromConsensusStart(t *testing.T) {
 	start := runStart("v1", "v2", "v3", "v4")
 	start.HaltAfterMS = 1300
-	evs := []Event{start}
+	evs := []eventlog.Event{start}
 	for i, n := range all4 {
-		evs = append(evs, Event{Time: at(20 + 10*float64(i)), Kind: KindNodeUp, Node: n})
+		evs = append(evs, eventlog.Event{Time: at(20 + 10*float64(i)), Kind: eventlog.KindNodeUp, Node: n})
 	}
 	evs = append(evs, enterRound(1020, 1, 0, all4...)...)
 	ms := 1360.0
@@ -158,7 +159,7 @@ func TestFirstStretchFromConsensusStart(t *testing.T) {
 		evs = append(evs, block(h, ms, 0, nil, nil))
 		ms += 200
 	}
-	evs = append(evs, Event{Time: at(ms), Kind: KindRunEnd, StopReason: StopHeights})
+	evs = append(evs, eventlog.Event{Time: at(ms), Kind: eventlog.KindRunEnd, StopReason: eventlog.StopHeights})
 	if s := Summarize(evs); len(s.Halts) != 0 {
 		t.Fatalf("halts %+v, want none", s.Halts)
 	}

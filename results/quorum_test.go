@@ -2,6 +2,7 @@ package results
 
 import (
 	"github.com/valnet/valnet/internal/phase"
+	"github.com/valnet/valnet/results/eventlog"
 	"reflect"
 	"testing"
 )
@@ -11,18 +12,20 @@ import (
 // the ones after (or nil, or for another block) were not needed.
 func TestQuorumCritical(t *testing.T) {
 	// decided: v1's node commits height 1 at 500 ms, v2's at 600.
-	run := func(votes ...Event) []Event {
-		evs := []Event{runStart("v1", "v2", "yubi", "ledger")}
+	run := func(votes ...eventlog.Event) []eventlog.Event {
+		evs := []eventlog.Event{runStart("v1", "v2", "yubi", "ledger")}
 		evs = append(evs, votes...)
 		b1 := block(1, 700, 0, nil, nil)
 		b1.BlockID = "B"
 		return append(evs, stepAt(500, "v1", 1, 0, "commit"), stepAt(600, "v2", 1, 0, "commit"),
-			b1, block(2, 1700, 0, nil, nil), runEnd(2000, StopHeights))
+			b1, block(2, 1700, 0, nil, nil), runEnd(2000, eventlog.StopHeights))
 	}
-	pc := func(ms float64, node, v, id string) Event { return voteAt(ms, node, v, phase.Precommit, 1, 0, id) }
+	pc := func(ms float64, node, v, id string) eventlog.Event {
+		return voteAt(ms, node, v, phase.Precommit, 1, 0, id)
+	}
 	tests := []struct {
 		name   string
-		events []Event
+		events []eventlog.Event
 		want   []string // quorum_critical of height 1, in order
 	}{
 		{"the quorum waits for the faster of the two slow signers",

@@ -1,28 +1,29 @@
 package results
 
 import (
+	"github.com/valnet/valnet/results/eventlog"
 	"testing"
 
 	"github.com/valnet/valnet/internal/phase"
 )
 
 func TestRemoteSignerSidesAndTransportOverhead(t *testing.T) {
-	node := func(h int64, phase string, ms float64) Event {
+	node := func(h int64, phase string, ms float64) eventlog.Event {
 		e := signEv("v1", phase, h, 0, "aa")
 		e.LatencyMS = ms
 		return e
 	}
-	signer := func(h int64, phase string, ms float64) Event {
+	signer := func(h int64, phase string, ms float64) eventlog.Event {
 		e := node(h, phase, ms)
-		e.Side = SideSigner
+		e.Side = eventlog.SideSigner
 		return e
 	}
-	events := []Event{runStart("v1"),
+	events := []eventlog.Event{runStart("v1"),
 		signer(1, phase.Prevote, 10), node(1, phase.Prevote, 10.2),
 		signer(1, phase.Precommit, 20), node(1, phase.Precommit, 20.5),
 		signer(2, phase.Prevote, 30), node(2, phase.Prevote, 30.1),
 		node(3, phase.Prevote, 5), // no signer-side match: not an overhead sample
-		runEnd(100, StopHeights)}
+		runEnd(100, eventlog.StopHeights)}
 	s := Summarize(events)
 	v := s.Validators[0]
 	if v.SignLatencyMS.All.Count != 4 {
@@ -41,12 +42,12 @@ func TestRemoteSignerSidesAndTransportOverhead(t *testing.T) {
 }
 
 func TestFaultWindows(t *testing.T) {
-	f := func(ms float64, action, target, state string) Event {
-		return Event{Time: at(ms), Kind: KindFault, Action: action, Validator: target, State: state}
+	f := func(ms float64, action, target, state string) eventlog.Event {
+		return eventlog.Event{Time: at(ms), Kind: eventlog.KindFault, Action: action, Validator: target, State: state}
 	}
-	s := Summarize([]Event{runStart("v1", "v2"),
-		f(1000, "signer-delay", "v1", FaultStart), f(1500, "signer-outage", "v2", FaultStart),
-		f(3000, "signer-delay", "v1", FaultEnd), runEnd(5000, StopHeights)})
+	s := Summarize([]eventlog.Event{runStart("v1", "v2"),
+		f(1000, "signer-delay", "v1", eventlog.FaultStart), f(1500, "signer-outage", "v2", eventlog.FaultStart),
+		f(3000, "signer-delay", "v1", eventlog.FaultEnd), runEnd(5000, eventlog.StopHeights)})
 	if len(s.Faults) != 2 {
 		t.Fatalf("faults %+v", s.Faults)
 	}

@@ -5,6 +5,7 @@ package results
 import (
 	"bytes"
 	"context"
+	"github.com/valnet/valnet/results/eventlog"
 	"image"
 	"image/color"
 	"image/png"
@@ -45,11 +46,11 @@ func TestHTMLReportInBrowser(t *testing.T) {
 
 	runs := []struct {
 		name   string
-		events func(testing.TB) []Event
+		events func(testing.TB) []eventlog.Event
 	}{
 		{"fixture", readFixture},
 		{"remote-faults", richEvents}, // remote signers, faults, a model signer
-		{"large", func(testing.TB) []Event { return gen(benchConfig()) }},
+		{"large", func(testing.TB) []eventlog.Event { return gen(benchConfig()) }},
 	}
 	for _, run := range runs {
 		t.Run(run.name, func(t *testing.T) {

@@ -3,14 +3,15 @@ package results
 import (
 	"github.com/valnet/valnet/internal/action"
 	"github.com/valnet/valnet/internal/phase"
+	"github.com/valnet/valnet/results/eventlog"
 	"strings"
 	"testing"
 )
 
 // deliver makes each node receive the votes of (h, r, phase) in the given
 // order, one event per (node, voter); times only need to be increasing.
-func deliver(h int64, r int32, ph string, order map[string][]string) []Event {
-	var evs []Event
+func deliver(h int64, r int32, ph string, order map[string][]string) []eventlog.Event {
+	var evs []eventlog.Event
 	ms := float64(h*10000) + float64(r*1000)
 	if ph == phase.Precommit {
 		ms += 500
@@ -38,7 +39,7 @@ func TestLateVotes(t *testing.T) {
 	}
 	tests := []struct {
 		name                  string
-		events                []Event
+		events                []eventlog.Event
 		prevotes, precommits  map[string]int
 		noRunStartPowerIsZero bool
 	}{
@@ -95,7 +96,7 @@ func TestLateVotes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			evs := append([]Event{runStart(all...)}, tt.events...)
+			evs := append([]eventlog.Event{runStart(all...)}, tt.events...)
 			s := Summarize(evs)
 			for _, v := range s.Validators {
 				if v.LatePrevotes != tt.prevotes[v.Name] || v.LatePrecommits != tt.precommits[v.Name] {
@@ -113,7 +114,7 @@ func TestLateVotesUseVotingPower(t *testing.T) {
 	start := runStart("v1", "v2", "v3")
 	start.Validators[0].Power, start.Validators[1].Power, start.Validators[2].Power = 70, 15, 15
 	order := []string{"v1", "v2", "v3"}
-	evs := append([]Event{start}, deliver(1, 0, phase.Prevote, map[string][]string{"v1": order, "v2": order, "v3": order})...)
+	evs := append([]eventlog.Event{start}, deliver(1, 0, phase.Prevote, map[string][]string{"v1": order, "v2": order, "v3": order})...)
 	s := Summarize(evs)
 	for name, want := range map[string]int{"v1": 0, "v2": 1, "v3": 1} {
 		if got := vByName(t, s, name).LatePrevotes; got != want {
@@ -130,8 +131,8 @@ func TestLateVotesUseVotingPower(t *testing.T) {
 }
 
 func TestConsecutiveMissedMax(t *testing.T) {
-	b := func(h int64, absent ...string) Event { return block(h, float64(h)*1000, 0, absent, nil) }
-	evs := []Event{runStart("v1", "v2", "v3"),
+	b := func(h int64, absent ...string) eventlog.Event { return block(h, float64(h)*1000, 0, absent, nil) }
+	evs := []eventlog.Event{runStart("v1", "v2", "v3"),
 		b(1), b(2, "v1", "v3"), b(3, "v1"), b(4, "v1", "v2"), b(5, "v3"), b(6, "v1"), b(7, "v1"),
 		// 8 is missing: height 7 has no next block and breaks every run.
 		b(9), b(10, "v2"), b(11, "v2"),
@@ -152,41 +153,41 @@ func TestConsecutiveMissedMax(t *testing.T) {
 // roundRun: height 1 commits in round 1 (block 2's last_commit_round),
 // v1 proposes round 0; nodes v1..v4 enter round 0 at 0 ms and prevote at
 // 3000 ms (their propose timeout) unless extra says otherwise.
-func roundRun(extra ...Event) []Event {
-	evs := []Event{runStart("v1", "v2", "v3", "v4")}
+func roundRun(extra ...eventlog.Event) []eventlog.Event {
+	evs := []eventlog.Event{runStart("v1", "v2", "v3", "v4")}
 	for _, n := range []string{"v1", "v2", "v3", "v4"} {
 		nr := newRound(n, 1, 0, "v1")
 		evs = append(evs, nr, stepAt(3000, n, 1, 0, "prevote"))
 	}
 	evs = append(evs, extra...)
-	return append(evs, block(1, 9000, 0, nil, nil), block(2, 10000, 1, nil, nil), runEnd(11000, StopHeights))
+	return append(evs, block(1, 9000, 0, nil, nil), block(2, 10000, 1, nil, nil), runEnd(11000, eventlog.StopHeights))
 }
 
-func proposalAt(ms float64, node string) Event {
-	return Event{Time: at(ms), Kind: KindProposal, Node: node, Height: 1, BlockID: "B"}
+func proposalAt(ms float64, node string) eventlog.Event {
+	return eventlog.Event{Time: at(ms), Kind: eventlog.KindProposal, Node: node, Height: 1, BlockID: "B"}
 }
 
 func TestRoundChangeCauses(t *testing.T) {
-	inTime := []Event{signAt(100, "v1", phase.Proposal, 1, 0, "B", 1),
+	inTime := []eventlog.Event{signAt(100, "v1", phase.Proposal, 1, 0, "B", 1),
 		proposalAt(110, "v1"), proposalAt(120, "v2"), proposalAt(130, "v3"), proposalAt(140, "v4")}
-	prevote := func(v, id string) Event { return voteAt(3100, v, v, phase.Prevote, 1, 0, id) }
-	precommit := func(v, id string) Event { return voteAt(4100, v, v, phase.Precommit, 1, 0, id) }
+	prevote := func(v, id string) eventlog.Event { return voteAt(3100, v, v, phase.Prevote, 1, 0, id) }
+	precommit := func(v, id string) eventlog.Event { return voteAt(4100, v, v, phase.Precommit, 1, 0, id) }
 	tests := []struct {
 		name        string
-		events      []Event
+		events      []eventlog.Event
 		cause       string
 		detail      string
 		notReceived int // v1's proposals_not_received
 	}{
 		{"proposer signed nothing", roundRun(), RoundProposalMissing, "v1 signed no proposal", 1},
 		{"proposer's node killed: proposer-down",
-			roundRun(faultAt(-500, "v1", action.NodeKill, FaultStart)),
+			roundRun(faultAt(-500, "v1", action.NodeKill, eventlog.FaultStart)),
 			RoundProposerDown, "v1's node was down (node-kill fault active: test)", 1},
 		{"proposer's node killed during the round",
-			roundRun(faultAt(1000, "v1", action.NodeStop, FaultStart)),
+			roundRun(faultAt(1000, "v1", action.NodeStop, eventlog.FaultStart)),
 			RoundProposerDown, "v1's node was down (node-stop fault active", 1},
 		{"proposer's node back before the round: not down",
-			roundRun(faultAt(-500, "v1", action.NodeKill, FaultStart), faultAt(-100, "v1", action.NodeStart, FaultStart)),
+			roundRun(faultAt(-500, "v1", action.NodeKill, eventlog.FaultStart), faultAt(-100, "v1", action.NodeStart, eventlog.FaultStart)),
 			RoundProposalMissing, "v1 signed no proposal", 1},
 		{"proposer's signer never answered",
 			roundRun(requestAt(20, "v1", phase.Proposal, 1, 0)),
@@ -244,13 +245,13 @@ func TestRoundChangeCauses(t *testing.T) {
 // not rejoined consensus when its turn came: it shows no event of the
 // round, while the others are there.
 func TestProposerBehind(t *testing.T) {
-	evs := []Event{runStart("v1", "v2", "v3", "v4"), faultAt(-9000, "v1", action.NodeKill, FaultStart),
-		stepAt(-9500, "v1", 0, 0, "commit"), faultAt(-1000, "v1", action.NodeStart, FaultStart)}
+	evs := []eventlog.Event{runStart("v1", "v2", "v3", "v4"), faultAt(-9000, "v1", action.NodeKill, eventlog.FaultStart),
+		stepAt(-9500, "v1", 0, 0, "commit"), faultAt(-1000, "v1", action.NodeStart, eventlog.FaultStart)}
 	for _, n := range []string{"v2", "v3", "v4"} {
 		nr := newRound(n, 1, 0, "v1")
-		evs = append(evs, nr, stepAt(3000, n, 1, 0, "prevote"), Event{Time: at(5000), Kind: KindNewRound, Node: n, Height: 1, Round: 1, Proposer: "v2"})
+		evs = append(evs, nr, stepAt(3000, n, 1, 0, "prevote"), eventlog.Event{Time: at(5000), Kind: eventlog.KindNewRound, Node: n, Height: 1, Round: 1, Proposer: "v2"})
 	}
-	evs = append(evs, block(1, 9000, 0, nil, nil), block(2, 10000, 1, nil, nil), runEnd(11000, StopHeights))
+	evs = append(evs, block(1, 9000, 0, nil, nil), block(2, 10000, 1, nil, nil), runEnd(11000, eventlog.StopHeights))
 	s := Summarize(evs)
 	if len(s.RoundChanges) != 1 {
 		t.Fatalf("round changes %+v", s.RoundChanges)
@@ -264,7 +265,7 @@ func TestProposerBehind(t *testing.T) {
 
 func TestRoundChangesWithoutEvents(t *testing.T) {
 	// Only blocks: two rounds before the decision, nothing known about them.
-	s := Summarize([]Event{block(1, 0, 0, nil, nil), block(2, 1000, 2, nil, nil)})
+	s := Summarize([]eventlog.Event{block(1, 0, 0, nil, nil), block(2, 1000, 2, nil, nil)})
 	want := []RoundChange{{Height: 1, Round: 0, Cause: RoundUnknown}, {Height: 1, Round: 1, Cause: RoundUnknown}}
 	if len(s.RoundChanges) != 2 || s.RoundChanges[0] != want[0] || s.RoundChanges[1] != want[1] {
 		t.Errorf("round changes %+v, want %+v", s.RoundChanges, want)

@@ -2,6 +2,7 @@ package results
 
 import (
 	"fmt"
+	"github.com/valnet/valnet/results/eventlog"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -16,12 +17,12 @@ import (
 // settleStreams are streams to settle: the fixtures, generated runs with
 // every cause the generator scripts, a halt, and each of them shuffled
 // (events swapped with one up to n later), so that events come late.
-func settleStreams(t *testing.T) map[string][]Event {
-	base := map[string][]Event{
+func settleStreams(t *testing.T) map[string][]eventlog.Event {
+	base := map[string][]eventlog.Event{
 		"fixture":       readFixture(t),
 		"model":         modelEvents(t),
 		"stream":        gen(streamConfig(200)),
-		"halt-resumed":  stuckRun(cat(enterRound(2100, 3, 0, "v1", "v2", "v3", "v4"), []Event{block(3, 30000, 0, nil, nil)})...),
+		"halt-resumed":  stuckRun(cat(enterRound(2100, 3, 0, "v1", "v2", "v3", "v4"), []eventlog.Event{block(3, 30000, 0, nil, nil)})...),
 		"halt-unending": stuckRun(cat(enterRound(2100, 3, 0, "v1", "v2", "v3", "v4"), prevotes(2200, 3, 0, nil, "v1", "v2"))...),
 	}
 	down := streamConfig(120)
@@ -29,7 +30,7 @@ func settleStreams(t *testing.T) map[string][]Event {
 	down.precommitErr, down.absent[40] = map[int64]int{40: 3}, []int{3}
 	down.injected = map[int]float64{2: 150}
 	base["down"] = gen(down)
-	out := map[string][]Event{}
+	out := map[string][]eventlog.Event{}
 	rng := rand.New(rand.NewPCG(7, 11))
 	for name, evs := range base {
 		out[name] = evs
@@ -37,7 +38,7 @@ func settleStreams(t *testing.T) map[string][]Event {
 			sh := slices.Clone(evs)
 			for i := range sh {
 				j := i + rng.IntN(n)
-				if j < len(sh) && sh[i].Kind != KindRunStart && sh[j].Kind != KindRunStart {
+				if j < len(sh) && sh[i].Kind != eventlog.KindRunStart && sh[j].Kind != eventlog.KindRunStart {
 					sh[i], sh[j] = sh[j], sh[i]
 				}
 			}
@@ -54,7 +55,7 @@ var eager = plan{horizon: 1}
 // too late for its first pass: that pass must say so (Retry), and the
 // passes Retry asks for must end with the whole stream's reports (nothing
 // judged before the end). It returns the first pass and the whole's.
-func latePasses(t *testing.T, evs []Event) (first, whole *Summarizer) {
+func latePasses(t *testing.T, evs []eventlog.Event) (first, whole *Summarizer) {
 	t.Helper()
 	first = newSummarizer(eager)
 	feedEvents(evs)(first)
@@ -114,11 +115,11 @@ func TestSettleMissesNothing(t *testing.T) {
 func TestSettleWaitsForLateSigner(t *testing.T) {
 	evs := gen(streamConfig(120))
 	// v3's precommit at height 20 is answered 5 s (five heights) late.
-	var out []Event
-	var held *Event
+	var out []eventlog.Event
+	var held *eventlog.Event
 	for _, ev := range evs {
-		if ev.Kind == KindSign && ev.Validator == "v3" && ev.Phase == phase.Precommit && ev.Height == 20 {
-			req := Event{Time: ev.Time.Add(-msDuration(ev.LatencyMS)), Kind: KindSignRequest, Node: "v3", Validator: "v3", Phase: ev.Phase, Height: 20, Round: ev.Round}
+		if ev.Kind == eventlog.KindSign && ev.Validator == "v3" && ev.Phase == phase.Precommit && ev.Height == 20 {
+			req := eventlog.Event{Time: ev.Time.Add(-msDuration(ev.LatencyMS)), Kind: eventlog.KindSignRequest, Node: "v3", Validator: "v3", Phase: ev.Phase, Height: 20, Round: ev.Round}
 			out = append(out, req)
 			late := ev
 			late.Time = late.Time.Add(5 * time.Second)
@@ -153,11 +154,11 @@ func TestSettleWaitsForLateSigner(t *testing.T) {
 // judgement needed it, and a second pass says so.
 func TestSettleSignatureOfTheNextHeight(t *testing.T) {
 	nodes := []string{"v1", "v2", "v3", "v4"}
-	evs := []Event{runStart(nodes...)}
+	evs := []eventlog.Event{runStart(nodes...)}
 	for h := int64(1); h <= 5; h++ {
 		ms := float64(h) * 1000
 		for _, n := range nodes {
-			evs = append(evs, Event{Time: at(ms - 900), Kind: KindNewRound, Node: n, Height: h, Proposer: "v1"})
+			evs = append(evs, eventlog.Event{Time: at(ms - 900), Kind: eventlog.KindNewRound, Node: n, Height: h, Proposer: "v1"})
 		}
 		commit := ms - 100
 		for _, n := range nodes {
@@ -178,7 +179,7 @@ func TestSettleSignatureOfTheNextHeight(t *testing.T) {
 			evs = append(evs, signAt(3600, "v4", phase.Prevote, 3, 0, "B", 1750))
 		}
 	}
-	evs = append(evs, runEnd(5500, StopHeights))
+	evs = append(evs, runEnd(5500, eventlog.StopHeights))
 	first, whole := latePasses(t, evs)
 	m := whole.Summary().Missed
 	if len(m) != 1 || m[0].Cause != CauseSignerLate || !strings.Contains(m[0].Detail, "h3 prevote r0") {
@@ -193,16 +194,16 @@ func TestSettleSignatureOfTheNextHeight(t *testing.T) {
 // decided at h·1000-100 ms, its block at h·1000); v4's precommit for 3 is
 // absent, and from height 3 on v4's node shows nothing (it is behind).
 // late comes right after block 4: once height 3 is judged, before 4 is.
-func settleRun(late ...Event) []Event {
+func settleRun(late ...eventlog.Event) []eventlog.Event {
 	nodes := []string{"v1", "v2", "v3", "v4"}
-	evs := []Event{runStart(nodes...)}
+	evs := []eventlog.Event{runStart(nodes...)}
 	for h := int64(1); h <= 6; h++ {
 		ms := float64(h) * 1000
 		for _, n := range nodes {
 			if n == "v4" && h >= 3 {
 				continue
 			}
-			evs = append(evs, Event{Time: at(ms - 900), Kind: KindNewRound, Node: n, Height: h, Proposer: "v1"},
+			evs = append(evs, eventlog.Event{Time: at(ms - 900), Kind: eventlog.KindNewRound, Node: n, Height: h, Proposer: "v1"},
 				signAt(ms-150, n, phase.Precommit, h, 0, "B", 1), stepAt(ms-100, n, h, 0, "commit"))
 		}
 		var absent []string
@@ -214,7 +215,7 @@ func settleRun(late ...Event) []Event {
 			evs = append(evs, late...)
 		}
 	}
-	return append(evs, runEnd(6500, StopHeights))
+	return append(evs, runEnd(6500, eventlog.StopHeights))
 }
 
 // TestSettleLateArrivals: something of an earlier time that height 3's
@@ -223,13 +224,13 @@ func settleRun(late ...Event) []Event {
 func TestSettleLateArrivals(t *testing.T) {
 	tests := []struct {
 		name string
-		late []Event
+		late []eventlog.Event
 	}{
 		{"where v4's node was (a mark of height 4 before the decision of 3)",
-			[]Event{stepAt(2850, "v4", 4, 0, "new_height")}},
-		{"a fault that had v4's node down", []Event{faultAt(2000, "v4", action.NodePause, FaultStart)}},
-		{"a saturated host second", []Event{hostAt(2800, true)}},
-		{"a signature of height 4 in flight at the decision", []Event{signAt(4100, "v4", phase.Prevote, 4, 0, "B", 1500)}},
+			[]eventlog.Event{stepAt(2850, "v4", 4, 0, "new_height")}},
+		{"a fault that had v4's node down", []eventlog.Event{faultAt(2000, "v4", action.NodePause, eventlog.FaultStart)}},
+		{"a saturated host second", []eventlog.Event{hostAt(2800, true)}},
+		{"a signature of height 4 in flight at the decision", []eventlog.Event{signAt(4100, "v4", phase.Prevote, 4, 0, "B", 1500)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -247,7 +248,7 @@ func TestSettleLateArrivals(t *testing.T) {
 func TestSettleLateVoteOfAHalt(t *testing.T) {
 	all := []string{"v1", "v2", "v3", "v4"}
 	evs := stuckRun(cat(enterRound(2100, 3, 0, all...), prevotes(2200, 3, 0, nil, all...),
-		[]Event{block(3, 30000, 0, nil, nil), block(4, 31000, 0, nil, nil),
+		[]eventlog.Event{block(3, 30000, 0, nil, nil), block(4, 31000, 0, nil, nil),
 			voteAt(5000, "v2", "v1", phase.Prevote, 4, 0, ""), block(5, 32000, 0, nil, nil)})...)
 	first, whole := latePasses(t, evs)
 	want := whole.Summary().Halts
@@ -266,26 +267,26 @@ func TestSettleLateVoteOfAHalt(t *testing.T) {
 // that read it wrong says so.
 func TestSettleLateFacts(t *testing.T) {
 	all := []string{"v1", "v2", "v3", "v4"}
-	blocks := func(from int64, ms ...float64) []Event {
-		var evs []Event
+	blocks := func(from int64, ms ...float64) []eventlog.Event {
+		var evs []eventlog.Event
 		for i, at := range ms {
 			evs = append(evs, block(from+int64(i), at, 0, nil, nil))
 		}
 		return evs
 	}
-	slowThenFast := func() []Event {
+	slowThenFast := func() []eventlog.Event {
 		start := runStart(all...)
 		start.HaltAfterMS = 1000
-		evs := []Event{start}
+		evs := []eventlog.Event{start}
 		evs = append(evs, blocks(1, 3000, 6000, 9000, 12000, 24000)...) // a 12 s stretch before block 5
 		for i := int64(0); i < 20; i++ {
 			evs = append(evs, block(6+i, 25000+float64(i)*1000, 0, nil, nil)) // then a block a second
 		}
-		return append(evs, runEnd(46000, StopHeights))
+		return append(evs, runEnd(46000, eventlog.StopHeights))
 	}
 	requestLater := settleRun(requestAt(4050, "v4", phase.Prevote, 4, 0))
 	for i, ev := range requestLater { // v4 prevotes at height 3, and its node asks for nothing else there
-		if ev.Kind == KindBlock && ev.Height == 3 {
+		if ev.Kind == eventlog.KindBlock && ev.Height == 3 {
 			requestLater = slices.Insert(requestLater, i, signAt(2500, "v4", phase.Prevote, 3, 0, "B", 1))
 			break
 		}
@@ -293,14 +294,14 @@ func TestSettleLateFacts(t *testing.T) {
 	// Three of four prevote at height 3 (signed), and no vote event
 	// shows where they went, until one of height 4.
 	firstVoteLate := stuckRun(cat(enterRound(2100, 3, 0, all...),
-		[]Event{signAt(2200, "v1", phase.Prevote, 3, 0, "", 1), signAt(2200, "v2", phase.Prevote, 3, 0, "", 1),
+		[]eventlog.Event{signAt(2200, "v1", phase.Prevote, 3, 0, "", 1), signAt(2200, "v2", phase.Prevote, 3, 0, "", 1),
 			signAt(2200, "v3", phase.Prevote, 3, 0, "", 1), block(3, 30000, 0, nil, nil), block(4, 31000, 0, nil, nil),
 			voteAt(31500, "v1", "v1", phase.Prevote, 4, 0, ""), block(5, 32000, 0, nil, nil)})...)
 	firstMarkLate := stuckRun(block(3, 30000, 0, nil, nil), block(4, 31000, 0, nil, nil),
 		stepAt(31500, "v1", 5, 0, "new_height"), block(5, 32000, 0, nil, nil))
 	tests := []struct {
 		name string
-		evs  []Event
+		evs  []eventlog.Event
 	}{
 		{"the threshold: a stretch no halt by the intervals so far is one by all of them", slowThenFast()},
 		{"v4's first sign_request comes after its missed precommit was judged", requestLater},
@@ -322,20 +323,23 @@ func TestSettleLateFacts(t *testing.T) {
 // height order or a submission again after it was counted asks for a
 // pass that counts at the end.
 func TestSettleLoadOutOfStep(t *testing.T) {
-	tx := func(ms float64, hash, result string) Event {
-		return Event{Time: at(ms), Kind: KindTx, Node: "v1", Tx: hash, Result: result}
+	tx := func(ms float64, hash, result string) eventlog.Event {
+		return eventlog.Event{Time: at(ms), Kind: eventlog.KindTx, Node: "v1", Tx: hash, Result: result}
 	}
-	withTxs := func(ev Event, hashes ...string) Event { ev.TxHashes, ev.Txs = hashes, len(hashes); return ev }
+	withTxs := func(ev eventlog.Event, hashes ...string) eventlog.Event {
+		ev.TxHashes, ev.Txs = hashes, len(hashes)
+		return ev
+	}
 	start := runStart("v1")
-	start.Load = &LoadInfo{Rate: 10, SizeBytes: 100, To: "all"}
+	start.Load = &eventlog.LoadInfo{Rate: 10, SizeBytes: 100, To: "all"}
 	tests := []struct {
 		name string
-		evs  []Event
+		evs  []eventlog.Event
 	}{
-		{"blocks out of height order", []Event{start, tx(100, "aa", TxAccepted), block(1, 1000, 0, nil, nil),
-			withTxs(block(3, 3000, 0, nil, nil), "aa"), withTxs(block(2, 2000, 0, nil, nil), "aa"), runEnd(3500, StopHeights)}},
-		{"submitted again once counted", []Event{start, tx(100, "aa", TxAccepted), withTxs(block(1, 1000, 0, nil, nil), "aa"),
-			tx(1500, "aa", TxAccepted), withTxs(block(2, 2000, 0, nil, nil), "aa"), runEnd(2500, StopHeights)}},
+		{"blocks out of height order", []eventlog.Event{start, tx(100, "aa", eventlog.TxAccepted), block(1, 1000, 0, nil, nil),
+			withTxs(block(3, 3000, 0, nil, nil), "aa"), withTxs(block(2, 2000, 0, nil, nil), "aa"), runEnd(3500, eventlog.StopHeights)}},
+		{"submitted again once counted", []eventlog.Event{start, tx(100, "aa", eventlog.TxAccepted), withTxs(block(1, 1000, 0, nil, nil), "aa"),
+			tx(1500, "aa", eventlog.TxAccepted), withTxs(block(2, 2000, 0, nil, nil), "aa"), runEnd(2500, eventlog.StopHeights)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package results
 
 import (
+	"github.com/valnet/valnet/results/eventlog"
 	"strconv"
 	"strings"
 	"time"
@@ -78,13 +79,13 @@ func faultOwner(target string) string {
 	return target
 }
 
-func (f *faultSpans) observe(e *Event) {
-	if e.Kind != KindFault || e.Validator == "" {
+func (f *faultSpans) observe(e *eventlog.Event) {
+	if e.Kind != eventlog.KindFault || e.Validator == "" {
 		return
 	}
 	v := faultOwner(e.Validator)
 	switch e.State {
-	case FaultStart:
+	case eventlog.FaultStart:
 		switch e.Action {
 		case action.NodeStart, action.NodeResume, action.Heal:
 			return // they only end other windows, which send their own end
@@ -93,7 +94,7 @@ func (f *faultSpans) observe(e *Event) {
 			f.spans = map[string][]faultSpan{}
 		}
 		f.spans[v] = append(f.spans[v], faultSpan{start: e.Time, open: true, action: e.Action})
-	case FaultEnd:
+	case eventlog.FaultEnd:
 		ws := f.spans[v]
 		for i := len(ws) - 1; i >= 0; i-- {
 			if ws[i].open && ws[i].action == e.Action {

@@ -1,6 +1,9 @@
 package results
 
-import "time"
+import (
+	"github.com/valnet/valnet/results/eventlog"
+	"time"
+)
 
 // stallText explains, while the run goes, a stretch without a commit that
 // began at since and has lasted bound, the halt threshold, the way the
@@ -10,7 +13,7 @@ import "time"
 // none yet). For example "no height committed for 12.5s after the network
 // started; likely cause network: no node received +2/3 prevotes at h1 r0:
 // … no peers connected".
-func stallText(events []Event, lastHeight int64, since time.Time, bound time.Duration) string {
+func stallText(events []eventlog.Event, lastHeight int64, since time.Time, bound time.Duration) string {
 	z := indexOf(events)
 	sp := haltSpan{Halt: Halt{FromHeight: lastHeight, DurationMS: bound.Milliseconds()}, from: since, to: since.Add(bound)}
 	h := z.x.explainHalt(z.c, z.x.heights[lastHeight+1], sp, bound)
@@ -19,7 +22,7 @@ func stallText(events []Event, lastHeight int64, since time.Time, bound time.Dur
 
 // indexOf indexes events whole: nothing judged, nothing dropped, every
 // unanswered request a signature in flight.
-func indexOf(events []Event) *Summarizer {
+func indexOf(events []eventlog.Event) *Summarizer {
 	p := defaultPlan()
 	p.keepAll = true
 	z := newSummarizer(p)
@@ -32,13 +35,13 @@ func indexOf(events []Event) *Summarizer {
 }
 
 // newChain and newIndex index events whole (for tests of one analysis).
-func newChain(events []Event) *chain { return indexOf(events).c }
+func newChain(events []eventlog.Event) *chain { return indexOf(events).c }
 
-func newIndex(events []Event, _ *Event) *index { return indexOf(events).x }
+func newIndex(events []eventlog.Event, _ *eventlog.Event) *index { return indexOf(events).x }
 
-func runStartOf(events []Event) *Event {
+func runStartOf(events []eventlog.Event) *eventlog.Event {
 	for i := range events {
-		if events[i].Kind == KindRunStart {
+		if events[i].Kind == eventlog.KindRunStart {
 			return &events[i]
 		}
 	}

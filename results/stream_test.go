@@ -2,6 +2,7 @@ package results
 
 import (
 	"bytes"
+	"github.com/valnet/valnet/results/eventlog"
 	"io"
 	"runtime"
 	"testing"
@@ -48,10 +49,10 @@ func TestSummarizerMemoryFlat(t *testing.T) {
 	z := NewSummarizer()
 	var atShort, atLong uint64
 	var events int
-	genEach(streamConfig(long), func(ev *Event) {
+	genEach(streamConfig(long), func(ev *eventlog.Event) {
 		z.Add(ev)
 		events++
-		if ev.Kind == KindBlock {
+		if ev.Kind == eventlog.KindBlock {
 			switch ev.Height {
 			case short:
 				atShort = liveHeap()
@@ -141,10 +142,10 @@ func BenchmarkSummarizeStream(b *testing.B) {
 			events = 0
 			z := NewSummarizer()
 			var atTenth uint64
-			genEach(cfg, func(ev *Event) {
+			genEach(cfg, func(ev *eventlog.Event) {
 				z.Add(ev)
 				events++
-				if ev.Kind == KindBlock && ev.Height == heights/10 {
+				if ev.Kind == eventlog.KindBlock && ev.Height == heights/10 {
 					b.StopTimer()
 					atTenth = liveHeap()
 					b.StartTimer()
@@ -163,7 +164,7 @@ func BenchmarkSummarizeStream(b *testing.B) {
 		var events int
 		for b.Loop() {
 			events = 0
-			genEach(cfg, func(*Event) { events++ })
+			genEach(cfg, func(*eventlog.Event) { events++ })
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(events), "ns/event")
 	})

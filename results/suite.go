@@ -3,6 +3,7 @@ package results
 import (
 	"bufio"
 	"fmt"
+	"github.com/valnet/valnet/results/eventlog"
 	"io"
 	"strconv"
 )
@@ -27,7 +28,7 @@ const (
 // RunExitCode is the exit code a run's summary gives.
 func RunExitCode(s *Summary) int {
 	switch {
-	case s == nil || s.StopReason == StopInterrupted || s.StopReason == StopError:
+	case s == nil || s.StopReason == eventlog.StopInterrupted || s.StopReason == eventlog.StopError:
 		return ExitError
 	case !s.OK:
 		return ExitFailed

@@ -2,6 +2,7 @@ package results
 
 import (
 	"fmt"
+	"github.com/valnet/valnet/results/eventlog"
 	"path/filepath"
 	"slices"
 	"time"
@@ -31,14 +32,14 @@ type Summarizer struct {
 
 	n            int64  // events added
 	torn         string // the torn last line SummarizeFile ignored, described; "": none
-	start, end   *Event
+	start, end   *eventlog.Event
 	first        time.Time // the first event's time
 	latest       time.Time // the latest event time
 	host         hostAgg
 	faults       faultSpans // fault windows by validator: which sign errors were injected
 	nodeErrors   []NodeError
-	devices      map[string]DeviceSample // the last sample of each device
-	cosigns      map[string]*cosignAgg   // each threshold signer's rounds, by validator
+	devices      map[string]eventlog.DeviceSample // the last sample of each device
+	cosigns      map[string]*cosignAgg            // each threshold signer's rounds, by validator
 	vals         map[int32]*valAcc
 	load         *loadAgg
 	intervals    samples // block intervals
@@ -82,7 +83,7 @@ func NewSummarizer() *Summarizer { return newSummarizer(defaultPlan()) }
 func newSummarizer(p plan) *Summarizer {
 	n := newNames()
 	w := &watch{}
-	z := &Summarizer{plan: p, names: n, c: emptyChain(n), w: w, devices: map[string]DeviceSample{}, cosigns: map[string]*cosignAgg{},
+	z := &Summarizer{plan: p, names: n, c: emptyChain(n), w: w, devices: map[string]eventlog.DeviceSample{}, cosigns: map[string]*cosignAgg{},
 		vals: map[int32]*valAcc{}, load: newLoadAgg(p.loadAll || p.keepAll), notReceived: map[string]int{},
 		latePrevotes: map[int32]int{}, latePrecommits: map[int32]int{}, critical: map[int32]int{},
 		scheduled: map[int64][]haltSpan{}, explained: map[haltKey]Halt{}}
@@ -102,7 +103,7 @@ func (z *Summarizer) acc(id int32) *valAcc {
 
 // Add folds in the next event of the stream. ev is not kept: it may be
 // reused for the next one. Add after Summary panics.
-func (z *Summarizer) Add(ev *Event) {
+func (z *Summarizer) Add(ev *eventlog.Event) {
 	if z.summary != nil {
 		panic("results: Summarizer.Add after Summary")
 	}
@@ -115,7 +116,7 @@ func (z *Summarizer) Add(ev *Event) {
 		z.latest = ev.Time
 	}
 	switch ev.Kind {
-	case KindRunStart:
+	case eventlog.KindRunStart:
 		if z.start == nil {
 			st := *ev
 			st.Validators, st.Expect = slices.Clone(ev.Validators), slices.Clone(ev.Expect)
@@ -130,30 +131,30 @@ func (z *Summarizer) Add(ev *Event) {
 				z.w.miss("run_start came after judged heights")
 			}
 		}
-	case KindRunEnd:
+	case eventlog.KindRunEnd:
 		if z.end == nil {
 			e := *ev
 			z.end = &e
 		}
-	case KindNodeError:
+	case eventlog.KindNodeError:
 		z.nodeErrors = append(z.nodeErrors, NodeError{Time: ev.Time, Node: ev.Node, Error: ev.Error})
-	case KindHost:
+	case eventlog.KindHost:
 		z.host.add(ev.Host)
-	case KindDevice:
+	case eventlog.KindDevice:
 		if ev.Device != nil && ev.Device.Name != "" {
 			z.devices[ev.Device.Name] = *ev.Device
 		}
-	case KindCosign:
+	case eventlog.KindCosign:
 		z.cosign(ev)
-	case KindTx:
+	case eventlog.KindTx:
 		z.load.tx(ev)
-	case KindBlock:
+	case eventlog.KindBlock:
 		z.block(ev)
-	case KindFault:
+	case eventlog.KindFault:
 		z.faults.observe(ev)
-	case KindSign:
+	case eventlog.KindSign:
 		z.sign(ev, seq)
-	case KindNewRound:
+	case eventlog.KindNewRound:
 		if ev.Proposer != "" {
 			if hd := z.x.open(ev.Height); hd != nil {
 				hd.turns[[2]int32{ev.Round, z.names.id(ev.Proposer)}] = true
@@ -161,13 +162,13 @@ func (z *Summarizer) Add(ev *Event) {
 		}
 	}
 	z.x.observe(ev, seq)
-	if ev.Kind == KindBlock || seq%1024 == 0 {
+	if ev.Kind == eventlog.KindBlock || seq%1024 == 0 {
 		z.settle()
 	}
 }
 
 // block takes a block event: the chain's row, and the halt before it.
-func (z *Summarizer) block(ev *Event) {
+func (z *Summarizer) block(ev *eventlog.Event) {
 	h := ev.Height
 	if z.c.row(h) != nil {
 		return // the first report of a height wins
@@ -242,7 +243,7 @@ func (z *Summarizer) schedule(sp haltSpan) {
 }
 
 // sign takes what a sign event says about its validator.
-func (z *Summarizer) sign(ev *Event, seq int64) {
+func (z *Summarizer) sign(ev *eventlog.Event, seq int64) {
 	if ev.Validator == "" {
 		return
 	}
@@ -253,7 +254,7 @@ func (z *Summarizer) sign(ev *Event, seq int64) {
 		a.service.add(max(ev.LatencyMS-*ev.QueueMS, 0))
 	}
 	p := phaseIndex(ev.Phase)
-	if ev.Side == SideSigner {
+	if ev.Side == eventlog.SideSigner {
 		if ev.Error == "" && p >= 0 {
 			a.signer[p].add(ev.LatencyMS)
 			a.signerAll.add(ev.LatencyMS)
@@ -576,12 +577,12 @@ func (z *Summarizer) Events() int64 { return z.n }
 func (z *Summarizer) HasRunStart() bool { return z.start != nil }
 
 // summarizeEvents summarizes events, again as long as a pass asks for it.
-func summarizeEvents(events []Event) *Summarizer {
+func summarizeEvents(events []eventlog.Event) *Summarizer {
 	return summarizeWith(defaultPlan(), feedEvents(events))
 }
 
 // feedEvents feeds events to a Summarizer, in order.
-func feedEvents(events []Event) func(*Summarizer) error {
+func feedEvents(events []eventlog.Event) func(*Summarizer) error {
 	return func(z *Summarizer) error {
 		for i := range events {
 			z.Add(&events[i])
@@ -612,8 +613,8 @@ func summarizeWith(p plan, feed func(*Summarizer) error) *Summarizer {
 func SummarizeFile(path string) (*Summarizer, error) {
 	var err error
 	z := summarizeWith(defaultPlan(), func(z *Summarizer) error {
-		var torn *TornLine
-		torn, err = streamFileTorn(path, z.Add)
+		var torn *eventlog.TornLine
+		torn, err = eventlog.StreamFileTorn(path, z.Add)
 		if torn != nil {
 			z.torn = fmt.Sprintf("%s: last line truncated at byte %d (%d bytes), ignored", filepath.Base(path), torn.Offset, torn.Bytes)
 		}

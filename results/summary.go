@@ -3,6 +3,7 @@ package results
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/valnet/valnet/results/eventlog"
 	"io"
 	"slices"
 	"sort"
@@ -36,8 +37,8 @@ type Summary struct {
 	// real nodes). Unavailable names the values it cannot tell (see
 	// summarizeUnavailable): metrics of `expect` and summary keys, left at
 	// 0 in this summary but never judged, compared or shown as 0.
-	Model       *ModelInfo `json:"model,omitempty"`
-	Unavailable []string   `json:"unavailable,omitempty"`
+	Model       *eventlog.ModelInfo `json:"model,omitempty"`
+	Unavailable []string            `json:"unavailable,omitempty"`
 
 	Heights         HeightStats        `json:"heights"`
 	Rounds          RoundStats         `json:"rounds"`
@@ -296,7 +297,7 @@ func (s *Summary) Failed() []ExpectationResult {
 //     may be incomplete; they do not change ok by themselves.
 //   - ok: every expectation holds and the run neither errored nor was
 //     interrupted (stop_reason heights or max_duration).
-func Summarize(events []Event) *Summary { return summarizeEvents(events).Summary() }
+func Summarize(events []eventlog.Event) *Summary { return summarizeEvents(events).Summary() }
 
 // summarize builds the summary once the stream has ended and every
 // height is judged (see Summarizer.Summary).
@@ -329,7 +330,7 @@ func (z *Summarizer) summarize() *Summary {
 	}
 	// A run that hit max_duration never reached run.heights: it fails even
 	// when its expectations hold, so a stalled chain cannot pass CI.
-	s.OK = len(s.Failed()) == 0 && s.StopReason == StopHeights
+	s.OK = len(s.Failed()) == 0 && s.StopReason == eventlog.StopHeights
 	return s
 }
 
@@ -344,10 +345,10 @@ func (z *Summarizer) summarizeFaults(s *Summary) {
 		key := ev.action + "/" + ev.validator
 		ms := max(ev.t.Sub(t0).Milliseconds(), 0)
 		switch ev.state {
-		case FaultStart:
+		case eventlog.FaultStart:
 			open[key] = len(s.Faults)
 			s.Faults = append(s.Faults, FaultWindow{Action: ev.action, Target: ev.validator, StartMS: ms, Detail: ev.detail})
-		case FaultEnd:
+		case eventlog.FaultEnd:
 			if j, ok := open[key]; ok {
 				s.Faults[j].EndMS = ms
 				delete(open, key)
@@ -365,9 +366,9 @@ func (z *Summarizer) summarizeRun(s *Summary) {
 	}
 	switch {
 	case end == nil:
-		s.StopReason, s.Error = StopError, "run did not finish (no run_end event)"
+		s.StopReason, s.Error = eventlog.StopError, "run did not finish (no run_end event)"
 	case end.StopReason == "":
-		s.StopReason, s.Error = StopError, end.Error
+		s.StopReason, s.Error = eventlog.StopError, end.Error
 		if s.Error == "" {
 			s.Error = "run_end event has no stop_reason"
 		}

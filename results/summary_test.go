@@ -2,6 +2,7 @@ package results
 
 import (
 	"github.com/valnet/valnet/internal/phase"
+	"github.com/valnet/valnet/results/eventlog"
 	"io"
 	"reflect"
 	"strings"
@@ -14,37 +15,43 @@ var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func at(ms float64) time.Time { return t0.Add(time.Duration(ms * float64(time.Millisecond))) }
 
-func runStart(names ...string) Event {
-	var vals []ValidatorInfo
+func runStart(names ...string) eventlog.Event {
+	var vals []eventlog.ValidatorInfo
 	for _, n := range names {
-		vals = append(vals, ValidatorInfo{Name: n, Address: strings.ToUpper(n) + "ADDR", Power: 10, Signer: "local"})
+		vals = append(vals, eventlog.ValidatorInfo{Name: n, Address: strings.ToUpper(n) + "ADDR", Power: 10, Signer: "local"})
 	}
-	return Event{Time: at(0), Kind: KindRunStart, Scenario: "unit", Backend: "inprocess", ChainID: "c", Seed: 3, Validators: vals}
+	return eventlog.Event{Time: at(0), Kind: eventlog.KindRunStart, Scenario: "unit", Backend: "inprocess", ChainID: "c", Seed: 3, Validators: vals}
 }
 
-func runEnd(ms float64, reason string) Event {
-	return Event{Time: at(ms), Kind: KindRunEnd, StopReason: reason}
+func runEnd(ms float64, reason string) eventlog.Event {
+	return eventlog.Event{Time: at(ms), Kind: eventlog.KindRunEnd, StopReason: reason}
 }
 
-func block(h int64, ms float64, lastRound int32, absent, nils []string) Event {
-	return Event{Time: at(ms), Kind: KindBlock, Height: h, LastCommitRound: lastRound, LastCommitAbsent: absent, LastCommitNil: nils}
+func block(h int64, ms float64, lastRound int32, absent, nils []string) eventlog.Event {
+	return eventlog.Event{Time: at(ms), Kind: eventlog.KindBlock, Height: h, LastCommitRound: lastRound, LastCommitAbsent: absent, LastCommitNil: nils}
 }
 
-func step(node string, h int64, r int32, s string) Event {
-	return Event{Time: at(0), Kind: KindStep, Node: node, Height: h, Round: r, Step: s}
+func step(node string, h int64, r int32, s string) eventlog.Event {
+	return eventlog.Event{Time: at(0), Kind: eventlog.KindStep, Node: node, Height: h, Round: r, Step: s}
 }
 
-func newRound(node string, h int64, r int32, proposer string) Event {
-	return Event{Time: at(0), Kind: KindNewRound, Node: node, Height: h, Round: r, Proposer: proposer}
+func newRound(node string, h int64, r int32, proposer string) eventlog.Event {
+	return eventlog.Event{Time: at(0), Kind: eventlog.KindNewRound, Node: node, Height: h, Round: r, Proposer: proposer}
 }
 
-func signEv(v, phase string, h int64, r int32, blockID string) Event {
-	return Event{Time: at(0), Kind: KindSign, Node: v, Validator: v, Phase: phase, Height: h, Round: r, BlockID: blockID, LatencyMS: 1}
+func signEv(v, phase string, h int64, r int32, blockID string) eventlog.Event {
+	return eventlog.Event{Time: at(0), Kind: eventlog.KindSign, Node: v, Validator: v, Phase: phase, Height: h, Round: r, BlockID: blockID, LatencyMS: 1}
 }
 
-func withLatency(ev Event, lat, inj float64) Event    { ev.LatencyMS, ev.InjectedMS = lat, inj; return ev }
-func withError(ev Event, err string) Event            { ev.Error = err; return ev }
-func withFailure(ev Event, err, failure string) Event { ev.Error, ev.Failure = err, failure; return ev }
+func withLatency(ev eventlog.Event, lat, inj float64) eventlog.Event {
+	ev.LatencyMS, ev.InjectedMS = lat, inj
+	return ev
+}
+func withError(ev eventlog.Event, err string) eventlog.Event { ev.Error = err; return ev }
+func withFailure(ev eventlog.Event, err, failure string) eventlog.Event {
+	ev.Error, ev.Failure = err, failure
+	return ev
+}
 
 func vByName(t *testing.T, s *Summary, name string) ValidatorSummary {
 	t.Helper()
@@ -60,17 +67,17 @@ func vByName(t *testing.T, s *Summary, name string) ValidatorSummary {
 func TestHeightsAndRounds(t *testing.T) {
 	tests := []struct {
 		name    string
-		events  []Event
+		events  []eventlog.Event
 		heights HeightStats
 		rounds  RoundStats
 	}{
 		{
 			name:   "nothing committed",
-			events: []Event{runStart("v1")},
+			events: []eventlog.Event{runStart("v1")},
 		},
 		{
 			name: "commit round from next block's last_commit_round",
-			events: []Event{
+			events: []eventlog.Event{
 				block(1, 0, 0, nil, nil),
 				block(2, 1000, 0, nil, nil), // height 1 in round 0
 				block(3, 2000, 2, nil, nil), // height 2 in round 2
@@ -82,7 +89,7 @@ func TestHeightsAndRounds(t *testing.T) {
 		},
 		{
 			name: "last height falls back to the lowest step commit round",
-			events: []Event{
+			events: []eventlog.Event{
 				block(1, 0, 0, nil, nil),
 				block(2, 1000, 0, nil, nil),
 				step("n2", 2, 3, "commit"), // a node that had moved on
@@ -94,7 +101,7 @@ func TestHeightsAndRounds(t *testing.T) {
 		},
 		{
 			name: "next block wins over step commit",
-			events: []Event{
+			events: []eventlog.Event{
 				block(1, 0, 0, nil, nil),
 				step("n1", 1, 4, "commit"),
 				block(2, 1000, 0, nil, nil),
@@ -104,7 +111,7 @@ func TestHeightsAndRounds(t *testing.T) {
 		},
 		{
 			name: "unknown commit round is excluded",
-			events: []Event{
+			events: []eventlog.Event{
 				block(1, 0, 0, nil, nil),
 				block(2, 1000, 1, nil, nil),
 			},
@@ -113,7 +120,7 @@ func TestHeightsAndRounds(t *testing.T) {
 		},
 		{
 			name: "duplicate block events count once, out-of-order stream",
-			events: []Event{
+			events: []eventlog.Event{
 				block(3, 2000, 0, nil, nil),
 				block(2, 1000, 0, nil, nil),
 				block(2, 1100, 0, nil, nil),
@@ -138,14 +145,14 @@ func TestHeightsAndRounds(t *testing.T) {
 func TestBlockInterval(t *testing.T) {
 	tests := []struct {
 		name   string
-		events []Event
+		events []eventlog.Event
 		want   IntervalStats
 	}{
-		{"single height", []Event{block(1, 0, 0, nil, nil)}, IntervalStats{}},
+		{"single height", []eventlog.Event{block(1, 0, 0, nil, nil)}, IntervalStats{}},
 		{
 			// 4 is missing, so 5 has no interval; 1..3 give 1000 and 2000.
 			name: "gap skipped",
-			events: []Event{
+			events: []eventlog.Event{
 				block(1, 0, 0, nil, nil), block(2, 1000, 0, nil, nil),
 				block(3, 3000, 0, nil, nil), block(5, 4000, 0, nil, nil),
 			},
@@ -153,7 +160,7 @@ func TestBlockInterval(t *testing.T) {
 		},
 		{
 			name: "sub-millisecond rounding",
-			events: []Event{
+			events: []eventlog.Event{
 				block(1, 0, 0, nil, nil), block(2, 1000.0004, 0, nil, nil),
 				block(3, 2000.0014, 0, nil, nil), block(4, 3100.0014, 0, nil, nil),
 			},
@@ -173,12 +180,12 @@ func TestMissedAndNilPrecommits(t *testing.T) {
 	type counts struct{ missed, nils, counted int }
 	tests := []struct {
 		name   string
-		events []Event
+		events []eventlog.Event
 		want   map[string]counts
 	}{
 		{
 			name: "counted from the next block only",
-			events: []Event{
+			events: []eventlog.Event{
 				runStart("v1", "v2", "v3"),
 				block(1, 0, 0, []string{"v1"}, nil), // describes height 0: ignored
 				block(2, 1000, 0, []string{"v2"}, nil),
@@ -190,12 +197,12 @@ func TestMissedAndNilPrecommits(t *testing.T) {
 		},
 		{
 			name:   "single height: nothing counted",
-			events: []Event{runStart("v1"), block(7, 0, 0, nil, nil)},
+			events: []eventlog.Event{runStart("v1"), block(7, 0, 0, nil, nil)},
 			want:   map[string]counts{"v1": {0, 0, 0}},
 		},
 		{
 			name: "validator missing from run_start is still reported",
-			events: []Event{
+			events: []eventlog.Event{
 				runStart("v1"),
 				block(1, 0, 0, nil, nil),
 				block(2, 1000, 0, []string{"ghost"}, nil),
@@ -222,12 +229,12 @@ func TestMissedAndNilPrecommits(t *testing.T) {
 func TestProposals(t *testing.T) {
 	tests := []struct {
 		name   string
-		events []Event
+		events []eventlog.Event
 		want   map[string]ProposalStats
 	}{
 		{
 			name: "turn reported by every node counts once",
-			events: []Event{
+			events: []eventlog.Event{
 				runStart("v1", "v2"),
 				newRound("n1", 1, 0, "v1"), newRound("n2", 1, 0, "v1"),
 				signEv("v1", phase.Proposal, 1, 0, "A"),
@@ -237,7 +244,7 @@ func TestProposals(t *testing.T) {
 		},
 		{
 			name: "failed round: turn expected, errored sign not made",
-			events: []Event{
+			events: []eventlog.Event{
 				runStart("v1", "v2"),
 				newRound("n1", 1, 0, "v1"),
 				withError(signEv("v1", phase.Proposal, 1, 0, "A"), "timeout"),
@@ -250,7 +257,7 @@ func TestProposals(t *testing.T) {
 		},
 		{
 			name: "rounds after the commit round and heights after the last commit are outside the window",
-			events: []Event{
+			events: []eventlog.Event{
 				runStart("v1", "v2"),
 				newRound("n1", 1, 0, "v1"),
 				signEv("v1", phase.Proposal, 1, 0, "A"),
@@ -268,7 +275,7 @@ func TestProposals(t *testing.T) {
 		},
 		{
 			name: "unknown commit round keeps every round of the height",
-			events: []Event{
+			events: []eventlog.Event{
 				runStart("v1", "v2"),
 				newRound("n1", 1, 0, "v1"),
 				newRound("n1", 1, 1, "v2"),
@@ -279,7 +286,7 @@ func TestProposals(t *testing.T) {
 		},
 		{
 			name: "re-signed proposal counts once; made without a turn never makes missed negative",
-			events: []Event{
+			events: []eventlog.Event{
 				runStart("v1"),
 				signEv("v1", phase.Proposal, 1, 0, "A"),
 				signEv("v1", phase.Proposal, 1, 0, "A"),
@@ -304,16 +311,16 @@ func TestProposals(t *testing.T) {
 func TestDoubleSigns(t *testing.T) {
 	tests := []struct {
 		name   string
-		events []Event
+		events []eventlog.Event
 		want   []DoubleSign
 	}{
 		{
 			name:   "identical re-sign is not a double sign",
-			events: []Event{signEv("v1", phase.Precommit, 5, 0, "A"), signEv("v1", phase.Precommit, 5, 0, "A")},
+			events: []eventlog.Event{signEv("v1", phase.Precommit, 5, 0, "A"), signEv("v1", phase.Precommit, 5, 0, "A")},
 		},
 		{
 			name: "planted conflicting precommit",
-			events: []Event{
+			events: []eventlog.Event{
 				signEv("v1", phase.Precommit, 5, 0, "A"),
 				signEv("v2", phase.Precommit, 5, 0, "A"),
 				signEv("v1", phase.Precommit, 5, 0, "B"),
@@ -323,7 +330,7 @@ func TestDoubleSigns(t *testing.T) {
 		},
 		{
 			name: "nil vote and block vote conflict",
-			events: []Event{
+			events: []eventlog.Event{
 				signEv("v2", phase.Prevote, 3, 1, ""),
 				signEv("v2", phase.Prevote, 3, 1, "A"),
 			},
@@ -331,7 +338,7 @@ func TestDoubleSigns(t *testing.T) {
 		},
 		{
 			name: "conflicting proposals",
-			events: []Event{
+			events: []eventlog.Event{
 				signEv("v3", phase.Proposal, 2, 0, "A"),
 				signEv("v3", phase.Proposal, 2, 0, "B"),
 				signEv("v3", phase.Proposal, 2, 0, "C"),
@@ -340,7 +347,7 @@ func TestDoubleSigns(t *testing.T) {
 		},
 		{
 			name: "different round, phase, height or validator is no conflict",
-			events: []Event{
+			events: []eventlog.Event{
 				signEv("v1", phase.Precommit, 5, 0, "A"),
 				signEv("v1", phase.Precommit, 5, 1, "B"),
 				signEv("v1", phase.Prevote, 5, 0, "B"),
@@ -350,7 +357,7 @@ func TestDoubleSigns(t *testing.T) {
 		},
 		{
 			name: "refused signature does not count",
-			events: []Event{
+			events: []eventlog.Event{
 				signEv("v1", phase.Precommit, 5, 0, "A"),
 				withError(signEv("v1", phase.Precommit, 5, 0, "B"), "conflicting data"),
 			},
@@ -367,7 +374,7 @@ func TestDoubleSigns(t *testing.T) {
 }
 
 func TestSignLatency(t *testing.T) {
-	var evs []Event
+	var evs []eventlog.Event
 	evs = append(evs, runStart("v1", "v2"))
 	// v1: prevotes 1..100 ms, precommits 200 ms of which 199.5 injected.
 	for i := 1; i <= 100; i++ {
@@ -404,17 +411,17 @@ func TestSignLatency(t *testing.T) {
 func TestRunMetadata(t *testing.T) {
 	tests := []struct {
 		name       string
-		events     []Event
+		events     []eventlog.Event
 		stop, err  string
 		ok         bool
 		durationMS int64
 	}{
-		{"finished", []Event{runStart("v1"), block(1, 10, 0, nil, nil), runEnd(2500, StopHeights)}, StopHeights, "", true, 2500},
-		{"max duration is no error but fails", []Event{runStart("v1"), runEnd(60000, StopMaxDuration)}, StopMaxDuration, "", false, 60000},
-		{"interrupted", []Event{runStart("v1"), runEnd(100, StopInterrupted)}, StopInterrupted, "", false, 100},
-		{"error", []Event{runStart("v1"), {Time: at(50), Kind: KindRunEnd, StopReason: StopError, Error: "node v1 exited"}}, StopError, "node v1 exited", false, 50},
-		{"crashed: no run_end, duration to last event", []Event{runStart("v1"), block(1, 1234.9, 0, nil, nil)}, StopError, "run did not finish (no run_end event)", false, 1234},
-		{"run_end without reason", []Event{runStart("v1"), {Time: at(5), Kind: KindRunEnd}}, StopError, "run_end event has no stop_reason", false, 5},
+		{"finished", []eventlog.Event{runStart("v1"), block(1, 10, 0, nil, nil), runEnd(2500, eventlog.StopHeights)}, eventlog.StopHeights, "", true, 2500},
+		{"max duration is no error but fails", []eventlog.Event{runStart("v1"), runEnd(60000, eventlog.StopMaxDuration)}, eventlog.StopMaxDuration, "", false, 60000},
+		{"interrupted", []eventlog.Event{runStart("v1"), runEnd(100, eventlog.StopInterrupted)}, eventlog.StopInterrupted, "", false, 100},
+		{"error", []eventlog.Event{runStart("v1"), {Time: at(50), Kind: eventlog.KindRunEnd, StopReason: eventlog.StopError, Error: "node v1 exited"}}, eventlog.StopError, "node v1 exited", false, 50},
+		{"crashed: no run_end, duration to last event", []eventlog.Event{runStart("v1"), block(1, 1234.9, 0, nil, nil)}, eventlog.StopError, "run did not finish (no run_end event)", false, 1234},
+		{"run_end without reason", []eventlog.Event{runStart("v1"), {Time: at(5), Kind: eventlog.KindRunEnd}}, eventlog.StopError, "run_end event has no stop_reason", false, 5},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -431,7 +438,7 @@ func TestRunMetadata(t *testing.T) {
 }
 
 func TestValidatorOrder(t *testing.T) {
-	s := Summarize([]Event{
+	s := Summarize([]eventlog.Event{
 		runStart("zeta", "alpha", "mid"),
 		signEv("x-late", phase.Prevote, 1, 0, "A"),
 		newRound("n1", 1, 0, "b-extra"),
@@ -452,7 +459,7 @@ func TestValidatorOrder(t *testing.T) {
 
 func TestEmptyStream(t *testing.T) {
 	s := Summarize(nil)
-	if s.OK || s.StopReason != StopError || s.Validators == nil || s.Expectations == nil {
+	if s.OK || s.StopReason != eventlog.StopError || s.Validators == nil || s.Expectations == nil {
 		t.Errorf("empty stream summary = %+v", s)
 	}
 	if err := WriteSummaryJSON(io.Discard, s); err != nil {
@@ -461,10 +468,10 @@ func TestEmptyStream(t *testing.T) {
 }
 
 func TestNodeErrors(t *testing.T) {
-	s := Summarize([]Event{
+	s := Summarize([]eventlog.Event{
 		runStart("v1"),
-		{Time: at(5), Kind: KindNodeError, Node: "v1", Error: "subscription cancelled"},
-		runEnd(10, StopHeights),
+		{Time: at(5), Kind: eventlog.KindNodeError, Node: "v1", Error: "subscription cancelled"},
+		runEnd(10, eventlog.StopHeights),
 	})
 	want := []NodeError{{Time: at(5), Node: "v1", Error: "subscription cancelled"}}
 	if !reflect.DeepEqual(s.NodeErrors, want) {
@@ -479,7 +486,7 @@ func TestNodeErrors(t *testing.T) {
 // stream still goes on (valnet soak's live check), and Summary agrees.
 func TestDoubleSignsSoFar(t *testing.T) {
 	z := NewSummarizer()
-	add := func(ev Event) { z.Add(&ev) }
+	add := func(ev eventlog.Event) { z.Add(&ev) }
 	add(runStart("v1", "v2"))
 	add(signEv("v1", phase.Precommit, 2, 0, "A"))
 	add(signEv("v1", phase.Precommit, 2, 0, "B"))

@@ -3,6 +3,7 @@ package results
 import (
 	"bufio"
 	"fmt"
+	"github.com/valnet/valnet/results/eventlog"
 	"io"
 	"strconv"
 	"strings"
@@ -179,10 +180,10 @@ func WriteTable(w io.Writer, s *Summary) error {
 // run that errored or was interrupted is an ERROR whatever its expectations
 // say, since they judged a partial run.
 func ResultLine(s *Summary) string {
-	if s.StopReason == StopError || s.StopReason == StopInterrupted {
+	if s.StopReason == eventlog.StopError || s.StopReason == eventlog.StopInterrupted {
 		reason := s.StopReason
 		switch {
-		case s.StopReason == StopError && s.Error != "":
+		case s.StopReason == eventlog.StopError && s.Error != "":
 			reason = s.Error
 		case s.Error != "":
 			reason += ": " + s.Error
@@ -195,9 +196,9 @@ func ResultLine(s *Summary) string {
 		stopped = fmt.Sprintf("stopped at max_duration before height %d", s.Heights.Target)
 	}
 	switch {
-	case s.StopReason == StopMaxDuration && n > 0:
+	case s.StopReason == eventlog.StopMaxDuration && n > 0:
 		return fmt.Sprintf("RESULT: FAIL (%d expectation(s) failed; %s)", n, stopped)
-	case s.StopReason == StopMaxDuration:
+	case s.StopReason == eventlog.StopMaxDuration:
 		return "RESULT: FAIL (" + stopped + ")"
 	case n > 0:
 		return fmt.Sprintf("RESULT: FAIL (%d expectation(s) failed)", n)

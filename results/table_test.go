@@ -3,26 +3,27 @@ package results
 import (
 	"bytes"
 	"github.com/valnet/valnet/internal/phase"
+	"github.com/valnet/valnet/results/eventlog"
 	"strings"
 	"testing"
 )
 
 func TestResultLine(t *testing.T) {
-	pass := Expectation{Metric: "heights_committed", Min: fp(1)}
-	fail := Expectation{Metric: "heights_committed", Min: fp(100)}
-	errEnd := Event{Time: at(10), Kind: KindRunEnd, StopReason: StopError, Error: "node v2 crashed"}
+	pass := eventlog.Expectation{Metric: "heights_committed", Min: fp(1)}
+	fail := eventlog.Expectation{Metric: "heights_committed", Min: fp(100)}
+	errEnd := eventlog.Event{Time: at(10), Kind: eventlog.KindRunEnd, StopReason: eventlog.StopError, Error: "node v2 crashed"}
 	tests := []struct {
 		name   string
-		events []Event
+		events []eventlog.Event
 		want   string
 	}{
-		{"pass", expectRun(StopHeights, pass), "RESULT: PASS"},
-		{"max duration fails", expectRun(StopMaxDuration, pass), "RESULT: FAIL (stopped at max_duration before reaching run.heights)"},
-		{"max duration and a failed expectation", expectRun(StopMaxDuration, fail), "RESULT: FAIL (1 expectation(s) failed; stopped at max_duration before reaching run.heights)"},
-		{"fail", expectRun(StopHeights, pass, fail, fail), "RESULT: FAIL (2 expectation(s) failed)"},
-		{"interrupted beats expectations", expectRun(StopInterrupted, fail), "RESULT: ERROR (interrupted)"},
-		{"error with message", []Event{runStart("v1"), errEnd}, "RESULT: ERROR (node v2 crashed)"},
-		{"no run_end", []Event{runStart("v1")}, "RESULT: ERROR (run did not finish (no run_end event))"},
+		{"pass", expectRun(eventlog.StopHeights, pass), "RESULT: PASS"},
+		{"max duration fails", expectRun(eventlog.StopMaxDuration, pass), "RESULT: FAIL (stopped at max_duration before reaching run.heights)"},
+		{"max duration and a failed expectation", expectRun(eventlog.StopMaxDuration, fail), "RESULT: FAIL (1 expectation(s) failed; stopped at max_duration before reaching run.heights)"},
+		{"fail", expectRun(eventlog.StopHeights, pass, fail, fail), "RESULT: FAIL (2 expectation(s) failed)"},
+		{"interrupted beats expectations", expectRun(eventlog.StopInterrupted, fail), "RESULT: ERROR (interrupted)"},
+		{"error with message", []eventlog.Event{runStart("v1"), errEnd}, "RESULT: ERROR (node v2 crashed)"},
+		{"no run_end", []eventlog.Event{runStart("v1")}, "RESULT: ERROR (run did not finish (no run_end event))"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -39,9 +40,9 @@ func TestResultLine(t *testing.T) {
 }
 
 func TestTableCells(t *testing.T) {
-	evs := expectRun(StopHeights, Expectation{Metric: "sign_latency_p50_ms", Phase: phase.Proposal, Max: fp(1)})
+	evs := expectRun(eventlog.StopHeights, eventlog.Expectation{Metric: "sign_latency_p50_ms", Phase: phase.Proposal, Max: fp(1)})
 	evs = append(evs, signEv("v1", phase.Precommit, 1, 0, "A"), signEv("v1", phase.Precommit, 1, 0, "B"),
-		Event{Time: at(7), Kind: KindNodeError, Node: "v2", Error: "event subscription cancelled"})
+		eventlog.Event{Time: at(7), Kind: eventlog.KindNodeError, Node: "v2", Error: "event subscription cancelled"})
 	var buf bytes.Buffer
 	if err := WriteTable(&buf, Summarize(evs)); err != nil {
 		t.Fatal(err)
@@ -67,7 +68,7 @@ func TestHeightsCSV(t *testing.T) {
 	b1 := block(1, 0, 0, nil, nil)
 	b1.Proposer, b1.BlockTime = "v1", &bt
 	b1.Txs, b1.BlockBytes = 2, 2650
-	evs := []Event{
+	evs := []eventlog.Event{
 		b1,
 		block(2, 1000.5, 0, []string{"v2", "v3"}, []string{"v1"}),
 		block(3, 3000, 2, nil, nil),

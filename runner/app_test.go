@@ -14,6 +14,7 @@ import (
 
 	"github.com/valnet/valnet/internal/testbin"
 	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 )
 
 // appYAML: four validators, each node with its own CometBFT abci-cli
@@ -233,13 +234,13 @@ func TestOwnAppCrash(t *testing.T) {
 			if s := out.Summary; s.Heights.Committed < 12 {
 				t.Errorf("%s: the other three validators should go on", results.ResultLine(s))
 			}
-			events, err := results.ReadFile(filepath.Join(dir, EventsFile))
+			events, err := eventlog.ReadFile(filepath.Join(dir, EventsFile))
 			if err != nil {
 				t.Fatal(err)
 			}
 			var errs []string
 			for _, e := range events {
-				if e.Kind == results.KindNodeError {
+				if e.Kind == eventlog.KindNodeError {
 					errs = append(errs, e.Node+": "+e.Error)
 				}
 			}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/cometbft/cometbft/crypto"
 	"github.com/valnet/valnet/nodes"
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 	"github.com/valnet/valnet/scenarios"
 	"github.com/valnet/valnet/signers"
 )
@@ -108,13 +108,13 @@ func benchValnet(b *testing.B, n int) {
 			b.Fatal(err)
 		}
 		after := sampleUsage()
-		events, err := results.ReadFile(filepath.Join(dir, EventsFile))
+		events, err := eventlog.ReadFile(filepath.Join(dir, EventsFile))
 		if err != nil {
 			b.Fatal(err)
 		}
 		var first time.Duration
 		for _, e := range events {
-			if e.Kind == results.KindBlock {
+			if e.Kind == eventlog.KindBlock {
 				first = e.Time.Sub(start)
 				break
 			}

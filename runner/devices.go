@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 	"github.com/valnet/valnet/signers"
 )
 
@@ -96,12 +96,12 @@ func (r *run) recordDevices() {
 	for _, name := range r.devices.names {
 		st := r.devices.byName[name].Stats()
 		dp := r.plan.Devices[name]
-		smp := &results.DeviceSample{Name: name, Profile: dp.Profile, Signatures: st.Signatures,
+		smp := &eventlog.DeviceSample{Name: name, Profile: dp.Profile, Signatures: st.Signatures,
 			BackgroundSignatures: st.Background, BusyMS: ms(st.Busy), WallMS: ms(st.Wall)}
 		if dp.Background != nil {
 			smp.BackgroundChains = dp.Background.Chains
 		}
-		r.rec.Emit(results.Event{Time: now, Kind: results.KindDevice, Device: smp})
+		r.rec.Emit(eventlog.Event{Time: now, Kind: eventlog.KindDevice, Device: smp})
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 )
 
 // devicesYAML: two simulated validators on one 40 ms device with two
@@ -50,7 +50,7 @@ func TestRunSharedDevice(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := out.Summary
-	if s.StopReason != results.StopHeights {
+	if s.StopReason != eventlog.StopHeights {
 		t.Fatalf("stop %q: %+v", s.StopReason, s.Expectations)
 	}
 	d := s.Devices["hsm"]
@@ -64,7 +64,7 @@ func TestRunSharedDevice(t *testing.T) {
 		t.Errorf("validators on hsm %v, want [a b]", d.Validators)
 	}
 
-	events, err := results.ReadFile(filepath.Join(dir, EventsFile))
+	events, err := eventlog.ReadFile(filepath.Join(dir, EventsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestRunSharedDevice(t *testing.T) {
 	var spans []span
 	signed := 0
 	for _, e := range events {
-		if e.Kind != results.KindSign || (e.Validator != "a" && e.Validator != "b") {
+		if e.Kind != eventlog.KindSign || (e.Validator != "a" && e.Validator != "b") {
 			continue
 		}
 		if e.QueueMS == nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/valnet/valnet/internal/testbin"
 	"github.com/valnet/valnet/nodes"
 	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 	"github.com/valnet/valnet/scenarios"
 	"github.com/valnet/valnet/signers"
 )
@@ -228,7 +229,7 @@ func checkSignedByExternal(t *testing.T, dir string, s *results.Summary, address
 	if signed < 5 {
 		t.Fatalf("kms signed %d of the commits of heights 1..7; want nearly all", signed)
 	}
-	events, err := results.ReadFile(filepath.Join(dir, EventsFile))
+	events, err := eventlog.ReadFile(filepath.Join(dir, EventsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,13 +310,13 @@ func TestExternalSignerDialectsAndSparseAnswers(t *testing.T) {
 				t.Fatal(err)
 			}
 			s := out.Summary
-			events, err := results.ReadFile(filepath.Join(dir, EventsFile))
+			events, err := eventlog.ReadFile(filepath.Join(dir, EventsFile))
 			if err != nil {
 				t.Fatal(err)
 			}
 			signs, failures := 0, map[string]int{}
 			for _, e := range events {
-				if e.Kind != results.KindSign || e.Validator != "kms" || e.Side != "" {
+				if e.Kind != eventlog.KindSign || e.Validator != "kms" || e.Side != "" {
 					continue
 				}
 				signs++
@@ -438,7 +439,7 @@ func TestExternalValnetSignerServe(t *testing.T) {
 			if len(s.Faults) != 2 || s.Faults[0].EndMS == 0 || s.Faults[1].EndMS == 0 {
 				t.Fatalf("faults %+v", s.Faults)
 			}
-			events, err := results.ReadFile(filepath.Join(dir, EventsFile))
+			events, err := eventlog.ReadFile(filepath.Join(dir, EventsFile))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -446,11 +447,11 @@ func TestExternalValnetSignerServe(t *testing.T) {
 			var gap time.Duration
 			for _, e := range events {
 				switch {
-				case e.Kind == results.KindFault && e.Action == "signer-outage" && e.State == results.FaultStart:
+				case e.Kind == eventlog.KindFault && e.Action == "signer-outage" && e.State == eventlog.FaultStart:
 					start = e.Time
-				case e.Kind == results.KindFault && e.Action == "signer-outage" && e.State == results.FaultEnd:
+				case e.Kind == eventlog.KindFault && e.Action == "signer-outage" && e.State == eventlog.FaultEnd:
 					end = e.Time
-				case e.Kind == results.KindBlock:
+				case e.Kind == eventlog.KindBlock:
 					if !lastBlock.IsZero() && !start.IsZero() && end.IsZero() || !lastBlock.IsZero() && e.Time.After(end) && lastBlock.Before(end) {
 						gap = max(gap, e.Time.Sub(lastBlock))
 					}
@@ -465,10 +466,10 @@ func TestExternalValnetSignerServe(t *testing.T) {
 			t.Logf("longest block interval across the 2s outage: %v", gap)
 			signedAfter, delayed := false, false
 			for _, e := range events {
-				if e.Kind == results.KindSign && e.Validator == "kms" && e.Error == "" && e.Time.After(end) {
+				if e.Kind == eventlog.KindSign && e.Validator == "kms" && e.Error == "" && e.Time.After(end) {
 					signedAfter = true
 				}
-				if e.Kind == results.KindSign && e.Validator == "kms" && e.Phase == "precommit" && e.InjectedMS >= 300 && e.LatencyMS >= 300 {
+				if e.Kind == eventlog.KindSign && e.Validator == "kms" && e.Phase == "precommit" && e.InjectedMS >= 300 && e.LatencyMS >= 300 {
 					delayed = true // signer-delay, applied at the node
 				}
 			}
@@ -519,7 +520,7 @@ func TestExternalSignerErrors(t *testing.T) {
 		out, err := Run(ctx, parse(t, externalYAML("inprocess", "tcp://"+addr, "", "")), Options{OutDir: filepath.Join(t.TempDir(), "run")})
 		// An interrupt before the network ran is recorded as one (exit 2),
 		// with the error it caused.
-		if err != nil || out.Summary == nil || out.Summary.StopReason != results.StopInterrupted ||
+		if err != nil || out.Summary == nil || out.Summary.StopReason != eventlog.StopInterrupted ||
 			!strings.Contains(out.Summary.Error, "interrupted while waiting for it to dial in") {
 			t.Fatalf("err %v, outcome %+v", err, out)
 		}

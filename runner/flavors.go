@@ -11,12 +11,8 @@ import (
 	"github.com/valnet/valnet/nodes"
 	"github.com/valnet/valnet/scenarios"
 	"github.com/valnet/valnet/signers"
+	"github.com/valnet/valnet/sim"
 )
-
-// SimConfigKeys are the node.config keys the sim models (sim/params.go):
-// any other would change a real node and not the model, so the sim
-// refuses it rather than report figures that ignore it.
-var SimConfigKeys = []string{"consensus.peer_gossip_sleep_duration", "p2p.flush_throttle_timeout", "p2p.send_rate"}
 
 // flavors is what runs each validator's node, by name, as resolveFlavors
 // found it.
@@ -34,7 +30,7 @@ func resolveFlavors(ctx context.Context, plan *scenarios.Plan) (flavors, Problem
 			ps = append(ps, Problem{Key: key, Pos: pos, Message: err.Error()})
 		}
 	}
-	sim := plan.Run.Backend == scenarios.BackendSim
+	onSim := plan.Run.Backend == scenarios.BackendSim
 	out := flavors{}
 	lines := map[string][]string{} // line -> validators
 	top, said := map[scenarios.Pos]bool{}, map[scenarios.Pos]bool{}
@@ -54,7 +50,7 @@ func resolveFlavors(ctx context.Context, plan *scenarios.Plan) (flavors, Problem
 		}
 		if np.Version != "" {
 			switch {
-			case sim:
+			case onSim:
 				l, _ := cmtversion.Lookup(np.Version)
 				f = &nodes.Flavor{Line: l, Reported: strings.TrimPrefix(l.Tested, "v") + " (MODEL)"}
 			case f.Line.Name != np.Version && np.Binary != "":
@@ -65,7 +61,7 @@ func resolveFlavors(ctx context.Context, plan *scenarios.Plan) (flavors, Problem
 		}
 		out[v.Name] = f
 		lines[f.Line.Name] = append(lines[f.Line.Name], v.Name)
-		for _, pr := range checkNodeConfig(at, np.Config, f, sim) {
+		for _, pr := range checkNodeConfig(at, np.Config, f, onSim) {
 			// A top-level entry is every validator's: said once, at its key.
 			if top[pr.Pos] {
 				if said[pr.Pos] {
@@ -96,14 +92,14 @@ func resolveFlavors(ctx context.Context, plan *scenarios.Plan) (flavors, Problem
 
 // checkNodeConfig checks node.config entries against the keys f's
 // version has (for the sim, the keys it models).
-func checkNodeConfig(at string, settings []scenarios.ConfigSetting, f *nodes.Flavor, sim bool) Problems {
+func checkNodeConfig(at string, settings []scenarios.ConfigSetting, f *nodes.Flavor, onSim bool) Problems {
 	if len(settings) == 0 {
 		return nil
 	}
 	keys := f.ConfigKeys()
 	what := f.String()
-	if sim {
-		keys, what = SimConfigKeys, "the sim (a MODEL of CometBFT "+f.Line.Name+")"
+	if onSim {
+		keys, what = sim.ConfigKeys, "the sim (a MODEL of CometBFT "+f.Line.Name+")"
 	}
 	var ps Problems
 	for _, s := range settings {
@@ -121,7 +117,7 @@ func checkNodeConfig(at string, settings []scenarios.ConfigSetting, f *nodes.Fla
 			}
 		}
 		msg := fmt.Sprintf("%s has no config key %s%s", what, s.Key, scenarios.DidYouMean(s.Key, keys))
-		if sim {
+		if onSim {
 			msg = fmt.Sprintf("%s does not model config key %s (it models: %s)", what, s.Key, strings.Join(keys, ", "))
 		} else if len(near) > 0 {
 			msg += " (its " + strings.TrimSuffix(section, ".") + " keys: " + strings.Join(near, ", ") + ")"

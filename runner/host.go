@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 )
 
 // The host monitor measures the machine a run runs on, once a second:
@@ -43,7 +44,7 @@ type hostReading struct {
 
 // startHostMonitor emits a host event every second until the returned stop
 // is called (or ctx ends); stop waits for the monitor to finish.
-func startHostMonitor(ctx context.Context, emit func(results.Event)) (stop func()) {
+func startHostMonitor(ctx context.Context, emit func(eventlog.Event)) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	var worstLag atomic.Int64 // ns, reset by every sample
@@ -79,7 +80,7 @@ func startHostMonitor(ctx context.Context, emit func(results.Event)) (stop func(
 				cur := readHost()
 				s := hostSample(prev, cur, cores, time.Duration(worstLag.Swap(0)))
 				prev = cur
-				emit(results.Event{Time: now, Kind: results.KindHost, Host: &s})
+				emit(eventlog.Event{Time: now, Kind: eventlog.KindHost, Host: &s})
 			}
 		}
 	}()
@@ -95,8 +96,8 @@ func readHost() hostReading {
 }
 
 // hostSample is the second between two readings.
-func hostSample(prev, cur hostReading, cores int, tickLag time.Duration) results.HostSample {
-	s := results.HostSample{Cores: cores, TickLagMS: ms(max(tickLag, 0)), RSSMB: math.Round(float64(cur.rssKB)/1024*10) / 10}
+func hostSample(prev, cur hostReading, cores int, tickLag time.Duration) eventlog.HostSample {
+	s := eventlog.HostSample{Cores: cores, TickLagMS: ms(max(tickLag, 0)), RSSMB: math.Round(float64(cur.rssKB)/1024*10) / 10}
 	if dt := cur.cpuTotal - prev.cpuTotal; cur.cpuTotal > prev.cpuTotal && dt > 0 {
 		s.CPUBusy = math.Round(float64(cur.cpuBusy-prev.cpuBusy)/float64(dt)*1000) / 1000
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 )
 
 func TestParseProcStatCPU(t *testing.T) {
@@ -67,8 +67,8 @@ func TestHistogramDeltaQuantile(t *testing.T) {
 // and stops when asked.
 func TestHostMonitorEmitsSamples(t *testing.T) {
 	var mu sync.Mutex
-	var got []results.Event
-	stop := startHostMonitor(context.Background(), func(e results.Event) {
+	var got []eventlog.Event
+	stop := startHostMonitor(context.Background(), func(e eventlog.Event) {
 		mu.Lock()
 		got = append(got, e)
 		mu.Unlock()
@@ -90,7 +90,7 @@ func TestHostMonitorEmitsSamples(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	for _, e := range got {
-		if e.Kind != results.KindHost || e.Host == nil || e.Host.Cores < 1 || e.Host.RSSMB <= 0 || e.Host.CPUBusy < 0 || e.Host.CPUBusy > 1 {
+		if e.Kind != eventlog.KindHost || e.Host == nil || e.Host.Cores < 1 || e.Host.RSSMB <= 0 || e.Host.CPUBusy < 0 || e.Host.CPUBusy > 1 {
 			t.Fatalf("bad host event %+v %+v", e, e.Host)
 		}
 	}

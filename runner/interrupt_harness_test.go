@@ -22,6 +22,7 @@ import (
 	"github.com/valnet/valnet/docker"
 	"github.com/valnet/valnet/internal/testbin"
 	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 )
 
 // The interrupt harness: `valnet run` (a static build, so that the docker
@@ -208,7 +209,7 @@ func reached(p *valnetProc, trigger string) bool {
 	case "fault":
 		ev := runEvents(p.dir)
 		return strings.Contains(ev, `"kind":"fault"`) && strings.Contains(ev, `"state":"start"`)
-	case results.StageStop, results.StageReport:
+	case eventlog.StageStop, eventlog.StageReport:
 		return strings.Contains(p.stderr.String(), HoldEnv+"="+trigger)
 	}
 	return false
@@ -221,7 +222,7 @@ func interruptAt(t *testing.T, bin, backend string, heights int, m moment) inter
 	res := interruptResult{backend: backend, moment: m.name}
 	var env []string
 	switch {
-	case m.trigger == results.StageReport || m.trigger == results.StageStop:
+	case m.trigger == eventlog.StageReport || m.trigger == eventlog.StageStop:
 		env = append(env, HoldEnv+"="+m.trigger)
 	case m.second > 0:
 		env = append(env, HoldEnv+"=stop")
@@ -268,8 +269,8 @@ func interruptAt(t *testing.T, bin, backend string, heights int, m moment) inter
 	if s != nil {
 		res.stopReason, res.stage = s.StopReason, s.InterruptedStage
 		switch {
-		case s.StopReason == results.StopInterrupted && s.InterruptedStage != "":
-		case s.StopReason != results.StopInterrupted && strings.Contains(p.stderr.String(), "valnet: interrupted during "):
+		case s.StopReason == eventlog.StopInterrupted && s.InterruptedStage != "":
+		case s.StopReason != eventlog.StopInterrupted && strings.Contains(p.stderr.String(), "valnet: interrupted during "):
 			// The run had ended by itself; the CLI says where the
 			// interrupt came (stopping, writing the report).
 			if res.stage == "" {
@@ -283,11 +284,11 @@ func interruptAt(t *testing.T, bin, backend string, heights int, m moment) inter
 		// network runs; the run directory exists from setup on, before
 		// any node; a node is up from start on.
 		wantStages := map[string][]string{
-			results.StageReport: {results.StageReport},
-			results.StageStop:   {results.StageStop},
-			"fault":             {results.StageRun},
-			"rundir":            {results.StageSetup, results.StageStart},
-			"node_up":           {results.StageStart, results.StageRun},
+			eventlog.StageReport: {eventlog.StageReport},
+			eventlog.StageStop:   {eventlog.StageStop},
+			"fault":              {eventlog.StageRun},
+			"rundir":             {eventlog.StageSetup, eventlog.StageStart},
+			"node_up":            {eventlog.StageStart, eventlog.StageRun},
 		}[m.trigger]
 		if wantStages != nil && !slices.Contains(wantStages, res.stage) {
 			t.Errorf("%s %s: interrupted during %q, want one of %q", backend, m.name, res.stage, wantStages)
@@ -454,8 +455,8 @@ func runPorts(dir string) map[int]bool {
 	if dir == "" {
 		return ports
 	}
-	_ = results.StreamFile(filepath.Join(dir, EventsFile), func(ev *results.Event) {
-		if ev.Kind != results.KindNodeUp {
+	_ = eventlog.StreamFile(filepath.Join(dir, EventsFile), func(ev *eventlog.Event) {
+		if ev.Kind != eventlog.KindNodeUp {
 			return
 		}
 		for _, a := range []string{ev.RPC, ev.P2P} {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/valnet/valnet/internal/txload"
 	"github.com/valnet/valnet/nodes"
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 	"github.com/valnet/valnet/scenarios"
 )
 
@@ -49,7 +49,7 @@ type loadGen struct {
 	plan    scenarios.LoadPlan
 	targets []loadTarget
 	down    func(validator string) bool // a fault has the validator's node down
-	emit    func(results.Event)
+	emit    func(eventlog.Event)
 	txs     txload.Maker
 	client  *http.Client
 
@@ -63,7 +63,7 @@ type loadGen struct {
 // node refuses transactions while it catches up), or readyWait after the
 // first block, whichever comes first; then after lp.Start. ctx ends it
 // early (Ctrl-C, the end of the run); stop waits for it.
-func startLoad(ctx context.Context, lp scenarios.LoadPlan, seed int64, targets []loadTarget, down func(string) bool, emit func(results.Event), live func() bool) *loadGen {
+func startLoad(ctx context.Context, lp scenarios.LoadPlan, seed int64, targets []loadTarget, down func(string) bool, emit func(eventlog.Event), live func() bool) *loadGen {
 	workers := min(maxLoadWorkers, max(1, int(math.Ceil(lp.Rate/txPerWorker))))
 	g := &loadGen{plan: lp, targets: targets, down: down, emit: emit, txs: txload.NewMaker(seed, lp.Size),
 		client: &http.Client{Timeout: loadCallTimeout, Transport: &http.Transport{
@@ -74,7 +74,7 @@ func startLoad(ctx context.Context, lp scenarios.LoadPlan, seed int64, targets [
 	paceCtx, cancel := context.WithCancel(ctx)
 	g.cancel = cancel
 	jobs := make(chan uint64)
-	out := make(chan results.Event, loadQueue)
+	out := make(chan eventlog.Event, loadQueue)
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
@@ -221,18 +221,18 @@ func (g *loadGen) target(n uint64) (loadTarget, bool) {
 }
 
 // send submits transaction n and returns its tx event.
-func (g *loadGen) send(ctx context.Context, n uint64) results.Event {
+func (g *loadGen) send(ctx context.Context, n uint64) eventlog.Event {
 	tx := g.txs.Make(n)
-	e := results.Event{Time: time.Now(), Kind: results.KindTx, Tx: results.TxHash(tx)}
+	e := eventlog.Event{Time: time.Now(), Kind: eventlog.KindTx, Tx: eventlog.TxHash(tx)}
 	t, ok := g.target(n)
 	if !ok {
-		e.Result, e.Error = results.TxFailed, "no running validator to send to"
+		e.Result, e.Error = eventlog.TxFailed, "no running validator to send to"
 		return e
 	}
 	e.Node = t.name
 	rpc := t.node.Addrs().RPC
 	if rpc == "" {
-		e.Result, e.Error = results.TxFailed, "the node has no RPC address"
+		e.Result, e.Error = eventlog.TxFailed, "the node has no RPC address"
 		return e
 	}
 	e.Time = time.Now()
@@ -271,29 +271,29 @@ func (g *loadGen) broadcast(ctx context.Context, rpc string, tx []byte) (result,
 	body.WriteString(`"}}`)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rpc, &body)
 	if err != nil {
-		return results.TxFailed, err.Error()
+		return eventlog.TxFailed, err.Error()
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := g.client.Do(req)
 	if err != nil {
-		return results.TxFailed, err.Error()
+		return eventlog.TxFailed, err.Error()
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return results.TxFailed, "reading the answer: " + err.Error()
+		return eventlog.TxFailed, "reading the answer: " + err.Error()
 	}
 	var br broadcastResponse
 	if err := json.Unmarshal(data, &br); err != nil {
-		return results.TxFailed, fmt.Sprintf("HTTP %d, not a JSON-RPC answer: %.60q", resp.StatusCode, data)
+		return eventlog.TxFailed, fmt.Sprintf("HTTP %d, not a JSON-RPC answer: %.60q", resp.StatusCode, data)
 	}
 	switch {
 	case br.Error != nil:
-		return results.TxRejected, strings.TrimSpace(br.Error.Message + ": " + br.Error.Data)
+		return eventlog.TxRejected, strings.TrimSpace(br.Error.Message + ": " + br.Error.Data)
 	case br.Result == nil:
-		return results.TxFailed, fmt.Sprintf("HTTP %d without result or error", resp.StatusCode)
+		return eventlog.TxFailed, fmt.Sprintf("HTTP %d without result or error", resp.StatusCode)
 	case br.Result.Code != 0:
-		return results.TxRejected, fmt.Sprintf("CheckTx code %d %s: %s", br.Result.Code, br.Result.Codespace, br.Result.Log)
+		return eventlog.TxRejected, fmt.Sprintf("CheckTx code %d %s: %s", br.Result.Code, br.Result.Codespace, br.Result.Log)
 	}
-	return results.TxAccepted, ""
+	return eventlog.TxAccepted, ""
 }

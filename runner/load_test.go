@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 	"github.com/valnet/valnet/scenarios"
 )
 
@@ -89,8 +89,8 @@ func TestLoadGenerator(t *testing.T) {
 		targets = append(targets, loadTarget{name: f.name, node: &fakeNode{name: f.name, rpc: url}})
 	}
 	var mu sync.Mutex
-	var evs []results.Event
-	emit := func(e results.Event) {
+	var evs []eventlog.Event
+	emit := func(e eventlog.Event) {
 		mu.Lock()
 		evs = append(evs, e)
 		mu.Unlock()
@@ -114,10 +114,10 @@ func TestLoadGenerator(t *testing.T) {
 			byNode[e.Node] = map[string]int{}
 		}
 		byNode[e.Node][e.Result]++
-		if e.Kind != results.KindTx || e.Tx == "" || e.Time.IsZero() {
+		if e.Kind != eventlog.KindTx || e.Tx == "" || e.Time.IsZero() {
 			t.Errorf("incomplete tx event %+v", e)
 		}
-		if (e.Result == results.TxAccepted) != (e.Error == "") {
+		if (e.Result == eventlog.TxAccepted) != (e.Error == "") {
 			t.Errorf("result %s with error %q", e.Result, e.Error)
 		}
 		if e.Time.Before(synced) {
@@ -128,7 +128,7 @@ func TestLoadGenerator(t *testing.T) {
 	if n := len(evs); n < 36 || n > 41 {
 		t.Errorf("%d tx events, want about 40", n)
 	}
-	for node, want := range map[string]string{"ok": results.TxAccepted, "code": results.TxRejected, "full": results.TxRejected, "gone": results.TxFailed} {
+	for node, want := range map[string]string{"ok": eventlog.TxAccepted, "code": eventlog.TxRejected, "full": eventlog.TxRejected, "gone": eventlog.TxFailed} {
 		if got := byNode[node]; len(got) != 1 || got[want] == 0 {
 			t.Errorf("%s: results %v, want only %s", node, got, want)
 		}
@@ -154,7 +154,7 @@ func TestLoadGenerator(t *testing.T) {
 		t.Fatal("to: down sent nothing")
 	}
 	for _, e := range evs {
-		if e.Node != "down" || e.Result != results.TxAccepted {
+		if e.Node != "down" || e.Result != eventlog.TxAccepted {
 			t.Fatalf("to: down: %+v", e)
 		}
 	}
@@ -254,14 +254,14 @@ expect:
 // time per op times 1000 is the share of a core, and of the recorder's
 // lock, that the load's events take from the nodes' event pumps.
 func BenchmarkRecordTxEvent(b *testing.B) {
-	w, err := results.NewWriter(filepath.Join(b.TempDir(), EventsFile))
+	w, err := eventlog.NewWriter(filepath.Join(b.TempDir(), EventsFile))
 	if err != nil {
 		b.Fatal(err)
 	}
 	rec := newRecorder(w)
 	defer w.Close()
-	e := results.Event{Time: time.Now(), Kind: results.KindTx, Node: "v-1", Tx: "0123456789abcdef",
-		Result: results.TxAccepted, LatencyMS: 1.234}
+	e := eventlog.Event{Time: time.Now(), Kind: eventlog.KindTx, Node: "v-1", Tx: "0123456789abcdef",
+		Result: eventlog.TxAccepted, LatencyMS: 1.234}
 	b.ReportAllocs()
 	for b.Loop() {
 		rec.Emit(e)

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 )
 
 // liveMetrics serves the run's progress as Prometheus metrics while it
@@ -83,9 +83,9 @@ func startMetrics(addr string) (*liveMetrics, error) {
 func (m *liveMetrics) Addr() string { return m.ln.Addr().String() }
 
 // Observe updates the metrics from one event.
-func (m *liveMetrics) Observe(e results.Event) {
+func (m *liveMetrics) Observe(e eventlog.Event) {
 	switch e.Kind {
-	case results.KindBlock:
+	case eventlog.KindBlock:
 		m.mu.Lock()
 		if e.Height > m.lastHeight {
 			m.lastHeight = e.Height
@@ -100,7 +100,7 @@ func (m *liveMetrics) Observe(e results.Event) {
 		for _, v := range e.LastCommitNil {
 			m.nilVotes.WithLabelValues(v).Inc()
 		}
-	case results.KindNewRound:
+	case eventlog.KindNewRound:
 		m.mu.Lock()
 		k := [2]int64{e.Height, int64(e.Round)}
 		if e.Round > 0 && !m.roundsSeen[k] {
@@ -112,19 +112,19 @@ func (m *liveMetrics) Observe(e results.Event) {
 			m.round.Set(float64(e.Round))
 		}
 		m.mu.Unlock()
-	case results.KindSign:
+	case eventlog.KindSign:
 		if e.Error != "" {
 			m.signErrors.WithLabelValues(e.Validator, e.Phase).Inc()
 			return
 		}
 		side := "node"
-		if e.Side == results.SideSigner {
+		if e.Side == eventlog.SideSigner {
 			side = "signer"
 		}
 		m.signs.WithLabelValues(e.Validator, e.Phase, side).Observe(e.LatencyMS / 1000)
-	case results.KindFault:
+	case eventlog.KindFault:
 		v := 0.0
-		if e.State == results.FaultStart {
+		if e.State == eventlog.FaultStart {
 			v = 1
 		}
 		m.faults.WithLabelValues(e.Action, e.Validator).Set(v)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 	"github.com/valnet/valnet/signers/pkcs11"
 )
 
@@ -118,9 +119,9 @@ validators:
 	if err == nil || !strings.Contains(err.Error(), `validator hsm: pkcs11: wrong PIN for token "mine"`) {
 		t.Fatalf("err = %v, want a wrong PIN", err)
 	}
-	events, _ := results.ReadFile(filepath.Join(out.OutDir, EventsFile))
+	events, _ := eventlog.ReadFile(filepath.Join(out.OutDir, EventsFile))
 	for _, e := range events {
-		if e.Kind == results.KindNodeUp {
+		if e.Kind == eventlog.KindNodeUp {
 			t.Fatal("a node started despite the wrong PIN")
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 )
 
 // processYAML: four validators as OS processes behind shaped links; one is
@@ -68,20 +69,20 @@ func TestProcessBackendWithNodeAndNetworkFaults(t *testing.T) {
 		t.Errorf("faults %+v", s.Faults)
 	}
 	// The killed validator came back: it signed again after its restart.
-	events, err := results.ReadFile(filepath.Join(dir, EventsFile))
+	events, err := eventlog.ReadFile(filepath.Join(dir, EventsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var back time.Time
 	signedAfter, markedDown := false, false
 	for _, e := range events {
-		if e.Kind == results.KindMissed && e.Validator == "v-2" && e.Cause == results.CauseNodeDown {
+		if e.Kind == eventlog.KindMissed && e.Validator == "v-2" && e.Cause == results.CauseNodeDown {
 			markedDown = true
 		}
-		if e.Kind == results.KindFault && e.Action == "node-kill" && e.State == results.FaultEnd {
+		if e.Kind == eventlog.KindFault && e.Action == "node-kill" && e.State == eventlog.FaultEnd {
 			back = e.Time
 		}
-		if !back.IsZero() && e.Kind == results.KindSign && e.Validator == "v-2" && e.Error == "" && e.Time.After(back) {
+		if !back.IsZero() && e.Kind == eventlog.KindSign && e.Validator == "v-2" && e.Error == "" && e.Time.After(back) {
 			signedAfter = true
 		}
 	}

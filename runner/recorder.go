@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 )
 
 // recorder is the single entry point for events during a run: every node
@@ -12,7 +13,7 @@ import (
 // Once sealed (the run is stopping) it drops everything but run_end, so
 // nothing the shutdown itself causes is counted as part of the run.
 type recorder struct {
-	w       *results.Writer
+	w       *eventlog.Writer
 	tracker *results.Tracker
 	metrics *liveMetrics // nil without --metrics
 
@@ -24,7 +25,7 @@ type recorder struct {
 	// Signers report through a queue: encoding and writing an event must
 	// not sit inside a signature (it would be counted as transport time,
 	// and it would stall the consensus routine that waits for it).
-	queue   chan *results.Event
+	queue   chan *eventlog.Event
 	drained chan struct{}
 	stop    chan struct{}
 	once    sync.Once
@@ -37,16 +38,16 @@ type recorder struct {
 // its sign) is never changed by a write that jumps the queue.
 const queueSize = 8192
 
-func newRecorder(w *results.Writer) *recorder {
+func newRecorder(w *eventlog.Writer) *recorder {
 	r := &recorder{w: w, tracker: results.NewTracker(), blocks: map[int64]bool{},
-		queue: make(chan *results.Event, queueSize), drained: make(chan struct{}), stop: make(chan struct{})}
+		queue: make(chan *eventlog.Event, queueSize), drained: make(chan struct{}), stop: make(chan struct{})}
 	go r.drain()
 	return r
 }
 
 // EmitAsync records e from a signer's goroutine, in order, without
 // waiting for it to be written.
-func (r *recorder) EmitAsync(e results.Event) {
+func (r *recorder) EmitAsync(e eventlog.Event) {
 	select {
 	case <-r.stop:
 		r.Emit(e) // dropped if sealed, as any late event
@@ -73,13 +74,13 @@ func (r *recorder) drain() {
 	}
 }
 
-func (r *recorder) Emit(e results.Event) {
+func (r *recorder) Emit(e eventlog.Event) {
 	r.mu.Lock()
-	if r.sealed && e.Kind != results.KindRunEnd {
+	if r.sealed && e.Kind != eventlog.KindRunEnd {
 		r.mu.Unlock()
 		return
 	}
-	if e.Kind == results.KindBlock {
+	if e.Kind == eventlog.KindBlock {
 		if r.blocks[e.Height] {
 			r.mu.Unlock()
 			return
@@ -90,12 +91,12 @@ func (r *recorder) Emit(e results.Event) {
 	// accepted, so a block line never precedes the run_start line.
 	r.w.Emit(e)
 	switch e.Kind {
-	case results.KindFault:
+	case eventlog.KindFault:
 		r.downs.Observe(&e)
-	case results.KindBlock:
+	case eventlog.KindBlock:
 		for _, v := range e.LastCommitAbsent {
 			if r.downs.Down(v) {
-				r.w.Emit(results.Event{Time: e.Time, Kind: results.KindMissed, Validator: v,
+				r.w.Emit(eventlog.Event{Time: e.Time, Kind: eventlog.KindMissed, Validator: v,
 					Height: e.Height - 1, Cause: results.CauseNodeDown})
 			}
 		}

@@ -8,15 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 )
 
 // record runs emit against a new recorder over a real events file and
 // returns what the file holds once the writer is closed.
-func record(t *testing.T, emit func(r *recorder)) (*recorder, []results.Event) {
+func record(t *testing.T, emit func(r *recorder)) (*recorder, []eventlog.Event) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "events.jsonl")
-	w, err := results.NewWriter(path)
+	w, err := eventlog.NewWriter(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +26,7 @@ func record(t *testing.T, emit func(r *recorder)) (*recorder, []results.Event) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	events, err := results.ReadFile(path)
+	events, err := eventlog.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,13 +36,13 @@ func record(t *testing.T, emit func(r *recorder)) (*recorder, []results.Event) {
 func TestRecorderKeepsOneBlockPerHeightAndDropsAfterSeal(t *testing.T) {
 	now := time.Now()
 	r, events := record(t, func(r *recorder) {
-		r.Emit(results.Event{Time: now, Kind: results.KindRunStart, Scenario: "x"})
-		r.Emit(results.Event{Time: now, Kind: results.KindBlock, Node: "v1", Height: 1})
-		r.Emit(results.Event{Time: now, Kind: results.KindBlock, Node: "v2", Height: 1})
-		r.Emit(results.Event{Time: now, Kind: results.KindBlock, Node: "v2", Height: 2})
+		r.Emit(eventlog.Event{Time: now, Kind: eventlog.KindRunStart, Scenario: "x"})
+		r.Emit(eventlog.Event{Time: now, Kind: eventlog.KindBlock, Node: "v1", Height: 1})
+		r.Emit(eventlog.Event{Time: now, Kind: eventlog.KindBlock, Node: "v2", Height: 1})
+		r.Emit(eventlog.Event{Time: now, Kind: eventlog.KindBlock, Node: "v2", Height: 2})
 		r.seal()
-		r.Emit(results.Event{Time: now, Kind: results.KindVote, Node: "v1", Height: 3})
-		r.Emit(results.Event{Time: now, Kind: results.KindRunEnd, StopReason: results.StopHeights})
+		r.Emit(eventlog.Event{Time: now, Kind: eventlog.KindVote, Node: "v1", Height: 3})
+		r.Emit(eventlog.Event{Time: now, Kind: eventlog.KindRunEnd, StopReason: eventlog.StopHeights})
 	})
 	var kinds []string
 	for _, e := range events {
@@ -65,22 +65,22 @@ func TestRecorderMarksMissedWhileNodeDown(t *testing.T) {
 	now := time.Now()
 	_, events := record(t, func(r *recorder) {
 		fault := func(v, action, state string) {
-			r.Emit(results.Event{Time: now, Kind: results.KindFault, Validator: v, Action: action, State: state, Detail: "x"})
+			r.Emit(eventlog.Event{Time: now, Kind: eventlog.KindFault, Validator: v, Action: action, State: state, Detail: "x"})
 		}
 		block := func(h int64, absent ...string) {
-			r.Emit(results.Event{Time: now, Kind: results.KindBlock, Height: h, LastCommitAbsent: absent})
+			r.Emit(eventlog.Event{Time: now, Kind: eventlog.KindBlock, Height: h, LastCommitAbsent: absent})
 		}
-		r.Emit(results.Event{Time: now, Kind: results.KindRunStart, Scenario: "x"})
-		fault("v1", action.NodeRestart, results.FaultStart)
-		fault("v2", action.NodeStop, results.FaultStart)
+		r.Emit(eventlog.Event{Time: now, Kind: eventlog.KindRunStart, Scenario: "x"})
+		fault("v1", action.NodeRestart, eventlog.FaultStart)
+		fault("v2", action.NodeStop, eventlog.FaultStart)
 		block(2, "v1", "v2", "v3") // v3 absent but up: no missed event
-		fault("v1", action.NodeRestart, results.FaultEnd)
-		fault("v2", action.NodeStart, results.FaultStart)
+		fault("v1", action.NodeRestart, eventlog.FaultEnd)
+		fault("v2", action.NodeStart, eventlog.FaultStart)
 		block(3, "v1", "v2") // both back: none
 	})
 	var missed []string
 	for _, e := range events {
-		if e.Kind == results.KindMissed {
+		if e.Kind == eventlog.KindMissed {
 			missed = append(missed, fmt.Sprintf("%s@%d:%s", e.Validator, e.Height, e.Cause))
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/valnet/valnet/network"
 	"github.com/valnet/valnet/nodes"
 	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 	"github.com/valnet/valnet/scenarios"
 )
 
@@ -104,12 +105,12 @@ func Run(ctx context.Context, plan *scenarios.Plan, opts Options) (*Outcome, err
 	if err := copyScenario(plan, filepath.Join(opts.OutDir, ScenarioFile)); err != nil {
 		return nil, err
 	}
-	w, err := results.NewWriter(filepath.Join(opts.OutDir, EventsFile))
+	w, err := eventlog.NewWriter(filepath.Join(opts.OutDir, EventsFile))
 	if err != nil {
 		return nil, err
 	}
 	r := &run{plan: plan, seed: seed, opts: opts, rec: newRecorder(w), writer: w, start: time.Now()}
-	r.stage.set(ctx, results.StageSetup)
+	r.stage.set(ctx, eventlog.StageSetup)
 	defer context.AfterFunc(ctx, r.stage.interrupt)()
 	// abort ends a run that could not be done before its network started.
 	// Interrupted, it is still recorded (run_start with what the plan
@@ -176,7 +177,7 @@ func (r *run) conclude(ctx context.Context, runErr error) (*Outcome, error) {
 		// Ctrl-C cut the run short before its network ran (a node start
 		// or a signer open gave up on the cancelled context): recorded as
 		// an interruption, with the error that it caused.
-		r.reason, r.endErr, runErr = results.StopInterrupted, runErr.Error(), nil
+		r.reason, r.endErr, runErr = eventlog.StopInterrupted, runErr.Error(), nil
 	}
 	if !r.runStarted && r.stage.interruptedAt() != "" {
 		// Interrupted before run_start: what the plan says (signers not
@@ -184,13 +185,13 @@ func (r *run) conclude(ctx context.Context, runErr error) (*Outcome, error) {
 		r.runStarted = true
 		r.writer.Emit(planRunStart(r))
 	}
-	keep := r.opts.Keep && runErr == nil && r.reason != results.StopInterrupted
+	keep := r.opts.Keep && runErr == nil && r.reason != eventlog.StopInterrupted
 	if !keep {
-		r.stage.set(ctx, results.StageStop)
-		holdForTest(results.StageStop, r.opts.Status, r.force())
+		r.stage.set(ctx, eventlog.StageStop)
+		holdForTest(eventlog.StageStop, r.opts.Status, r.force())
 		for _, err := range r.shutdown() {
 			// Sealed recorder: write straight to the stream, before run_end.
-			r.writer.Emit(results.Event{Time: time.Now(), Kind: results.KindNodeError, Error: err.Error()})
+			r.writer.Emit(eventlog.Event{Time: time.Now(), Kind: eventlog.KindNodeError, Error: err.Error()})
 		}
 	}
 	out, finishErr := r.finish(ctx, runErr)
@@ -216,7 +217,7 @@ type run struct {
 	seed   int64
 	opts   Options
 	rec    *recorder
-	writer *results.Writer
+	writer *eventlog.Writer
 
 	members []*member
 	signers []*validatorSigner
@@ -303,12 +304,12 @@ func (r *run) execute(ctx context.Context) error {
 	halt, haltExplicit := r.plan.HaltAfter()
 	r.stopHost = startHostMonitor(ctx, r.rec.Emit)
 	r.runStarted = true
-	r.rec.Emit(results.Event{Time: r.start, Kind: results.KindRunStart, Scenario: r.plan.Name,
+	r.rec.Emit(eventlog.Event{Time: r.start, Kind: eventlog.KindRunStart, Scenario: r.plan.Name,
 		Backend: r.backend.Name(), ChainID: r.plan.ChainID, Seed: r.seed,
 		Heights: r.plan.Run.Heights, Validators: infos, Expect: expectations(r.plan),
 		HaltAfterMS: halt.Milliseconds(), HaltAfterExplicit: haltExplicit, Load: loadInfo(r.plan.Load)})
 	r.startDevices(ctx) // with the network: background load and utilisation count from here
-	r.stage.set(ctx, results.StageStart)
+	r.stage.set(ctx, eventlog.StageStart)
 	if err := r.startNodes(ctx, gen, names); err != nil {
 		return err
 	}
@@ -316,6 +317,10 @@ func (r *run) execute(ctx context.Context) error {
 		return err
 	}
 	netStart := time.Now()
+	faults, err := newTimeline(r)
+	if err != nil {
+		return err
+	}
 	if lp := r.plan.Load; lp != nil {
 		targets := make([]loadTarget, len(r.nodes))
 		for i, n := range r.nodes {
@@ -324,24 +329,24 @@ func (r *run) execute(ctx context.Context) error {
 		live := func() bool { return r.rec.tracker.Snapshot().Height >= 1 }
 		r.load = startLoad(ctx, *lp, r.seed, targets, r.rec.nodeDown, r.rec.Emit, live)
 	}
-	r.stage.set(ctx, results.StageRun)
-	r.reason = r.wait(ctx, newTimeline(r), netStart)
+	r.stage.set(ctx, eventlog.StageRun)
+	r.reason = r.wait(ctx, faults, netStart)
 	r.load.stop()
 	return nil
 }
 
 // loadInfo is the plan's load as run_start records it.
-func loadInfo(lp *scenarios.LoadPlan) *results.LoadInfo {
+func loadInfo(lp *scenarios.LoadPlan) *eventlog.LoadInfo {
 	if lp == nil {
 		return nil
 	}
-	return &results.LoadInfo{Rate: lp.Rate, SizeBytes: lp.Size, To: lp.To,
+	return &eventlog.LoadInfo{Rate: lp.Rate, SizeBytes: lp.Size, To: lp.To,
 		StartMS: lp.Start.Milliseconds(), DurationMS: lp.Duration.Milliseconds()}
 }
 
 // openSigners opens every validator's signer chain and returns the labels
 // and public keys.
-func (r *run) openSigners(ctx context.Context) ([]results.ValidatorInfo, []crypto.PubKey, error) {
+func (r *run) openSigners(ctx context.Context) ([]eventlog.ValidatorInfo, []crypto.PubKey, error) {
 	var sockDir string
 	for _, m := range r.members {
 		if (m.plan.Signer.Via == scenarios.ViaUnix || r.remoteSigning != nil && m.plan.Signer.Via != scenarios.ViaTCP) && sockDir == "" {
@@ -357,7 +362,7 @@ func (r *run) openSigners(ctx context.Context) ([]results.ValidatorInfo, []crypt
 	if err := r.openDevices(); err != nil {
 		return nil, nil, err
 	}
-	infos := make([]results.ValidatorInfo, 0, len(r.members))
+	infos := make([]eventlog.ValidatorInfo, 0, len(r.members))
 	pubs := make([]crypto.PubKey, 0, len(r.members))
 	for _, m := range r.members {
 		vs, err := r.openSigner(ctx, m, sockDir)
@@ -372,7 +377,7 @@ func (r *run) openSigners(ctx context.Context) ([]results.ValidatorInfo, []crypt
 		case r.remoteSigning != nil:
 			label += " via unix (node in its own process)"
 		}
-		infos = append(infos, results.ValidatorInfo{Name: m.plan.Name, Power: m.plan.Power, Signer: label, Device: m.plan.Signer.Device,
+		infos = append(infos, eventlog.ValidatorInfo{Name: m.plan.Name, Power: m.plan.Power, Signer: label, Device: m.plan.Signer.Device,
 			Node: m.flavor.Label()})
 		pubs = append(pubs, vs.built.PubKey)
 	}
@@ -421,7 +426,7 @@ func (r *run) startAll(ctx context.Context, gen *types.GenesisDoc, names map[str
 		}
 		r.nodes = append(r.nodes, n)
 		a := n.Addrs()
-		r.rec.Emit(results.Event{Time: time.Now(), Kind: results.KindNodeUp, Node: n.Name(), RPC: a.RPC, P2P: a.P2P})
+		r.rec.Emit(eventlog.Event{Time: time.Now(), Kind: eventlog.KindNodeUp, Node: n.Name(), RPC: a.RPC, P2P: a.P2P})
 	}
 	return nil
 }
@@ -467,15 +472,15 @@ func (r *run) wait(ctx context.Context, faults *timeline, netStart time.Time) st
 	for {
 		select {
 		case <-ctx.Done():
-			return results.StopInterrupted
+			return eventlog.StopInterrupted
 		case <-deadline.C:
-			return results.StopMaxDuration
+			return eventlog.StopMaxDuration
 		case now := <-tick.C:
 			p := r.rec.tracker.Snapshot()
 			faults.step(now, p.Height)
 			status.update(p, now)
 			if p.Height > r.plan.Run.Heights {
-				return results.StopHeights
+				return eventlog.StopHeights
 			}
 		}
 	}
@@ -559,17 +564,17 @@ func (r *run) finish(ctx context.Context, runErr error) (*Outcome, error) {
 		t = r.end
 	}
 	r.stage.note(ctx)
-	end := results.Event{Time: t, Kind: results.KindRunEnd, StopReason: r.reason, Error: r.endErr,
+	end := eventlog.Event{Time: t, Kind: eventlog.KindRunEnd, StopReason: r.reason, Error: r.endErr,
 		InterruptedStage: r.stage.interruptedAt()}
 	if runErr != nil {
-		end.StopReason, end.Error = results.StopError, runErr.Error()
+		end.StopReason, end.Error = eventlog.StopError, runErr.Error()
 	}
 	r.rec.Emit(end)
 	if err := r.writer.Close(); err != nil {
 		return nil, fmt.Errorf("events: %w", err)
 	}
-	r.stage.set(ctx, results.StageReport)
-	holdForTest(results.StageReport, r.opts.Status, r.force())
+	r.stage.set(ctx, eventlog.StageReport)
+	holdForTest(eventlog.StageReport, r.opts.Status, r.force())
 	out := &Outcome{OutDir: r.opts.OutDir}
 	s, err := Report(r.opts.OutDir)
 	out.Summary = s
@@ -578,10 +583,10 @@ func (r *run) finish(ctx context.Context, runErr error) (*Outcome, error) {
 	return out, err
 }
 
-func expectations(p *scenarios.Plan) []results.Expectation {
-	out := make([]results.Expectation, 0, len(p.Expect))
+func expectations(p *scenarios.Plan) []eventlog.Expectation {
+	out := make([]eventlog.Expectation, 0, len(p.Expect))
 	for _, e := range p.Expect {
-		out = append(out, results.Expectation{Metric: e.Metric, Validator: e.Validator, Phase: e.Phase, Min: e.Min, Max: e.Max, Default: e.Default})
+		out = append(out, eventlog.Expectation{Metric: e.Metric, Validator: e.Validator, Phase: e.Phase, Min: e.Min, Max: e.Max, Default: e.Default})
 	}
 	return out
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cometbft/cometbft/crypto"
 	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 	"github.com/valnet/valnet/scenarios"
 )
 
@@ -74,7 +75,7 @@ func TestRunSlowSignerMissesPrecommits(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := out.Summary
-	if s.StopReason != results.StopHeights || !s.OK {
+	if s.StopReason != eventlog.StopHeights || !s.OK {
 		t.Fatalf("stop %q ok %v: %+v", s.StopReason, s.OK, s.Expectations)
 	}
 	if s.Heights.Last <= 10 || s.Heights.Committed < 10 {
@@ -177,9 +178,9 @@ func TestRunInterruptedStopsCleanly(t *testing.T) {
 		// Interrupt once the network is up and has made progress.
 		deadline := time.Now().Add(2 * time.Minute)
 		for time.Now().Before(deadline) {
-			if evs, err := results.ReadFile(filepath.Join(dir, EventsFile)); err == nil {
+			if evs, err := eventlog.ReadFile(filepath.Join(dir, EventsFile)); err == nil {
 				for _, e := range evs {
-					if e.Kind == results.KindBlock && e.Height >= 2 {
+					if e.Kind == eventlog.KindBlock && e.Height >= 2 {
 						cancel()
 						return
 					}
@@ -193,7 +194,7 @@ func TestRunInterruptedStopsCleanly(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := out.Summary
-	if s.StopReason != results.StopInterrupted || s.OK {
+	if s.StopReason != eventlog.StopInterrupted || s.OK {
 		t.Fatalf("stop %q ok %v, want interrupted and not ok", s.StopReason, s.OK)
 	}
 	if s.Heights.Committed < 2 {
@@ -213,7 +214,7 @@ func TestRunMaxDurationEndsTheRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := out.Summary; s.StopReason != results.StopMaxDuration || s.OK {
+	if s := out.Summary; s.StopReason != eventlog.StopMaxDuration || s.OK {
 		t.Fatalf("stop %q ok %v, want max_duration and not ok", s.StopReason, s.OK)
 	}
 }

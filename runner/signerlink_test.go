@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 )
 
 // TestSignerLink: a signer 40 ms away (signer.link, via tcp) pays the
@@ -37,7 +38,7 @@ faults:
 		t.Fatal(err)
 	}
 	s := out.Summary
-	if s.StopReason != results.StopHeights {
+	if s.StopReason != eventlog.StopHeights {
 		t.Fatalf("stopped: %s (%s)", s.StopReason, results.ResultLine(s))
 	}
 	var far *results.ValidatorSummary

@@ -13,7 +13,7 @@ import (
 
 	"github.com/valnet/valnet/internal/links"
 	"github.com/valnet/valnet/internal/phase"
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 	"github.com/valnet/valnet/scenarios"
 	"github.com/valnet/valnet/signers"
 	"github.com/valnet/valnet/signers/ledger"
@@ -46,7 +46,7 @@ func (r *run) openSigner(ctx context.Context, m *member, sockDir string) (*valid
 	sp := m.plan.Signer
 	obs := func(side string) signers.Observer {
 		return signers.ObserverFunc(func(s signers.SignRecord) {
-			e := results.Event{Time: s.Start.Add(s.Latency), Kind: results.KindSign, Node: name, Side: side,
+			e := eventlog.Event{Time: s.Start.Add(s.Latency), Kind: eventlog.KindSign, Node: name, Side: side,
 				Validator: name, Height: s.Height, Round: s.Round, Phase: s.Phase, BlockID: s.BlockID,
 				LatencyMS: ms(s.Latency), InjectedMS: ms(s.Injected)}
 			if s.OnDevice {
@@ -64,7 +64,7 @@ func (r *run) openSigner(ctx context.Context, m *member, sockDir string) (*valid
 	// its sign event.
 	requested := func(s signers.Signer) signers.Signer {
 		return &requestNoter{Signer: s, note: func(phase string, h int64, round int32) {
-			r.rec.EmitAsync(results.Event{Time: time.Now(), Kind: results.KindSignRequest, Node: name,
+			r.rec.EmitAsync(eventlog.Event{Time: time.Now(), Kind: eventlog.KindSignRequest, Node: name,
 				Validator: name, Height: h, Round: round, Phase: phase})
 		}}
 	}
@@ -80,7 +80,7 @@ func (r *run) openSigner(ctx context.Context, m *member, sockDir string) (*valid
 		Device:    r.device(sp.Device),
 	}
 	if remote && r.remoteSigning == nil {
-		spec.Obs = obs(results.SideSigner)
+		spec.Obs = obs(eventlog.SideSigner)
 	} else {
 		// Direct, or a node in another process: the signer's view is the
 		// only one valnet has.

@@ -12,6 +12,7 @@ import (
 	"github.com/cometbft/cometbft/types"
 
 	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 )
 
 // signersYAML puts every signer path of one run side by side, with a fault
@@ -78,7 +79,7 @@ func TestRunSignerPathsAndFaults(t *testing.T) {
 		t.Errorf("kf label %q", v.Signer)
 	}
 
-	events, err := results.ReadFile(filepath.Join(dir, EventsFile))
+	events, err := eventlog.ReadFile(filepath.Join(dir, EventsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,13 +87,13 @@ func TestRunSignerPathsAndFaults(t *testing.T) {
 	var restartAt time.Time
 	for _, e := range events {
 		switch {
-		case e.Kind == results.KindSign && e.Validator == "sim" && strings.Contains(e.Error, "dropped by fault"):
+		case e.Kind == eventlog.KindSign && e.Validator == "sim" && strings.Contains(e.Error, "dropped by fault"):
 			dropped = e.Height == 4 && e.Phase == "prevote"
-		case e.Kind == results.KindSign && e.Validator == "tcp" && e.Side == results.SideSigner && e.Phase == "precommit" && e.InjectedMS >= 250:
+		case e.Kind == eventlog.KindSign && e.Validator == "tcp" && e.Side == eventlog.SideSigner && e.Phase == "precommit" && e.InjectedMS >= 250:
 			delayed = true
-		case e.Kind == results.KindFault && e.Action == "signer-restart" && e.State == results.FaultEnd:
+		case e.Kind == eventlog.KindFault && e.Action == "signer-restart" && e.State == eventlog.FaultEnd:
 			restarted, restartAt = true, e.Time
-		case e.Kind == results.KindSign && e.Validator == "kf" && e.Error == "" && restarted && e.Time.After(restartAt):
+		case e.Kind == eventlog.KindSign && e.Validator == "kf" && e.Error == "" && restarted && e.Time.After(restartAt):
 			signedAfterRestart = true
 		}
 	}
@@ -115,9 +116,9 @@ func TestRunSignerPathsAndFaults(t *testing.T) {
 	for _, e := range events {
 		k := key{e.Validator, e.Phase, e.Height, e.Round}
 		switch {
-		case e.Kind == results.KindSignRequest:
+		case e.Kind == eventlog.KindSignRequest:
 			requested[k] = true
-		case e.Kind == results.KindSign && e.Side == "":
+		case e.Kind == eventlog.KindSign && e.Side == "":
 			answered++
 			if !requested[k] {
 				t.Errorf("%s %s h%d r%d signed with no sign_request before it", e.Validator, e.Phase, e.Height, e.Round)
@@ -191,9 +192,9 @@ validators:
 	if err == nil || !strings.Contains(err.Error(), "wrong passphrase") {
 		t.Fatalf("err = %v, want wrong passphrase", err)
 	}
-	events, _ := results.ReadFile(filepath.Join(out.OutDir, EventsFile))
+	events, _ := eventlog.ReadFile(filepath.Join(out.OutDir, EventsFile))
 	for _, e := range events {
-		if e.Kind == results.KindNodeUp {
+		if e.Kind == eventlog.KindNodeUp {
 			t.Fatal("a node started despite the wrong passphrase")
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/cometbft/cometbft/crypto"
 
 	"github.com/valnet/valnet/nodes"
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 	"github.com/valnet/valnet/scenarios"
 )
 
@@ -19,31 +19,31 @@ import (
 // emits through the same recorder as the nodes of a real backend, so the
 // run directory and every report come out of the same code.
 type simulator interface {
-	Simulate(ctx context.Context, plan *scenarios.Plan, seed int64, keys []crypto.PubKey, start results.Event, sink nodes.Sink) (stopReason string, err error)
+	Simulate(ctx context.Context, plan *scenarios.Plan, seed int64, keys []crypto.PubKey, start eventlog.Event, sink nodes.Sink) (stopReason string, err error)
 }
 
 // simulate runs the plan on a simulator; r.end is the virtual time its
 // last event carries, for run_end.
 func (r *run) simulate(ctx context.Context, s simulator) error {
 	keys := make([]crypto.PubKey, len(r.plan.Validators))
-	infos := make([]results.ValidatorInfo, len(r.plan.Validators))
+	infos := make([]eventlog.ValidatorInfo, len(r.plan.Validators))
 	for i, v := range r.plan.Validators {
 		k, err := validatorKey(r.seed, v.Name, v.Signer.KeyType)
 		if err != nil {
 			return fmt.Errorf("validator %s: %w", v.Name, err)
 		}
 		keys[i] = k.PubKey()
-		infos[i] = results.ValidatorInfo{Name: v.Name, Address: strings.ToUpper(k.PubKey().Address().String()),
+		infos[i] = eventlog.ValidatorInfo{Name: v.Name, Address: strings.ToUpper(k.PubKey().Address().String()),
 			Power: v.Power, Device: v.Signer.Device}
 	}
 	halt, haltExplicit := r.plan.HaltAfter()
-	start := results.Event{Kind: results.KindRunStart, Scenario: r.plan.Name, Backend: r.backend.Name(),
+	start := eventlog.Event{Kind: eventlog.KindRunStart, Scenario: r.plan.Name, Backend: r.backend.Name(),
 		ChainID: r.plan.ChainID, Seed: r.seed, Heights: r.plan.Run.Heights, Validators: infos,
 		Expect: expectations(r.plan), HaltAfterMS: halt.Milliseconds(), HaltAfterExplicit: haltExplicit, Load: loadInfo(r.plan.Load)}
 	last := &lastTime{sink: r.rec}
 	reason, err := s.Simulate(ctx, r.plan, r.seed, keys, start, last)
 	r.reason, r.end = reason, last.t
-	if reason == results.StopMaxDuration {
+	if reason == eventlog.StopMaxDuration {
 		// The model ran to max_duration of virtual time (a halted chain
 		// sits there), past its last event.
 		r.end = last.first.Add(r.plan.Run.MaxDuration)
@@ -58,7 +58,7 @@ type lastTime struct {
 	first, t time.Time
 }
 
-func (l *lastTime) Emit(e results.Event) {
+func (l *lastTime) Emit(e eventlog.Event) {
 	if l.first.IsZero() {
 		l.first = e.Time
 	}

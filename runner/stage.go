@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 )
 
 // stageTracker knows the stage a run is in (results.Stage*) and the one
@@ -57,17 +57,17 @@ func (s *stageTracker) interruptedAt() string {
 // planRunStart is the run_start of a run interrupted before its own: the
 // plan's scenario, validators and expectations, no signer labels (no
 // signer was opened).
-func planRunStart(r *run) results.Event {
+func planRunStart(r *run) eventlog.Event {
 	name := r.backendName
 	if r.backend != nil {
 		name = r.backend.Name()
 	}
-	infos := make([]results.ValidatorInfo, len(r.plan.Validators))
+	infos := make([]eventlog.ValidatorInfo, len(r.plan.Validators))
 	for i, v := range r.plan.Validators {
-		infos[i] = results.ValidatorInfo{Name: v.Name, Power: v.Power, Device: v.Signer.Device}
+		infos[i] = eventlog.ValidatorInfo{Name: v.Name, Power: v.Power, Device: v.Signer.Device}
 	}
 	halt, explicit := r.plan.HaltAfter()
-	return results.Event{Time: r.start, Kind: results.KindRunStart, Scenario: r.plan.Name, Backend: name,
+	return eventlog.Event{Time: r.start, Kind: eventlog.KindRunStart, Scenario: r.plan.Name, Backend: name,
 		ChainID: r.plan.ChainID, Seed: r.seed, Heights: r.plan.Run.Heights, Validators: infos,
 		Expect: expectations(r.plan), HaltAfterMS: halt.Milliseconds(), HaltAfterExplicit: explicit, Load: loadInfo(r.plan.Load)}
 }

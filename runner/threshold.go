@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/valnet/valnet/internal/links"
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 	"github.com/valnet/valnet/scenarios"
 	"github.com/valnet/valnet/signers/threshold"
 )
@@ -22,15 +22,15 @@ func (r *run) openThreshold(m *member) (*threshold.Cluster, error) {
 		return nil, fmt.Errorf("a threshold signer needs the link fabric, which this run did not start")
 	}
 	obs := threshold.ObserverFunc(func(x threshold.Round) {
-		c := &results.CosignSample{Model: threshold.Model, Cosigners: tp.Cosigners, Threshold: tp.Threshold,
+		c := &eventlog.CosignSample{Model: threshold.Model, Cosigners: tp.Cosigners, Threshold: tp.Threshold,
 			Leader: x.Leader, NonceMS: ms(x.Nonces), QuorumMS: ms(x.Quorum), Answered: x.Answered}
 		if c.Answered == nil {
 			c.Answered = []int{}
 		}
 		for _, f := range x.Failed {
-			c.Failed = append(c.Failed, results.CosignFailure{Cosigner: f.Cosigner, Round: f.Round, Reason: f.Reason})
+			c.Failed = append(c.Failed, eventlog.CosignFailure{Cosigner: f.Cosigner, Round: f.Round, Reason: f.Reason})
 		}
-		e := results.Event{Time: time.Now(), Kind: results.KindCosign, Node: name, Validator: name,
+		e := eventlog.Event{Time: time.Now(), Kind: eventlog.KindCosign, Node: name, Validator: name,
 			Height: x.Height, Round: int32(x.Round), Phase: x.Phase, Cosign: c}
 		if x.Err != nil {
 			e.Error = x.Err.Error()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 )
 
 // TestThresholdSigner: a 2-of-3 threshold signer (the protocol MODEL)
@@ -43,7 +44,7 @@ faults:
 		t.Fatal(err)
 	}
 	s := out.Summary
-	if s.StopReason != results.StopHeights {
+	if s.StopReason != eventlog.StopHeights {
 		t.Fatalf("stopped: %s (%s)", s.StopReason, results.ResultLine(s))
 	}
 	var th *results.ValidatorSummary
@@ -65,19 +66,19 @@ faults:
 	if p50 := sum.QuorumMS.P50; p50 < 20 || p50 > 300 {
 		t.Errorf("quorum p50 %.1f ms, want two round trips of 10 ms and more", p50)
 	}
-	events, err := results.ReadFile(filepath.Join(dir, "events.jsonl"))
+	events, err := eventlog.ReadFile(filepath.Join(dir, "events.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var down, timedOut, signedAfter bool
 	var heal time.Time
 	for _, e := range events {
-		if e.Kind == results.KindFault && e.Validator == "th.cosigner-2" && e.State == results.FaultEnd {
+		if e.Kind == eventlog.KindFault && e.Validator == "th.cosigner-2" && e.State == eventlog.FaultEnd {
 			heal = e.Time
 		}
 	}
 	for _, e := range events {
-		if e.Kind != results.KindCosign || e.Cosign == nil {
+		if e.Kind != eventlog.KindCosign || e.Cosign == nil {
 			continue
 		}
 		c := e.Cosign

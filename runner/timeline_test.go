@@ -13,7 +13,7 @@ import (
 
 	"github.com/valnet/valnet/internal/nettest"
 	"github.com/valnet/valnet/nodes"
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 	"github.com/valnet/valnet/scenarios"
 )
 
@@ -87,7 +87,7 @@ func (n *fakeNode) state() (calls []string, running, cancelled int) {
 func timelineRun(t *testing.T, maxDuration time.Duration, faults []scenarios.FaultPlan, ns ...*fakeNode) *run {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), EventsFile)
-	w, err := results.NewWriter(path)
+	w, err := eventlog.NewWriter(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,13 +111,13 @@ func faultEvents(t *testing.T, r *run) []string {
 	if err := r.writer.Close(); err != nil {
 		t.Fatal(err)
 	}
-	evs, err := results.ReadFile(filepath.Join(r.opts.OutDir, EventsFile))
+	evs, err := eventlog.ReadFile(filepath.Join(r.opts.OutDir, EventsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []string
 	for _, e := range evs {
-		if e.Kind == results.KindFault {
+		if e.Kind == eventlog.KindFault {
 			out = append(out, e.Validator+" "+e.Action+" "+e.State+": "+e.Detail)
 		}
 	}
@@ -135,8 +135,8 @@ func TestStopDuringASlowNodeFault(t *testing.T) {
 		interrupt   bool
 		want        string
 	}{
-		{"ctrl-c", time.Hour, true, results.StopInterrupted},
-		{"max_duration", 500 * time.Millisecond, false, results.StopMaxDuration},
+		{"ctrl-c", time.Hour, true, eventlog.StopInterrupted},
+		{"max_duration", 500 * time.Millisecond, false, eventlog.StopMaxDuration},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -147,7 +147,8 @@ func TestStopDuringASlowNodeFault(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			done := make(chan string, 1)
-			go func() { done <- r.wait(ctx, newTimeline(r), time.Now()) }()
+			tl := mustTimeline(t, r)
+			go func() { done <- r.wait(ctx, tl, time.Now()) }()
 			nettest.WaitFor(t, 5*time.Second, "the restart to begin", func() bool {
 				calls, _, _ := node.state()
 				return len(calls) == 1
@@ -188,7 +189,8 @@ func TestNodeFaultsRunOffTheLoopInOrderPerTarget(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan string, 1)
-	go func() { done <- r.wait(ctx, newTimeline(r), time.Now()) }()
+	tl := mustTimeline(t, r)
+	go func() { done <- r.wait(ctx, tl, time.Now()) }()
 	nettest.WaitFor(t, 5*time.Second, "v2 paused while v1's kill is still going", func() bool {
 		calls, _, _ := v2.state()
 		v1calls, v1running, _ := v1.state()
@@ -266,7 +268,8 @@ func TestNodeFaultWindows(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			done := make(chan string, 1)
-			go func() { done <- r.wait(ctx, newTimeline(r), time.Now()) }()
+			tl := mustTimeline(t, r)
+			go func() { done <- r.wait(ctx, tl, time.Now()) }()
 			// Every fault and way back is due by 400 ms after the start;
 			// then the node queue drains.
 			start := time.Now()
@@ -281,4 +284,15 @@ func TestNodeFaultWindows(t *testing.T) {
 			}
 		})
 	}
+}
+
+// mustTimeline is newTimeline for a test's plan, which the fault core
+// must accept.
+func mustTimeline(t *testing.T, r *run) *timeline {
+	t.Helper()
+	tl, err := newTimeline(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tl
 }

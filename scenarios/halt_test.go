@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 )
 
 // defaultPlan is a scenario with every default, CometBFT's timeouts
@@ -53,18 +54,18 @@ func TestHaltAfter(t *testing.T) {
 func TestHaltAtDefaultTimeouts(t *testing.T) {
 	halt, explicit := defaultPlan(t, "").HaltAfter()
 	t0 := time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)
-	evs := []results.Event{{Time: t0, Kind: results.KindRunStart, Heights: 20,
+	evs := []eventlog.Event{{Time: t0, Kind: eventlog.KindRunStart, Heights: 20,
 		HaltAfterMS: halt.Milliseconds(), HaltAfterExplicit: explicit}}
 	at := t0.Add(time.Second)
 	for h := int64(1); h <= 21; h++ {
-		evs = append(evs, results.Event{Time: at, Kind: results.KindBlock, Height: h})
+		evs = append(evs, eventlog.Event{Time: at, Kind: eventlog.KindBlock, Height: h})
 		gap := 1160 * time.Millisecond
 		if h == 5 {
 			gap = 17200 * time.Millisecond
 		}
 		at = at.Add(gap)
 	}
-	evs = append(evs, results.Event{Time: at, Kind: results.KindRunEnd, StopReason: results.StopHeights})
+	evs = append(evs, eventlog.Event{Time: at, Kind: eventlog.KindRunEnd, StopReason: eventlog.StopHeights})
 	s := results.Summarize(evs)
 	if len(s.Halts) != 1 || s.Halts[0].FromHeight != 5 || s.Halts[0].DurationMS != 17200 || !s.Halts[0].Resumed {
 		t.Errorf("halts %+v, want one from height 5 for 17.2 s (threshold %v)", s.Halts, halt)

@@ -11,8 +11,8 @@ import (
 	pvbeta2 "github.com/cometbft/cometbft/api/cometbft/privval/v1beta2"
 	cmtproto "github.com/cometbft/cometbft/api/cometbft/types/v1"
 	"github.com/cometbft/cometbft/crypto"
-	"github.com/cometbft/cometbft/crypto/secp256k1"
 	cryptoenc "github.com/cometbft/cometbft/crypto/encoding"
+	"github.com/cometbft/cometbft/crypto/secp256k1"
 	"github.com/cometbft/cometbft/libs/protoio"
 	"github.com/cometbft/cometbft/types"
 )
@@ -228,7 +228,7 @@ func TestListenerAcceptsAV038Signer(t *testing.T) {
 			}
 			verifyVote(t, w, v)
 			p := &cmtproto.Proposal{Type: types.ProposalType, Height: 3, Round: 0, PolRound: -1,
-				BlockID: cmtproto.BlockID{Hash: bytes.Repeat([]byte{0xAA}, 32), PartSetHeader: cmtproto.PartSetHeader{Total: 1, Hash: bytes.Repeat([]byte{1}, 32)}},
+				BlockID:   cmtproto.BlockID{Hash: bytes.Repeat([]byte{0xAA}, 32), PartSetHeader: cmtproto.PartSetHeader{Total: 1, Hash: bytes.Repeat([]byte{1}, 32)}},
 				Timestamp: time.Now().UTC()}
 			if err := w.SignProposal(chainID, p); err != nil {
 				t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/cometbft/cometbft/types"
 
 	"github.com/valnet/valnet/internal/phase"
+	"github.com/valnet/valnet/internal/signbytes"
 )
 
 // Watched is the node's side of the double-sign rules for a signer valnet
@@ -59,22 +60,11 @@ func Watch(next Signer, pub crypto.PubKey, stateFile string) (*Watched, error) {
 	return &Watched{next: next, pub: pub, pv: pv, lock: lock}, nil
 }
 
-// FilePV's steps (privval/file.go).
-const (
-	stepPropose   int8 = 1
-	stepPrevote   int8 = 2
-	stepPrecommit int8 = 3
-)
-
 func (w *Watched) GetPubKey() (crypto.PubKey, error) { return w.pub, nil }
 
 func (w *Watched) SignVote(chainID string, vote *cmtproto.Vote, signExtension bool) error {
-	step := stepPrevote
-	if vote.Type == types.PrecommitType {
-		step = stepPrecommit
-	}
 	req := *vote
-	return w.sign(VotePhase(vote), vote.Height, vote.Round, step,
+	return w.sign(VotePhase(vote), vote.Height, vote.Round, signbytes.StepOf(VotePhase(vote)).Int8(),
 		func() error {
 			err := w.next.SignVote(chainID, vote, signExtension)
 			*vote = takeVoteAnswer(req, vote) // whatever the answer says of the rest
@@ -104,7 +94,7 @@ func (w *Watched) SignVote(chainID string, vote *cmtproto.Vote, signExtension bo
 
 func (w *Watched) SignProposal(chainID string, proposal *cmtproto.Proposal) error {
 	req := *proposal
-	return w.sign(phase.Proposal, proposal.Height, proposal.Round, stepPropose,
+	return w.sign(phase.Proposal, proposal.Height, proposal.Round, signbytes.StepProposal.Int8(),
 		func() error {
 			err := w.next.SignProposal(chainID, proposal)
 			*proposal = takeProposalAnswer(req, proposal)

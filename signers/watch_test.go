@@ -8,6 +8,8 @@ import (
 	cmtproto "github.com/cometbft/cometbft/api/cometbft/types/v1"
 	"github.com/cometbft/cometbft/crypto"
 	"github.com/cometbft/cometbft/types"
+
+	"github.com/valnet/valnet/internal/signbytes"
 )
 
 // fakeKMS is an external signer with no guard of its own and failure
@@ -97,8 +99,8 @@ func TestWatchedKeepsFilePVRulesOnAnExternalSigner(t *testing.T) {
 		})
 	}
 	kms.garbage = false
-	if h, r, s := lastMark(w); h != 5 || r != 0 || s != stepPrecommit {
-		t.Fatalf("mark %d/%d/%d after refusals, want 5/0/%d", h, r, s, stepPrecommit)
+	if h, r, s := lastMark(w); h != 5 || r != 0 || s != signbytes.StepPrecommit.Int8() {
+		t.Fatalf("mark %d/%d/%d after refusals, want 5/0/%d", h, r, s, signbytes.StepPrecommit.Int8())
 	}
 	// The same vote again (a timestamp-only change too) is passed on.
 	again := vote(types.PrecommitType, 5, 0, 0xAA)

@@ -22,7 +22,7 @@ import (
 	"github.com/valnet/valnet/internal/action"
 	"github.com/valnet/valnet/internal/cmtversion"
 	"github.com/valnet/valnet/nodes"
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 	"github.com/valnet/valnet/scenarios"
 )
 
@@ -85,7 +85,7 @@ var Notes = []string{
 // backends record them. keys are the validators' public keys in plan
 // order. It returns the stop reason; an error means the model could not
 // run.
-func (Backend) Simulate(ctx context.Context, plan *scenarios.Plan, seed int64, keys []crypto.PubKey, start results.Event, sink nodes.Sink) (string, error) {
+func (Backend) Simulate(ctx context.Context, plan *scenarios.Plan, seed int64, keys []crypto.PubKey, start eventlog.Event, sink nodes.Sink) (string, error) {
 	p, line, err := paramsFor(plan)
 	if err != nil {
 		return "", err
@@ -108,7 +108,7 @@ func (Backend) Simulate(ctx context.Context, plan *scenarios.Plan, seed int64, k
 		notes = append(notes, fmt.Sprintf("CometBFT %s's defaults (node.version): flush_throttle_timeout %v; the processing costs are the calibration's, fitted on v1.0 nodes",
 			line.Name, line.FlushThrottle))
 	}
-	start.Model = &results.ModelInfo{Name: ModelName, Calibration: p.Name, VoteEvents: w.voteEvents, Notes: notes}
+	start.Model = &eventlog.ModelInfo{Name: ModelName, Calibration: p.Name, VoteEvents: w.voteEvents, Notes: notes}
 	sink.Emit(start)
 	reason, err := w.run(ctx)
 	w.recordDevices()
@@ -135,12 +135,12 @@ func (w *world) recordDevices() {
 	for _, name := range w.deviceNames {
 		d := w.devices[name]
 		busy := d.busy - max(d.busyUntil-w.now, 0) // a signature still going counts up to now
-		smp := &results.DeviceSample{Name: name, Profile: d.profile, Signatures: d.signatures,
+		smp := &eventlog.DeviceSample{Name: name, Profile: d.profile, Signatures: d.signatures,
 			BusyMS: msOf(timeDur(busy)), WallMS: msOf(timeDur(w.now))}
 		if d.bg != nil {
 			smp.BackgroundSignatures, smp.BackgroundChains = d.bg.served, d.bg.n
 		}
-		w.emit(results.Event{Time: w.at(w.now), Kind: results.KindDevice, Device: smp})
+		w.emit(eventlog.Event{Time: w.at(w.now), Kind: eventlog.KindDevice, Device: smp})
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 	"github.com/cometbft/cometbft/crypto"
 	"github.com/cometbft/cometbft/crypto/ed25519"
 
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 	"github.com/valnet/valnet/runner"
 	"github.com/valnet/valnet/scenarios"
 	"github.com/valnet/valnet/sim"
@@ -26,7 +26,7 @@ import (
 // timeouts over a full mesh of plain links (docs/bench.md, "sim"):
 // 175 validators x 1,000 heights in 10 s, 1,000 x 100 in 30 s,
 // 4 x 10,000 in 2 s. Each size runs at two layers: the model alone
-// (Simulate into a sink that encodes every event as results.Writer does,
+// (Simulate into a sink that encodes every event as eventlog.Writer does,
 // or into one that drops them) and end to end (runner.Run into a run
 // directory: events.jsonl written, then read back for the summary and
 // reports). Reported (measure): wall and CPU seconds a run, events and
@@ -57,24 +57,24 @@ validators:
 
 // simInputs are what the runner hands Simulate: the validators' keys and
 // the run_start event.
-func simInputs(plan *scenarios.Plan) ([]crypto.PubKey, results.Event) {
+func simInputs(plan *scenarios.Plan) ([]crypto.PubKey, eventlog.Event) {
 	keys := make([]crypto.PubKey, len(plan.Validators))
-	infos := make([]results.ValidatorInfo, len(plan.Validators))
+	infos := make([]eventlog.ValidatorInfo, len(plan.Validators))
 	for i, v := range plan.Validators {
 		keys[i] = ed25519.GenPrivKeyFromSecret([]byte(v.Name)).PubKey()
-		infos[i] = results.ValidatorInfo{Name: v.Name, Address: keys[i].Address().String(), Power: v.Power}
+		infos[i] = eventlog.ValidatorInfo{Name: v.Name, Address: keys[i].Address().String(), Power: v.Power}
 	}
-	return keys, results.Event{Kind: results.KindRunStart, Scenario: plan.Name, Backend: sim.Backend{}.Name(),
+	return keys, eventlog.Event{Kind: eventlog.KindRunStart, Scenario: plan.Name, Backend: sim.Backend{}.Name(),
 		ChainID: plan.ChainID, Seed: plan.Run.Seed, Heights: plan.Run.Heights, Validators: infos}
 }
 
 // discardSink counts events and drops them.
 type discardSink struct{ events int64 }
 
-func (s *discardSink) Emit(results.Event) { s.events++ }
+func (s *discardSink) Emit(eventlog.Event) { s.events++ }
 
-// encodeSink encodes every event as results.Writer does
-// (results.EncodeEvent, one line into a buffer handed on at 64 KiB) and
+// encodeSink encodes every event as eventlog.Writer does
+// (eventlog.EncodeEvent, one line into a buffer handed on at 64 KiB) and
 // keeps the bytes when keep is set.
 type encodeSink struct {
 	events, bytes int64
@@ -82,8 +82,8 @@ type encodeSink struct {
 	keep          *bytes.Buffer
 }
 
-func (s *encodeSink) Emit(e results.Event) {
-	line, err := results.EncodeEvent(&e)
+func (s *encodeSink) Emit(e eventlog.Event) {
+	line, err := eventlog.EncodeEvent(&e)
 	if err != nil {
 		panic(err)
 	}
@@ -133,14 +133,14 @@ func heapPeak() (stop func() uint64) {
 	}
 }
 
-func simulate(tb testing.TB, plan *scenarios.Plan, seed int64, sink interface{ Emit(results.Event) }) string {
+func simulate(tb testing.TB, plan *scenarios.Plan, seed int64, sink interface{ Emit(eventlog.Event) }) string {
 	tb.Helper()
 	keys, start := simInputs(plan)
 	reason, err := sim.Backend{}.Simulate(context.Background(), plan, seed, keys, start, sink)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if reason != results.StopHeights {
+	if reason != eventlog.StopHeights {
 		tb.Fatalf("stopped by %q, not by reaching the heights", reason)
 	}
 	return reason
@@ -221,7 +221,7 @@ func BenchmarkSimEndToEnd(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if out.Summary.StopReason != results.StopHeights {
+				if out.Summary.StopReason != eventlog.StopHeights {
 					b.Fatalf("stopped by %q", out.Summary.StopReason)
 				}
 				b.StopTimer()
@@ -258,8 +258,8 @@ type heapAtHeights struct {
 	at map[int64]uint64
 }
 
-func (s *heapAtHeights) Emit(e results.Event) {
-	if e.Kind != results.KindBlock {
+func (s *heapAtHeights) Emit(e eventlog.Event) {
+	if e.Kind != eventlog.KindBlock {
 		return
 	}
 	if _, ok := s.at[e.Height]; ok {

@@ -2,7 +2,7 @@ package sim
 
 import (
 	"github.com/valnet/valnet/internal/phase"
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 )
 
 // The consensus rules of one node, after CometBFT v1.0.1's
@@ -105,7 +105,7 @@ func (w *world) enterNewRound(n *node, h int64, r int32) {
 	}
 	n.triggeredPC = false
 	if w.recordNode(n) {
-		w.emit(results.Event{Time: w.at(n.t), Kind: results.KindNewRound, Node: n.name, Height: h, Round: r,
+		w.emit(eventlog.Event{Time: w.at(n.t), Kind: eventlog.KindNewRound, Node: n.name, Height: h, Round: r,
 			Proposer: w.names[w.proposer(h, r)]})
 	}
 	w.releaseHeld(n)
@@ -140,7 +140,7 @@ func (w *world) decideProposal(n *node, h int64, r int32) {
 	if !w.sign(n, phase.Proposal, h, r, block) {
 		return
 	}
-	w.q.push(event{at: n.t, kind: evInternal, mk: mProposal, node: n.i, from: n.i, height: h, round: r, block: block, part: pol})
+	w.q.push(event{at: n.t, kind: evInternal, mk: mProposal, node: n.i, from: n.i, height: h, round: r, block: block, arg: pol})
 	w.broadcastProposal(n, h, r, block, pol)
 }
 
@@ -306,7 +306,7 @@ func (w *world) addProposal(n *node, e event) {
 		return
 	}
 	w.work(n, w.p.ProposalCost)
-	n.proposal, n.polRound = e.block, e.part
+	n.proposal, n.polRound = e.block, e.polRound()
 	n.wantParts(e.block)
 	w.relayProposal(n, e)
 }
@@ -327,7 +327,7 @@ func (w *world) addPart(n *node, e event, all bool) {
 	if all {
 		n.partsGot = b.parts
 	} else {
-		if !n.gotPart(e.part) {
+		if !n.gotPart(e.partIndex()) {
 			return // PartSet.AddPart: a part it has is dropped
 		}
 		w.work(n, w.p.PartCost)
@@ -339,7 +339,7 @@ func (w *world) addPart(n *node, e event, all bool) {
 	}
 	n.propBlock = e.block
 	if w.recordNode(n) {
-		w.emit(results.Event{Time: w.at(n.t), Kind: results.KindProposal, Node: n.name, Height: n.h, Round: n.r, BlockID: b.hash})
+		w.emit(eventlog.Event{Time: w.at(n.t), Kind: eventlog.KindProposal, Node: n.name, Height: n.h, Round: n.r, BlockID: b.hash})
 	}
 	// handleCompleteProposal
 	pv := n.votes.set(n.r, false)
@@ -439,7 +439,7 @@ func (w *world) signVote(n *node, h int64, r int32, precommit bool, block int32)
 func (w *world) stepEvent(n *node) {
 	if w.recordNode(n) {
 		s := stepNames[n.step]
-		w.emit(results.Event{Time: w.at(n.t), Kind: results.KindStep, Node: n.name, Height: n.h, Round: n.r, Step: s})
+		w.emit(eventlog.Event{Time: w.at(n.t), Kind: eventlog.KindStep, Node: n.name, Height: n.h, Round: n.r, Step: s})
 	}
 }
 
@@ -451,7 +451,7 @@ func (w *world) voteEvent(n *node, e *event) {
 	if e.mk == mPrecommit {
 		ph = phase.Precommit
 	}
-	w.emit(results.Event{Time: w.at(n.t), Kind: results.KindVote, Node: n.name, Validator: w.names[e.from],
+	w.emit(eventlog.Event{Time: w.at(n.t), Kind: eventlog.KindVote, Node: n.name, Validator: w.names[e.from],
 		Height: e.height, Round: e.round, Phase: ph, BlockID: w.hashOf(e.height, e.block)})
 }
 

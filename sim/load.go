@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/valnet/valnet/internal/txload"
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 	"github.com/valnet/valnet/scenarios"
 )
 
@@ -69,17 +69,17 @@ func (l *loadModel) next(e event) {
 	}
 	tx := l.maker.Make(l.sent)
 	l.sent++
-	ev := results.Event{Time: w.at(w.now), Kind: results.KindTx, Tx: results.TxHash(tx), LatencyMS: msOf(w.p.TxRPC)}
+	ev := eventlog.Event{Time: w.at(w.now), Kind: eventlog.KindTx, Tx: eventlog.TxHash(tx), LatencyMS: msOf(w.p.TxRPC)}
 	target := l.target()
 	switch {
 	case target == nil:
-		ev.Result, ev.Error = results.TxFailed, "no running validator to send to"
+		ev.Result, ev.Error = eventlog.TxFailed, "no running validator to send to"
 	case len(l.pool) >= mempoolSize:
 		ev.Node = target.name
-		ev.Result, ev.Error = results.TxRejected, "mempool is full"
+		ev.Result, ev.Error = eventlog.TxRejected, "mempool is full"
 	default:
 		ev.Node = target.name
-		ev.Result = results.TxAccepted
+		ev.Result = eventlog.TxAccepted
 		l.pool = append(l.pool, simTx{hash: ev.Tx, size: len(tx)})
 	}
 	w.emit(ev)

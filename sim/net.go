@@ -256,9 +256,9 @@ func (w *world) broadcastProposal(n *node, h int64, r int32, block, pol int32) {
 		return // a lagging proposer's block of a settled height: nobody needs it
 	}
 	w.neighbours(n.i, func(j int32) {
-		w.deliver(n, j, &event{mk: mProposal, from: n.i, height: h, round: r, block: block, part: pol}, proposalBytes, chData)
+		w.deliver(n, j, &event{mk: mProposal, from: n.i, height: h, round: r, block: block, arg: pol}, proposalBytes, chData)
 		for k := int32(0); k < b.parts; k++ {
-			w.deliver(n, j, &event{mk: mPart, from: n.i, height: h, round: r, block: block, part: k}, partSize(b, k), chData)
+			w.deliver(n, j, &event{mk: mPart, from: n.i, height: h, round: r, block: block, arg: k}, partSize(b, k), chData)
 		}
 	})
 }
@@ -272,7 +272,7 @@ func (w *world) relayProposal(n *node, e event) {
 	for _, j := range w.net.peers[n.i] {
 		p := w.nodes[j]
 		if p.h < e.height || p.h == e.height && p.proposal == noBlock {
-			w.deliver(n, j, &event{mk: mProposal, from: n.i, height: e.height, round: e.round, block: e.block, part: e.part}, proposalBytes, chData)
+			w.deliver(n, j, &event{mk: mProposal, from: n.i, height: e.height, round: e.round, block: e.block, arg: e.arg}, proposalBytes, chData)
 		}
 	}
 }
@@ -288,7 +288,7 @@ func (w *world) relayPart(n *node, e event) {
 			return
 		}
 		if p.h < e.height || p.h == e.height && p.propBlock != e.block && (p.partsFor != e.block || p.partsGot < b.parts) {
-			w.deliver(n, j, &event{mk: mPart, from: n.i, height: e.height, round: e.round, block: e.block, part: e.part}, partSize(b, e.part), chData)
+			w.deliver(n, j, &event{mk: mPart, from: n.i, height: e.height, round: e.round, block: e.block, arg: e.arg}, partSize(b, e.partIndex()), chData)
 		}
 	}
 }
@@ -318,11 +318,11 @@ func (w *world) resync(i, j int32) {
 		}
 	}
 	if src.r == dst.r && src.proposal != noBlock && dst.propBlock == noBlock {
-		w.deliver(src, j, &event{mk: mProposal, from: src.i, height: src.h, round: src.r, block: src.proposal, part: src.polRound}, proposalBytes, chData)
+		w.deliver(src, j, &event{mk: mProposal, from: src.i, height: src.h, round: src.r, block: src.proposal, arg: src.polRound}, proposalBytes, chData)
 		if src.propBlock == src.proposal {
 			b := w.block(src.h, src.proposal)
 			for k := int32(0); b != nil && k < b.parts; k++ {
-				w.deliver(src, j, &event{mk: mPart, from: src.i, height: src.h, round: src.r, block: src.proposal, part: k}, partSize(b, k), chData)
+				w.deliver(src, j, &event{mk: mPart, from: src.i, height: src.h, round: src.r, block: src.proposal, arg: k}, partSize(b, k), chData)
 			}
 		}
 	}

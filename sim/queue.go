@@ -51,14 +51,27 @@ type event struct {
 	via   int32
 	round int32
 	block int32 // block id (creation round); -1 nil
-	part  int32
-	kind  evKind
-	mk    msgKind
-	step  uint8 // timeout step
+	// arg is the one more figure an event kind needs: a block part's
+	// index (mPart), a proposal's POL round (mProposal), the node job an
+	// evRestart reports to (timeline.reports, -1 none). Read it through
+	// the accessor of the kind.
+	arg  int32
+	kind evKind
+	mk   msgKind
+	step uint8 // timeout step
 	// proxy: this copy stands for the earliest of the events its node
 	// holds while busy (node.waiting); see world.dispatch.
 	proxy bool
 }
+
+// partIndex is an mPart's block part.
+func (e *event) partIndex() int32 { return e.arg }
+
+// polRound is an mProposal's POL round.
+func (e *event) polRound() int32 { return e.arg }
+
+// report is the node job an evRestart reports to; -1 none.
+func (e *event) report() int32 { return e.arg }
 
 // before orders events by key.
 func (a *event) before(b *event) bool {

@@ -13,7 +13,7 @@ import (
 	"github.com/cometbft/cometbft/crypto"
 	"github.com/cometbft/cometbft/crypto/ed25519"
 
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 	"github.com/valnet/valnet/scenarios"
 )
 
@@ -116,7 +116,7 @@ func quietRun(t *testing.T, plan *scenarios.Plan, bursts bool) ([]byte, int64) {
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
-	w, err := newWorld(plan, p, plan.Run.Seed, keys, plan.Run.Sim.SharedCores, func(e results.Event) {
+	w, err := newWorld(plan, p, plan.Run.Seed, keys, plan.Run.Sim.SharedCores, func(e eventlog.Event) {
 		if err := enc.Encode(e); err != nil {
 			t.Fatal(err)
 		}
@@ -124,7 +124,7 @@ func quietRun(t *testing.T, plan *scenarios.Plan, bursts bool) ([]byte, int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if reason, err := w.run(context.Background()); err != nil || reason != results.StopHeights {
+	if reason, err := w.run(context.Background()); err != nil || reason != eventlog.StopHeights {
 		t.Fatalf("stopped by %q, %v", reason, err)
 	}
 	return buf.Bytes(), w.quietHandled
@@ -133,11 +133,11 @@ func quietRun(t *testing.T, plan *scenarios.Plan, bursts bool) ([]byte, int64) {
 // roundChanged: some node entered a round above 0.
 func roundChanged(t *testing.T, events []byte) bool {
 	for _, line := range bytes.Split(bytes.TrimSpace(events), []byte("\n")) {
-		var e results.Event
+		var e eventlog.Event
 		if err := json.Unmarshal(line, &e); err != nil {
 			t.Fatal(err)
 		}
-		if e.Kind == results.KindNewRound && e.Round > 0 {
+		if e.Kind == eventlog.KindNewRound && e.Round > 0 {
 			return true
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 	"github.com/valnet/valnet/runner"
 	"github.com/valnet/valnet/scenarios"
 )
@@ -36,16 +36,16 @@ validators:
 		if err != nil {
 			t.Fatalf("%s: %v", backend, err)
 		}
-		if out.Summary.StopReason != results.StopHeights {
+		if out.Summary.StopReason != eventlog.StopHeights {
 			t.Fatalf("%s stopped: %s", backend, out.Summary.StopReason)
 		}
-		events, err := results.ReadFile(filepath.Join(dir, runner.EventsFile))
+		events, err := eventlog.ReadFile(filepath.Join(dir, runner.EventsFile))
 		if err != nil {
 			t.Fatal(err)
 		}
 		m := map[[2]int64]string{}
 		for _, e := range events {
-			if e.Kind == results.KindNewRound {
+			if e.Kind == eventlog.KindNewRound {
 				m[[2]int64{e.Height, int64(e.Round)}] = e.Proposer
 			}
 		}

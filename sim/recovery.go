@@ -7,15 +7,12 @@ package sim
 // opens again send each other what the other lacks.
 
 // restarted: node n runs again (after node-start, node-resume, the end of
-// a stop, kill or pause, or a node-restart). A node-restart's task index
-// is in e.part (-1 otherwise): its end event says the node runs again.
+// a stop, kill or pause, or a node-restart). A node-restart's node job
+// waits for it (e.report()): its end event says the node runs again.
 func (w *world) restarted(n *node, e event) {
 	n.up = true
 	n.t = max(n.t, w.now)
-	if e.part >= 0 {
-		tk := w.timeline.tasks[e.part]
-		w.timeline.emit(tk, "end", tk.plan.Target+" running again")
-	}
+	w.timeline.report(e.report())
 	// The WAL restores the round state of its height: the node starts its
 	// height over, its own votes kept by the signer's high-water mark.
 	h := n.h

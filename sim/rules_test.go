@@ -15,7 +15,7 @@ import (
 	"github.com/cometbft/cometbft/types"
 
 	"github.com/valnet/valnet/nodes"
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 	"github.com/valnet/valnet/scenarios"
 )
 
@@ -41,7 +41,7 @@ tx_rpc: 0s
 
 // simRun runs scenario text on the sim with calibration (written to a
 // file) and returns every event.
-func simRun(t *testing.T, yaml, calibration string) ([]results.Event, string) {
+func simRun(t *testing.T, yaml, calibration string) ([]eventlog.Event, string) {
 	t.Helper()
 	dir := t.TempDir()
 	cal := filepath.Join(dir, "cal.yaml")
@@ -54,15 +54,15 @@ func simRun(t *testing.T, yaml, calibration string) ([]results.Event, string) {
 		t.Fatal(err)
 	}
 	keys := make([]crypto.PubKey, len(plan.Validators))
-	infos := make([]results.ValidatorInfo, len(plan.Validators))
+	infos := make([]eventlog.ValidatorInfo, len(plan.Validators))
 	for i, v := range plan.Validators {
 		keys[i] = ed25519.GenPrivKeyFromSecret([]byte(v.Name)).PubKey()
-		infos[i] = results.ValidatorInfo{Name: v.Name, Power: v.Power}
+		infos[i] = eventlog.ValidatorInfo{Name: v.Name, Power: v.Power}
 	}
-	var events []results.Event
-	sink := nodes.SinkFunc(func(e results.Event) { events = append(events, e) })
+	var events []eventlog.Event
+	sink := nodes.SinkFunc(func(e eventlog.Event) { events = append(events, e) })
 	reason, err := Backend{}.Simulate(context.Background(), plan, plan.Run.Seed, keys,
-		results.Event{Kind: results.KindRunStart, Scenario: plan.Name, Validators: infos}, sink)
+		eventlog.Event{Kind: eventlog.KindRunStart, Scenario: plan.Name, Validators: infos}, sink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,10 +91,10 @@ func proposerOf(names []string, h int64, r int32) string {
 	return byAddr[string(vs.GetProposer().Address)]
 }
 
-func blocks(events []results.Event) map[int64]results.Event {
-	out := map[int64]results.Event{}
+func blocks(events []eventlog.Event) map[int64]eventlog.Event {
+	out := map[int64]eventlog.Event{}
 	for _, e := range events {
-		if e.Kind == results.KindBlock {
+		if e.Kind == eventlog.KindBlock {
 			out[e.Height] = e
 		}
 	}
@@ -127,7 +127,7 @@ validators:
   - {name: v, count: 3}
   - {name: slow, signer: {type: local, latency: 1.5s}}
 `, exactCalibration)
-	if reason != results.StopHeights {
+	if reason != eventlog.StopHeights {
 		t.Fatalf("stop reason %s", reason)
 	}
 	names := []string{"v-1", "v-2", "v-3", "slow"}
@@ -169,7 +169,7 @@ validators:
 	}
 	// Every signature of slow takes 1.5 s, all of it injected.
 	for _, e := range events {
-		if e.Kind == results.KindSign && e.Validator == "slow" && e.Error == "" && (e.LatencyMS != 1500 || e.InjectedMS != 1500) {
+		if e.Kind == eventlog.KindSign && e.Validator == "slow" && e.Error == "" && (e.LatencyMS != 1500 || e.InjectedMS != 1500) {
 			t.Fatalf("slow's %s at %d/%d: latency %v ms, injected %v ms; want 1500", e.Phase, e.Height, e.Round, e.LatencyMS, e.InjectedMS)
 		}
 	}
@@ -189,8 +189,8 @@ faults:
 `, exactCalibration)
 	var cut, healed time.Time
 	for _, e := range events {
-		if e.Kind == results.KindFault && e.Action == "partition" {
-			if e.State == results.FaultStart {
+		if e.Kind == eventlog.KindFault && e.Action == "partition" {
+			if e.State == eventlog.FaultStart {
 				cut = e.Time
 			} else {
 				healed = e.Time
@@ -201,10 +201,10 @@ faults:
 		t.Fatalf("partition from %v to %v, want 15s", cut, healed)
 	}
 	for _, e := range events {
-		if e.Kind == results.KindNewRound && e.Height == 3 && e.Round > 0 && e.Time.Before(healed) {
+		if e.Kind == eventlog.KindNewRound && e.Height == 3 && e.Round > 0 && e.Time.Before(healed) {
 			t.Errorf("%s entered round %d of height 3 at %v, during the partition", e.Node, e.Round, e.Time.Sub(Epoch))
 		}
-		if e.Kind == results.KindStep && e.Height == 3 && e.Step == "prevote_wait" && e.Time.Before(healed) {
+		if e.Kind == eventlog.KindStep && e.Height == 3 && e.Step == "prevote_wait" && e.Time.Before(healed) {
 			t.Errorf("%s started the prevote timeout at %v without +2/3 prevotes", e.Node, e.Time.Sub(Epoch))
 		}
 	}
@@ -237,7 +237,7 @@ faults:
 	cut, healed := Epoch.Add(1600*time.Millisecond), Epoch.Add(11600*time.Millisecond)
 	sameSide := false
 	for _, e := range events {
-		if e.Kind != results.KindVote || e.Node == e.Validator || e.Time.Before(cut) || !e.Time.Before(healed) {
+		if e.Kind != eventlog.KindVote || e.Node == e.Validator || e.Time.Before(cut) || !e.Time.Before(healed) {
 			continue
 		}
 		if side[e.Node] != side[e.Validator] {
@@ -312,15 +312,15 @@ validators:
   - {name: v, count: 10}
   - {name: slow, signer: {type: local, latency: 10s}}
 `, mustDefaultText(t))
-	if reason != results.StopHeights {
+	if reason != eventlog.StopHeights {
 		t.Fatalf("stopped: %s", reason)
 	}
 	var committed, lag int64
 	for _, e := range events {
 		switch {
-		case e.Kind == results.KindBlock:
+		case e.Kind == eventlog.KindBlock:
 			committed = max(committed, e.Height)
-		case e.Kind == results.KindSign && e.Validator == "slow":
+		case e.Kind == eventlog.KindSign && e.Validator == "slow":
 			lag = max(lag, committed-e.Height)
 		}
 	}
@@ -345,15 +345,15 @@ validators:
   - {name: v, count: 9}
   - {name: slow, signer: {type: local, latency: 1s}}
 `, mustDefaultText(t))
-		if reason != results.StopHeights {
+		if reason != eventlog.StopHeights {
 			t.Fatalf("seed %s: stopped: %s", seed, reason)
 		}
 		reached := map[string]int64{}
 		for _, e := range events {
-			if e.Kind == results.KindNewRound && e.Round > 0 {
+			if e.Kind == eventlog.KindNewRound && e.Round > 0 {
 				t.Errorf("seed %s: %s entered round %d at height %d", seed, e.Node, e.Round, e.Height)
 			}
-			if e.Kind == results.KindNewRound {
+			if e.Kind == eventlog.KindNewRound {
 				reached[e.Node] = max(reached[e.Node], e.Height)
 			}
 		}

@@ -10,8 +10,9 @@ import (
 
 	"github.com/valnet/valnet/internal/links"
 	"github.com/valnet/valnet/internal/phase"
+	"github.com/valnet/valnet/internal/signbytes"
 	"github.com/valnet/valnet/latency"
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 	"github.com/valnet/valnet/scenarios"
 	"github.com/valnet/valnet/signers"
 	"github.com/valnet/valnet/signers/ledger"
@@ -176,33 +177,27 @@ func newSigner(plan *scenarios.Plan, params Params, v scenarios.ValidatorPlan, s
 	return s, nil
 }
 
-// guardStep orders phases within a round as FilePV's step does.
-func guardStep(ph string) int8 {
-	switch ph {
-	case phase.Proposal:
-		return 1
-	case phase.Prevote:
-		return 2
-	}
-	return 3
-}
-
 // guard follows the double-sign guard: a regression is refused, the same
-// height, round and step signs again only what was signed there.
+// height, round and step signs again only what was signed there (the step
+// order is FilePV's: internal/signbytes).
 func (s *signer) guard(h int64, r int32, ph string, block int32) error {
-	st := guardStep(ph)
+	st := signbytes.StepOf(ph)
 	m := &s.hwm
+	next := signbytes.VoteState{Height: h, Round: int64(r), Step: st}
 	if m.set {
-		switch {
-		case h < m.h || h == m.h && (r < m.r || r == m.r && st < m.step):
+		last := signbytes.VoteState{Height: m.h, Round: int64(m.r), Step: signbytes.Step(m.step)}
+		switch next.Cmp(last) {
+		case -1:
 			return &signers.WithheldError{Kind: signers.FailureSignerConflict,
 				Err: fmt.Errorf("double-sign guard: height/round/step regression (%d/%d/%d after %d/%d/%d)", h, r, st, m.h, m.r, m.step)}
-		case h == m.h && r == m.r && st == m.step && block != m.block:
-			return &signers.WithheldError{Kind: signers.FailureSignerConflict,
-				Err: fmt.Errorf("double-sign guard: conflicting data at %d/%d/%d", h, r, st)}
+		case 0:
+			if block != m.block {
+				return &signers.WithheldError{Kind: signers.FailureSignerConflict,
+					Err: fmt.Errorf("double-sign guard: conflicting data at %d/%d/%d", h, r, st)}
+			}
 		}
 	}
-	m.h, m.r, m.step, m.block, m.set = h, r, st, block, true
+	m.h, m.r, m.step, m.block, m.set = h, r, st.Int8(), block, true
 	return nil
 }
 
@@ -213,7 +208,7 @@ func (s *signer) guard(h int64, r int32, ph string, block int32) error {
 func (w *world) sign(n *node, ph string, h int64, r int32, block int32) bool {
 	s := w.signers[n.i]
 	start := n.t
-	w.emit(results.Event{Time: w.at(start), Kind: results.KindSignRequest, Node: n.name, Validator: n.name,
+	w.emit(eventlog.Event{Time: w.at(start), Kind: eventlog.KindSignRequest, Node: n.name, Validator: n.name,
 		Height: h, Round: r, Phase: ph})
 	var injected, queued time.Duration
 	var err error
@@ -241,7 +236,7 @@ func (w *world) sign(n *node, ph string, h int64, r int32, block int32) bool {
 			// signature without a quorum leaves its mark unmoved.
 			rr, d := c.rounds()
 			t += d.Nanoseconds()
-			ev := results.Event{Time: w.at(t), Kind: results.KindCosign, Node: n.name, Validator: n.name,
+			ev := eventlog.Event{Time: w.at(t), Kind: eventlog.KindCosign, Node: n.name, Validator: n.name,
 				Height: h, Round: r, Phase: ph, Cosign: c.cosignEvent(rr)}
 			if rr.Err != nil {
 				ev.Error, err = rr.Err.Error(), rr.Err
@@ -304,7 +299,7 @@ func (w *world) sign(n *node, ph string, h int64, r int32, block int32) bool {
 		}
 	}
 	n.t = t
-	e := results.Event{Time: w.at(t), Kind: results.KindSign, Node: n.name, Validator: n.name, Height: h, Round: r,
+	e := eventlog.Event{Time: w.at(t), Kind: eventlog.KindSign, Node: n.name, Validator: n.name, Height: h, Round: r,
 		Phase: ph, LatencyMS: msOf(time.Duration(t - start)), InjectedMS: msOf(injected)}
 	if s.queue != nil {
 		q := msOf(queued)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/valnet/valnet/internal/links"
 	"github.com/valnet/valnet/latency"
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 	"github.com/valnet/valnet/scenarios"
 	"github.com/valnet/valnet/signers/threshold"
 )
@@ -157,14 +157,14 @@ func (c *cosigners) rounds() (r threshold.Round, total time.Duration) {
 
 // cosignEvent is the cosign event of one signature's rounds, as the
 // runner writes it (runner/threshold.go).
-func (c *cosigners) cosignEvent(r threshold.Round) *results.CosignSample {
-	s := &results.CosignSample{Model: threshold.Model, Cosigners: c.n, Threshold: c.threshold, Leader: r.Leader,
+func (c *cosigners) cosignEvent(r threshold.Round) *eventlog.CosignSample {
+	s := &eventlog.CosignSample{Model: threshold.Model, Cosigners: c.n, Threshold: c.threshold, Leader: r.Leader,
 		NonceMS: msOf(r.Nonces), QuorumMS: msOf(r.Quorum), Answered: r.Answered}
 	if s.Answered == nil {
 		s.Answered = []int{}
 	}
 	for _, f := range r.Failed {
-		s.Failed = append(s.Failed, results.CosignFailure{Cosigner: f.Cosigner, Round: f.Round, Reason: f.Reason})
+		s.Failed = append(s.Failed, eventlog.CosignFailure{Cosigner: f.Cosigner, Round: f.Round, Reason: f.Reason})
 	}
 	return s
 }

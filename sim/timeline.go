@@ -2,69 +2,53 @@ package sim
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
-	"github.com/valnet/valnet/internal/action"
+	"github.com/valnet/valnet/internal/faultcore"
 	"github.com/valnet/valnet/internal/links"
-	"github.com/valnet/valnet/internal/schedule"
-	"github.com/valnet/valnet/internal/signerfault"
 	"github.com/valnet/valnet/latency"
 	"github.com/valnet/valnet/network"
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 	"github.com/valnet/valnet/scenarios"
-	"github.com/valnet/valnet/signers/threshold"
+	"github.com/valnet/valnet/signers"
 )
 
-// timeline runs the scenario's faults on internal/schedule's rule, the
-// one `valnet run` steps, with virtual time: a fault starts when
-// consensus reaches its height or its time has come, and ends after its
-// duration. Signer faults go through internal/signerfault into each
-// signer's signers.Faults, as in real runs; node and network faults act
-// on the model.
+// timeline is the sim's adapter of the fault core (internal/faultcore),
+// the same core `valnet run` steps: it decides what each fault does and
+// when, in virtual time; this carries it out on the model. Signer faults
+// act on each signer's signers.Faults, as in real runs; node and network
+// faults on the model's nodes and links.
 type timeline struct {
 	w     *world
-	tasks []*task
-	sched *schedule.Schedule
-	woken int64 // the wake-up queued for the schedule's next time; -1: none
+	core  *faultcore.Core
+	woken int64 // the wake-up queued for the core's next time; -1: none
 	idx   map[string]int32
+	// reports are node jobs waiting for a restart in virtual time (a
+	// node-restart of a running node); an evRestart's report() indexes it.
+	reports []func(error)
 }
 
-type task struct {
-	plan scenarios.FaultPlan
-	id   string
-	end  func() // the fault's way back; nil when there is none
-	// down: a node fault's window is open (a node-start or node-resume
-	// ends it).
-	down bool
-}
+var _ faultcore.Effects = (*timeline)(nil)
 
 func newTimeline(w *world) (*timeline, error) {
 	t := &timeline{w: w, woken: -1, idx: map[string]int32{}}
 	for i, name := range w.names {
 		t.idx[name] = int32(i)
 	}
-	for i, f := range w.plan.Faults {
-		tk := &task{plan: f, id: fmt.Sprintf("faults[%d]:%s", i, f.Action)}
-		if signerfault.Applies(f.Action) {
-			signerfault.Arm(w.signers[t.idx[f.Target]].faults, tk.id, f)
-		}
-		t.tasks = append(t.tasks, tk)
+	core, err := faultcore.New(w.plan.Faults, w.names, w.seed, t)
+	if err != nil {
+		return nil, err
 	}
+	t.core = core
 	return t, nil
 }
 
 func (t *timeline) begin() {
-	entries := make([]schedule.Entry, len(t.tasks))
-	for i, tk := range t.tasks {
-		f := tk.plan
-		entries[i] = schedule.Entry{Height: f.At.Height, Time: f.At.Time, Duration: f.Duration}
-	}
-	t.sched = schedule.New(t.w.epoch, entries)
+	t.core.Begin(t.w.epoch)
 	t.step()
 }
 
-// wake is the queued wake-up for the schedule's next time.
+// wake is the queued wake-up for the core's next time.
 func (t *timeline) wake(e event) {
 	if e.at == t.woken {
 		t.woken = -1
@@ -75,20 +59,9 @@ func (t *timeline) wake(e event) {
 // step starts and ends what is due now, with consensus at the height
 // after the last committed one, and queues a wake-up for the next time.
 func (t *timeline) step() {
-	if t.sched == nil {
-		return
-	}
 	w := t.w
-	for _, a := range t.sched.Step(w.at(w.now), w.committed+1) {
-		tk := t.tasks[a.Entry]
-		if a.Kind == schedule.Start {
-			t.start(tk)
-		} else if end := tk.end; end != nil {
-			tk.end = nil
-			end()
-		}
-	}
-	if next, ok := t.sched.Next(); ok {
+	t.core.Step(w.at(w.now), w.committed+1)
+	if next, ok := t.core.Next(); ok {
 		at := max(next.Sub(w.epoch).Nanoseconds(), w.now)
 		if t.woken < 0 || at < t.woken {
 			t.woken = at
@@ -97,188 +70,76 @@ func (t *timeline) step() {
 	}
 }
 
-func (t *timeline) emit(tk *task, state, detail string) {
-	t.w.emit(results.Event{Time: t.w.at(t.w.now), Kind: results.KindFault, Validator: tk.plan.Target,
-		Action: tk.plan.Action, State: state, Detail: detail, Height: tk.plan.At.Height})
+func (t *timeline) Emit(_ int, f scenarios.FaultPlan, state, detail string) {
+	t.w.emit(eventlog.Event{Time: t.w.at(t.w.now), Kind: eventlog.KindFault, Validator: f.Target,
+		Action: f.Action, State: state, Detail: detail, Height: f.At.Height})
 }
 
-func (t *timeline) start(tk *task) {
-	w, f := t.w, tk.plan
-	onEnd := func(detail string, undo func()) {
-		tk.end = func() {
-			undo()
-			t.emit(tk, results.FaultEnd, detail)
-		}
-	}
-	switch f.Action {
-	case action.SignerDelay, action.SignerDrop, action.SignerError:
-		on, err := signerfault.Start(w.signers[t.idx[f.Target]].faults, tk.id, f, w.seed)
-		if err != nil {
-			t.emit(tk, results.FaultInstant, "not applied: "+err.Error())
-			return
-		}
-		t.emit(tk, results.FaultStart, on.What)
-		if on.Undo != nil {
-			onEnd(on.Detail, on.Undo)
-		}
-	case action.SignerOutage:
-		s := w.signers[t.idx[f.Target]]
-		t.emit(tk, results.FaultStart, "remote signer disconnected; the node cannot reach it")
-		s.outage, s.outageUntil = true, w.now+f.Duration.Nanoseconds()
-		onEnd("remote signer reconnecting", func() { s.outage, s.outageUntil = false, 0 })
-	case action.SignerRestart:
-		s := w.signers[t.idx[f.Target]]
-		t.emit(tk, results.FaultStart, fmt.Sprintf("remote signer killed; restarting from its state file after %v", f.Duration))
-		if f.Duration == 0 {
-			t.emit(tk, results.FaultEnd, "remote signer started and redialing the node")
-			return
-		}
-		s.outage, s.outageUntil = true, w.now+f.Duration.Nanoseconds()
-		onEnd("remote signer started and redialing the node", func() { s.outage, s.outageUntil = false, 0 })
-	case action.Partition:
-		pairs := links.PartitionPairs(f.Groups, w.names)
-		t.block(pairs, true)
-		t.emit(tk, results.FaultStart, "partition "+groupsText(f.Groups))
-		onEnd("partition healed", func() { t.block(pairs, false) })
-		tk.down = true
-	case action.CosignerDown, action.CosignerSlow:
-		t.cosignerFault(tk, onEnd)
-	case action.Isolate:
-		if c, k := t.cosigner(f.Target); c != nil {
-			c.isolated[k-1] = true
-			t.emit(tk, results.FaultStart, f.Target+" cut off from every peer")
-			onEnd("reconnected", func() { c.isolated[k-1] = false })
-			tk.down = true
-			return
-		}
-		var pairs []links.Pair
-		for _, o := range w.names {
-			if o != f.Target {
-				pairs = append(pairs, links.Pair{f.Target, o}, links.Pair{o, f.Target})
-			}
-		}
-		t.block(pairs, true)
-		t.emit(tk, results.FaultStart, f.Target+" cut off from every peer")
-		onEnd("reconnected", func() { t.block(pairs, false) })
-		tk.down = true
-	case action.Heal:
-		healed := 0
-		for _, o := range t.tasks {
-			if o.down && o.end != nil && (o.plan.Action == action.Partition || o.plan.Action == action.Isolate) {
-				end := o.end
-				o.end, o.down = nil, false
-				_ = end // its undo runs below without its own end event
-				t.healTask(o, tk)
-				healed++
-			}
-		}
-		if healed == 0 {
-			t.emit(tk, results.FaultInstant, "every link unblocked; no partition or isolation was open")
-		}
-	case action.NetworkLatency:
-		lp := links.FaultLink(f)
-		pairs := links.FaultPairs(f, w.names)
-		prev := make([]network.Link, len(pairs))
-		var desc string
-		for i, p := range pairs {
-			a, b := t.idx[p[0]], t.idx[p[1]]
-			lk := w.net.link(a, b)
-			prev[i] = network.Link{Latency: lk.delay, Bandwidth: lk.rate}
-			l, err := links.FromPlan(lp, w.seed, tk.id+":"+p[0]+"->"+p[1])
-			if err != nil {
-				t.emit(tk, results.FaultStart, "not applied: "+err.Error())
-				return
-			}
-			if i == 0 {
-				desc = l.String()
-			}
-			w.net.setLink(a, b, l)
-		}
-		if desc == "" {
-			desc = "0"
-		}
-		t.emit(tk, results.FaultStart, fmt.Sprintf("%d links now %s", len(pairs), desc))
-		onEnd("links restored", func() {
-			for i, p := range pairs {
-				w.net.setLink(t.idx[p[0]], t.idx[p[1]], prev[i])
-			}
-		})
-	case action.NodeStop, action.NodeKill:
-		t.nodeDown(tk, "down ("+f.Action+")", "started again from its home", w.p.RestartDelay)
-	case action.NodePause:
-		t.nodeDown(tk, "paused (no progress, no answers)", "resumed", 0)
-	case action.NodeRestart:
-		if f.Duration > 0 {
-			t.nodeDown(tk, "restarting from its home", "started again from its home", w.p.RestartDelay)
-			return
-		}
-		n := w.nodes[t.idx[f.Target]]
-		t.emit(tk, results.FaultStart, f.Target+" restarting from its home")
-		w.takeDown(n)
-		w.q.push(event{at: w.now + w.p.RestartDelay.Nanoseconds(), kind: evRestart, node: n.i, from: -1, part: int32(t.indexOf(tk))})
-	case action.NodeStart, action.NodeResume:
-		what, delay := "started again from its home", w.p.RestartDelay
-		if f.Action == action.NodeResume {
-			what, delay = "resumed", 0
-		}
-		n := w.nodes[t.idx[f.Target]]
-		for _, o := range t.tasks {
-			if o.down && o.plan.Target == f.Target && o.plan.Action != action.Partition && o.plan.Action != action.Isolate {
-				o.down, o.end = false, nil
-				t.w.emit(results.Event{Time: w.at(w.now), Kind: results.KindFault, Validator: o.plan.Target, Action: o.plan.Action,
-					State: results.FaultEnd, Detail: fmt.Sprintf("%s %s (%s at %s)", f.Target, what, f.Action, atText(f.At)), Height: o.plan.At.Height})
-				w.q.push(event{at: w.now + delay.Nanoseconds(), kind: evRestart, node: n.i, from: -1, part: -1})
-				return
-			}
-		}
-		t.emit(tk, results.FaultInstant, f.Target+" "+what+"; it was not down")
-	}
-}
+func (t *timeline) signer(target string) *signer { return t.w.signers[t.idx[target]] }
 
-func (t *timeline) indexOf(tk *task) int {
-	for i, o := range t.tasks {
-		if o == tk {
-			return i
-		}
-	}
-	return -1
-}
+func (t *timeline) SignerFaults(target string) *signers.Faults { return t.signer(target).faults }
 
-// nodeDown takes the target's node down now; its end (after the
-// duration) brings it back, restart later.
-func (t *timeline) nodeDown(tk *task, what, back string, restart time.Duration) {
-	w, f := t.w, tk.plan
-	n := w.nodes[t.idx[f.Target]]
-	t.emit(tk, results.FaultStart, f.Target+" "+what)
-	w.takeDown(n)
-	tk.down = true
-	tk.end = func() {
-		if !tk.down {
-			return
-		}
-		tk.down = false
-		t.emit(tk, results.FaultEnd, back)
-		w.q.push(event{at: w.now + restart.Nanoseconds(), kind: evRestart, node: n.i, from: -1, part: -1})
-	}
-}
-
-// healTask ends a partition or isolation because heal came: its links
-// open and its end event names the heal.
-func (t *timeline) healTask(o, by *task) {
-	w := t.w
-	var pairs []links.Pair
-	if o.plan.Action == action.Partition {
-		pairs = links.PartitionPairs(o.plan.Groups, w.names)
+// SignerOutage: the node cannot reach its signer until the end (the
+// model's retries: sign).
+func (t *timeline) SignerOutage(target string, cut bool, d time.Duration) bool {
+	s := t.signer(target)
+	if cut {
+		s.outage, s.outageUntil = true, t.w.now+d.Nanoseconds()
 	} else {
-		for _, x := range w.names {
-			if x != o.plan.Target {
-				pairs = append(pairs, links.Pair{o.plan.Target, x}, links.Pair{x, o.plan.Target})
-			}
+		s.outage, s.outageUntil = false, 0
+	}
+	return false // the sim has no external signer
+}
+
+// SignerRestart: a restarting signer is out of reach for its downtime.
+func (t *timeline) SignerRestart(target string, up bool, d time.Duration) error {
+	t.SignerOutage(target, !up, d)
+	return nil
+}
+
+func (t *timeline) Block(pairs []links.Pair, blocked bool) error {
+	t.block(pairs, blocked)
+	return nil
+}
+
+// Isolate cuts a cosigner or a node off from every peer.
+func (t *timeline) Isolate(target string, isolated bool) error {
+	if c, k := t.cosigner(target); c != nil {
+		c.isolated[k-1] = isolated
+		return nil
+	}
+	var pairs []links.Pair
+	for _, o := range t.w.names {
+		if o != target {
+			pairs = append(pairs, links.Pair{target, o}, links.Pair{o, target})
 		}
 	}
-	t.block(pairs, false)
-	w.emit(results.Event{Time: w.at(w.now), Kind: results.KindFault, Validator: o.plan.Target, Action: o.plan.Action,
-		State: results.FaultEnd, Detail: fmt.Sprintf("every link unblocked (%s at %s)", by.plan.Action, atText(by.plan.At)), Height: o.plan.At.Height})
+	t.block(pairs, isolated)
+	return nil
+}
+
+func (t *timeline) Link(from, to string) network.Link {
+	lk := t.w.net.link(t.idx[from], t.idx[to])
+	return network.Link{Latency: lk.delay, Bandwidth: lk.rate}
+}
+
+func (t *timeline) SetLink(from, to string, l network.Link) {
+	t.w.net.setLink(t.idx[from], t.idx[to], l)
+}
+
+func (t *timeline) Controls(string) error { return nil }
+
+// NodeDo runs job at once: the model has no slow control calls.
+func (t *timeline) NodeDo(target string, job func(faultcore.NodeControl)) {
+	job(simNode{t: t, n: t.w.nodes[t.idx[target]]})
+}
+
+func (t *timeline) Cosigner(target string) (faultcore.Cosigners, int) {
+	c, k := t.cosigner(target)
+	if c == nil {
+		return nil, 0
+	}
+	return c, k
 }
 
 // block cuts or opens directed links; an opened link's peers exchange
@@ -297,21 +158,6 @@ func (t *timeline) block(pairs []links.Pair, blocked bool) {
 	}
 }
 
-func atText(at scenarios.FaultAt) string {
-	if at.Height > 0 {
-		return fmt.Sprintf("height %d", at.Height)
-	}
-	return at.Time.String()
-}
-
-func groupsText(groups [][]string) string {
-	parts := make([]string, len(groups))
-	for i, g := range groups {
-		parts[i] = "[" + strings.Join(g, " ") + "]"
-	}
-	return strings.Join(parts, " | ")
-}
-
 // cosigner is the threshold signer and cosigner number of a target
 // NAME.cosigner-K; nil for any other target.
 func (t *timeline) cosigner(target string) (*cosigners, int) {
@@ -323,29 +169,71 @@ func (t *timeline) cosigner(target string) (*cosigners, int) {
 	return t.w.signers[i].cosign, k
 }
 
-// cosignerFault takes a cosigner down or makes it slow until the fault
-// ends, as the runner's timeline does to the real model's cluster.
-func (t *timeline) cosignerFault(tk *task, onEnd func(string, func())) {
-	f := tk.plan
-	c, k := t.cosigner(f.Target)
-	if c == nil {
-		t.emit(tk, results.FaultInstant, "not applied: "+f.Target+" is not a cosigner of a threshold signer")
+// simNode is a node of the model in a node job.
+type simNode struct {
+	t *timeline
+	n *node
+}
+
+// Down takes the node down at once (a stop, a kill and a pause are alike
+// to the model: no progress, no answers).
+func (s simNode) Down(faultcore.NodeDown) error {
+	s.t.w.takeDown(s.n)
+	return nil
+}
+
+// Up brings a node that is down back: after restart_delay from its home,
+// at once from a pause. The report comes now: the node is on its way
+// back. A running node is restarted (node-restart): it goes down now and
+// runs again after restart_delay, and the report comes then.
+func (s simNode) Up(resume bool, done func(error)) {
+	w, n := s.t.w, s.n
+	delay := w.p.RestartDelay
+	if resume {
+		delay = 0
+	}
+	if !n.up {
+		w.q.push(event{at: w.now + delay.Nanoseconds(), kind: evRestart, node: n.i, from: -1, arg: -1})
+		done(nil)
 		return
 	}
-	switch f.Action {
-	case action.CosignerDown:
-		c.down[k-1] = true
-		t.emit(tk, results.FaultStart, threshold.DownText(k))
-		onEnd(threshold.UpText(k), func() { c.down[k-1] = false })
-	case action.CosignerSlow:
-		m, err := latency.New(f.Latency.Spec, t.w.seed, tk.id)
-		if err != nil {
-			t.emit(tk, results.FaultInstant, "not applied: "+err.Error())
-			return
-		}
-		latency.MakeSerial(m)
-		c.slow[k-1] = m
-		t.emit(tk, results.FaultStart, threshold.SlowText(k, m))
-		onEnd(threshold.FastText(k), func() { c.slow[k-1] = nil })
+	if resume {
+		done(nil) // not paused: nothing to thaw
+		return
 	}
+	w.takeDown(n)
+	s.t.reports = append(s.t.reports, done)
+	w.q.push(event{at: w.now + delay.Nanoseconds(), kind: evRestart, node: n.i, from: -1, arg: int32(len(s.t.reports) - 1)})
+}
+
+// report tells the node job waiting on a restart (evRestart's report())
+// that its node runs again.
+func (t *timeline) report(i int32) {
+	if i < 0 || int(i) >= len(t.reports) || t.reports[i] == nil {
+		return
+	}
+	done := t.reports[i]
+	t.reports[i] = nil
+	done(nil)
+}
+
+// SetDown and SetSlow are the model's cosigners as the fault core acts on
+// them (the real MODEL's cluster has the same two).
+func (c *cosigners) SetDown(k int, down bool) error {
+	if k < 1 || k > c.n {
+		return fmt.Errorf("no cosigner %d", k)
+	}
+	c.down[k-1] = down
+	return nil
+}
+
+func (c *cosigners) SetSlow(k int, m latency.Model) error {
+	if k < 1 || k > c.n {
+		return fmt.Errorf("no cosigner %d", k)
+	}
+	if m != nil {
+		latency.MakeSerial(m)
+	}
+	c.slow[k-1] = m
+	return nil
 }

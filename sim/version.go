@@ -8,10 +8,15 @@ import (
 	"github.com/valnet/valnet/scenarios"
 )
 
+// ConfigKeys are the node.config keys the sim models: any other would
+// change a real node and not the model, so the runner refuses it before
+// the run (runner's checkNodeConfig reads this list).
+var ConfigKeys = []string{"consensus.peer_gossip_sleep_duration", "p2p.flush_throttle_timeout", "p2p.send_rate"}
+
 // paramsFor is the calibration plan names with what the scenario says of
 // the node software: the CometBFT line's own defaults where they differ
 // from v1.0's (the calibration was fitted on v1.0.1 nodes), then
-// node.config's keys the sim models (runner.SimConfigKeys). Each figure
+// node.config's keys the sim models (ConfigKeys). Each figure
 // is from that line's config/config.go (cmtversion).
 func paramsFor(plan *scenarios.Plan) (Params, cmtversion.Line, error) {
 	p, err := LoadParams(plan.Run.Sim.Calibration)
@@ -48,7 +53,8 @@ func paramsFor(plan *scenarios.Plan) (Params, cmtversion.Line, error) {
 			}
 			p.SendRate = float64(r)
 		default:
-			return p, line, fmt.Errorf("%s: node.config.%s: the sim does not model this key", s.Pos, s.Key)
+			// Not one of ConfigKeys: refused before the run, with every
+			// other problem (runner.Preflight).
 		}
 	}
 	return p, line, nil

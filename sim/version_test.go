@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/valnet/valnet/internal/phase"
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 	"github.com/valnet/valnet/scenarios"
 )
 
@@ -52,7 +52,7 @@ validators:
 	events, _ := simRun(t, y, exactCalibration)
 	var pv, pc []float64
 	for _, e := range events {
-		if e.Kind != results.KindSign || e.Validator != "hsm" || e.Error != "" || e.BlockID == "" {
+		if e.Kind != eventlog.KindSign || e.Validator != "hsm" || e.Error != "" || e.BlockID == "" {
 			continue
 		}
 		switch e.Phase {

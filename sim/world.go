@@ -13,7 +13,7 @@ import (
 
 	"github.com/valnet/valnet/internal/links"
 	"github.com/valnet/valnet/network"
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 	"github.com/valnet/valnet/scenarios"
 )
 
@@ -84,7 +84,7 @@ type world struct {
 	curDue int64
 	curSeq uint64
 
-	sink       func(results.Event)
+	sink       func(eventlog.Event)
 	voteEvents bool
 	// burst: quiet votes may be handled ahead of the queue (quiet.go);
 	// quietHandled counts them.
@@ -112,7 +112,7 @@ type world struct {
 
 // newWorld builds the model of plan's network. keys are the validators'
 // public keys, in plan order.
-func newWorld(plan *scenarios.Plan, p Params, seed int64, keys []crypto.PubKey, sharedCores int, sink func(results.Event)) (*world, error) {
+func newWorld(plan *scenarios.Plan, p Params, seed int64, keys []crypto.PubKey, sharedCores int, sink func(eventlog.Event)) (*world, error) {
 	t := plan.Timeouts
 	w := &world{p: p, plan: plan, chainID: plan.ChainID, extHeight: plan.VoteExtensionsEnableHeight, epoch: Epoch, seed: seed, n: len(plan.Validators), sink: sink,
 		timeouts: timeouts{t.Propose.Nanoseconds(), t.ProposeDelta.Nanoseconds(), t.Prevote.Nanoseconds(), t.PrevoteDelta.Nanoseconds(),
@@ -201,7 +201,7 @@ func undirected(dials map[string][]string) map[string][]string {
 
 func (w *world) at(t int64) time.Time { return w.epoch.Add(time.Duration(t)) }
 
-func (w *world) emit(e results.Event) { w.sink(e) }
+func (w *world) emit(e eventlog.Event) { w.sink(e) }
 
 // recordNode: the node's own view (rounds, steps, proposals) is recorded
 // for every node, as the real backends do.
@@ -339,7 +339,7 @@ func (w *world) committedBy(n *node, h int64, r int32, block int32) {
 	}
 	b := w.block(h, block)
 	bt := w.at(b.createdAt)
-	e := results.Event{Time: w.at(n.t), Kind: results.KindBlock, Node: n.name, Height: h, BlockID: b.hash,
+	e := eventlog.Event{Time: w.at(n.t), Kind: eventlog.KindBlock, Node: n.name, Height: h, BlockID: b.hash,
 		Proposer: w.names[b.proposer], BlockTime: &bt, Txs: len(b.txs), BlockBytes: b.bytes}
 	if b.lcIncluded {
 		e.LastCommitRound, e.LastCommitAbsent, e.LastCommitNil = b.lcRound, b.lcAbsent, b.lcNil
@@ -389,7 +389,7 @@ func (w *world) committedBy(n *node, h int64, r int32, block int32) {
 		}
 	}
 	if h > w.plan.Run.Heights {
-		w.stop = results.StopHeights
+		w.stop = eventlog.StopHeights
 	}
 	w.timeline.step()
 }
@@ -408,7 +408,7 @@ func (w *world) work(n *node, cost time.Duration) {
 // of virtual time has passed or ctx ends.
 func (w *world) run(ctx context.Context) (string, error) {
 	for _, n := range w.nodes {
-		w.emit(results.Event{Time: w.epoch, Kind: results.KindNodeUp, Node: n.name})
+		w.emit(eventlog.Event{Time: w.epoch, Kind: eventlog.KindNodeUp, Node: n.name})
 	}
 	for _, n := range w.nodes {
 		n.h, n.step = 1, stepNewHeight
@@ -425,7 +425,7 @@ func (w *world) run(ctx context.Context) (string, error) {
 	maxDur := w.plan.Run.MaxDuration.Nanoseconds()
 	for steps := 0; ; steps++ {
 		if steps&0x3fff == 0 && ctx.Err() != nil {
-			return results.StopInterrupted, nil
+			return eventlog.StopInterrupted, nil
 		}
 		e := w.q.pop()
 		if e == nil {
@@ -433,11 +433,11 @@ func (w *world) run(ctx context.Context) (string, error) {
 			// chain is halted for good (e.g. less than 2/3 of the power
 			// is up) and would sit so until max_duration, as a real one.
 			w.now = maxDur
-			return results.StopMaxDuration, nil
+			return eventlog.StopMaxDuration, nil
 		}
 		if e.at > maxDur {
 			w.now = maxDur
-			return results.StopMaxDuration, nil
+			return eventlog.StopMaxDuration, nil
 		}
 		w.now, w.curDue, w.curSeq = e.at, e.due, e.seq
 		w.dispatch(e)
@@ -634,7 +634,7 @@ func (w *world) fetchParts(n *node, h int64, block int32) {
 		if i, bit := int(k/64), uint64(1)<<(k%64); i < len(n.partsSeen) && n.partsSeen[i]&bit != 0 {
 			continue
 		}
-		parts = append(parts, event{kind: evMsg, node: n.i, mk: mPart, from: b.proposer, height: h, round: b.round, block: block, part: k})
+		parts = append(parts, event{kind: evMsg, node: n.i, mk: mPart, from: b.proposer, height: h, round: b.round, block: block, arg: k})
 	}
 	w.resend(n, parts, chData)
 }
@@ -677,7 +677,7 @@ func (w *world) resend(n *node, msgs []event, ch int) {
 		case mProposal:
 			size = proposalBytes
 		case mPart:
-			size = partSize(w.block(e.height, e.block), e.part)
+			size = partSize(w.block(e.height, e.block), e.partIndex())
 		}
 		at, ok := w.net.send(best, n.i, bestLearn, size, ch)
 		if !ok {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 )
 
 // monitor watches a running soak: it follows events.jsonl as the runner
@@ -153,23 +154,23 @@ func (m *monitor) tail() {
 	data = append(m.part, data...)
 	end := bytes.LastIndexByte(data, '\n') + 1
 	m.part = slices.Clone(data[end:])
-	if err := results.Stream(bytes.NewReader(data[:end]), m.event); err != nil {
+	if err := eventlog.Stream(bytes.NewReader(data[:end]), m.event); err != nil {
 		m.violate("events.jsonl: %v", err)
 	}
 }
 
 // event takes one event of the stream.
-func (m *monitor) event(ev *results.Event) {
+func (m *monitor) event(ev *eventlog.Event) {
 	m.z.Add(ev)
 	switch ev.Kind {
-	case results.KindNodeUp:
+	case eventlog.KindNodeUp:
 		if ev.RPC != "" {
 			m.rpc[ev.Node] = ev.RPC
 			if m.next[ev.Node] == 0 {
 				m.next[ev.Node] = 1
 			}
 		}
-	case results.KindBlock:
+	case eventlog.KindBlock:
 		m.hash(ev.Height, ev.BlockID, "events.jsonl")
 		if ev.Height > m.committed {
 			m.committed = ev.Height
@@ -187,12 +188,12 @@ func (m *monitor) event(ev *results.Event) {
 				}
 			}
 		}
-	case results.KindFault:
+	case eventlog.KindFault:
 		notApplied := strings.HasPrefix(ev.Detail, "not applied")
 		switch {
-		case ev.State == results.FaultStart || ev.State == results.FaultInstant:
+		case ev.State == eventlog.FaultStart || ev.State == eventlog.FaultInstant:
 			m.started++
-			if notApplied || ev.State == results.FaultInstant {
+			if notApplied || ev.State == eventlog.FaultInstant {
 				m.skipped[ev.Action] = append(m.skipped[ev.Action], ev.Detail)
 				break
 			}
@@ -202,10 +203,10 @@ func (m *monitor) event(ev *results.Event) {
 				m.unmeasured++
 				m.quiet = nil
 			}
-		case ev.State == results.FaultEnd:
+		case ev.State == eventlog.FaultEnd:
 			m.open = max(0, m.open-1)
 		}
-		applied := ev.State == results.FaultStart && !notApplied
+		applied := ev.State == eventlog.FaultStart && !notApplied
 		if final := m.started >= m.scheduled; m.open == 0 && !applied && m.final == nil && (m.quiet == nil || final) {
 			m.quiet = &quietPoint{at: ev.Time, height: m.committed, final: final}
 			if final {

@@ -16,7 +16,7 @@ import (
 
 	"github.com/valnet/valnet/internal/action"
 	"github.com/valnet/valnet/internal/phase"
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 )
 
 // fakeNode answers /status and /blockchain as CometBFT does, from a map
@@ -68,7 +68,7 @@ type events struct {
 	path string
 }
 
-func (e events) write(torn bool, evs ...results.Event) (finish func()) {
+func (e events) write(torn bool, evs ...eventlog.Event) (finish func()) {
 	e.t.Helper()
 	var b []byte
 	for _, ev := range evs {
@@ -98,14 +98,14 @@ func (e events) append(b []byte) {
 func TestMonitorInvariants(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	block := func(h int64, s float64, hash string) results.Event {
-		return results.Event{Time: at(s), Kind: results.KindBlock, Height: h, BlockID: hash, Node: "a"}
+	block := func(h int64, s float64, hash string) eventlog.Event {
+		return eventlog.Event{Time: at(s), Kind: eventlog.KindBlock, Height: h, BlockID: hash, Node: "a"}
 	}
-	fault := func(state string, s float64) results.Event {
-		return results.Event{Time: at(s), Kind: results.KindFault, Action: action.NodeKill, Validator: "b", State: state}
+	fault := func(state string, s float64) eventlog.Event {
+		return eventlog.Event{Time: at(s), Kind: eventlog.KindFault, Action: action.NodeKill, Validator: "b", State: state}
 	}
-	sign := func(h int64, id string) results.Event {
-		return results.Event{Time: at(float64(h)), Kind: results.KindSign, Validator: "a", Node: "a", Phase: phase.Precommit, Height: h, BlockID: id, LatencyMS: 1}
+	sign := func(h int64, id string) eventlog.Event {
+		return eventlog.Event{Time: at(float64(h)), Kind: eventlog.KindSign, Validator: "a", Node: "a", Phase: phase.Precommit, Height: h, BlockID: id, LatencyMS: 1}
 	}
 	for _, c := range []struct {
 		name     string
@@ -131,9 +131,9 @@ func TestMonitorInvariants(t *testing.T) {
 			defer m.close()
 			ctx := context.Background()
 			m.poll(ctx, at(0), true) // no file yet
-			ev.write(false, results.Event{Time: at(0), Kind: results.KindRunStart, Validators: []results.ValidatorInfo{{Name: "a", Address: "AADDR", Power: 10}, {Name: "b", Address: "BADDR", Power: 10}}},
-				results.Event{Time: at(0), Kind: results.KindNodeUp, Node: "a", RPC: sa.URL},
-				results.Event{Time: at(0), Kind: results.KindNodeUp, Node: "b", RPC: sb.URL})
+			ev.write(false, eventlog.Event{Time: at(0), Kind: eventlog.KindRunStart, Validators: []eventlog.ValidatorInfo{{Name: "a", Address: "AADDR", Power: 10}, {Name: "b", Address: "BADDR", Power: 10}}},
+				eventlog.Event{Time: at(0), Kind: eventlog.KindNodeUp, Node: "a", RPC: sa.URL},
+				eventlog.Event{Time: at(0), Kind: eventlog.KindNodeUp, Node: "b", RPC: sb.URL})
 			commit := func(h int64, s float64) {
 				hash := fmt.Sprintf("h%d", h)
 				a.commit(h, hash)
@@ -144,7 +144,7 @@ func TestMonitorInvariants(t *testing.T) {
 				default:
 					b.commit(h, hash)
 				}
-				evs := []results.Event{sign(h, hash)}
+				evs := []eventlog.Event{sign(h, hash)}
 				if c.double && h == 3 {
 					evs = append(evs, sign(h, "x3"))
 				}
@@ -156,11 +156,11 @@ func TestMonitorInvariants(t *testing.T) {
 			}
 			commit(1, 1)
 			commit(2, 2)
-			ev.write(false, fault(results.FaultStart, 3))
+			ev.write(false, fault(eventlog.FaultStart, 3))
 			commit(3, 3)
 			commit(4, 4)
 			commit(5, 5)
-			ev.write(false, fault(results.FaultEnd, 5))
+			ev.write(false, fault(eventlog.FaultEnd, 5))
 			m.poll(ctx, at(5), true)
 			for h := int64(6); h <= 12; h++ {
 				commit(h, float64(h)+1)

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/valnet/valnet/internal/atomicfile"
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 	"github.com/valnet/valnet/runner"
 )
 
@@ -157,7 +157,7 @@ loop:
 		m.violate("file descriptors: %d open before the run, %d after it: %v", rep.FDs.Before, rep.FDs.After, rep.FDs.Leaked)
 	}
 	rep.Violations = m.violations
-	rep.OK = len(rep.Violations) == 0 && res.err == nil && rep.StopReason == results.StopMaxDuration
+	rep.OK = len(rep.Violations) == 0 && res.err == nil && rep.StopReason == eventlog.StopMaxDuration
 	if err := rep.write(opts.OutDir); err != nil {
 		return rep, err
 	}

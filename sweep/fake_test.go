@@ -10,6 +10,7 @@ import (
 
 	"github.com/valnet/valnet/internal/atomicfile"
 	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 	"github.com/valnet/valnet/runner"
 	"github.com/valnet/valnet/scenarios"
 )
@@ -46,7 +47,7 @@ func (f *fakeRunner) Run(ctx context.Context, plan *scenarios.Plan, seed int64, 
 		return Result{}, err
 	}
 	if n == f.failAt {
-		return Result{Seed: seed, Dir: dir, StopReason: results.StopError}, errors.New("the fake backend could not start")
+		return Result{Seed: seed, Dir: dir, StopReason: eventlog.StopError}, errors.New("the fake backend could not start")
 	}
 	var latencyMS float64
 	for _, v := range plan.Validators {
@@ -55,7 +56,7 @@ func (f *fakeRunner) Run(ctx context.Context, plan *scenarios.Plan, seed int64, 
 		}
 	}
 	s := &results.Summary{
-		Scenario: plan.Name, Seed: seed, StopReason: results.StopHeights,
+		Scenario: plan.Name, Seed: seed, StopReason: eventlog.StopHeights,
 		BlockIntervalMS: results.IntervalStats{Count: 4, P50: 1000 + latencyMS + float64(plan.Timeouts.Commit/time.Millisecond)/10 + float64(seed)},
 	}
 	for _, v := range plan.Validators {
@@ -68,7 +69,7 @@ func (f *fakeRunner) Run(ctx context.Context, plan *scenarios.Plan, seed int64, 
 	s.OK = s.Validators[0].MissedPrecommits <= 2
 	if n == f.interruptAt {
 		f.cancel()
-		s.StopReason = results.StopInterrupted
+		s.StopReason = eventlog.StopInterrupted
 	}
 	err := atomicfile.WriteWith(filepath.Join(dir, runner.SummaryFile), 0o644, func(w io.Writer) error { return results.WriteSummaryJSON(w, s) })
 	return fromSummary(s, seed, dir), err

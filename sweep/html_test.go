@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 	"github.com/valnet/valnet/scenarios"
 )
 
@@ -18,7 +18,7 @@ func TestLineSeriesSortedByX(t *testing.T) {
 		m := float64(10 * (i + 1)) // 1s: 10, 100ms: 20, 500ms: 30
 		o.Points = append(o.Points, PointResult{
 			Point: Point{Set: []scenarios.Setting{{Path: "chain.timeouts.commit", Value: v}}},
-			Runs:  []RunRecord{{Repeat: 1, Result: Result{StopReason: results.StopHeights, Metrics: map[string]float64{"m": m}}}},
+			Runs:  []RunRecord{{Repeat: 1, Result: Result{StopReason: eventlog.StopHeights, Metrics: map[string]float64{"m": m}}}},
 		})
 	}
 	series, _, labels := s.lineSeries(o, "m")

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 	"github.com/valnet/valnet/runner"
 	"github.com/valnet/valnet/scenarios"
 )
@@ -44,7 +45,7 @@ func RepeatSeed(base int64, r int) int64 { return base + int64(r-1) }
 // Finished reports whether the run ran to its end (its heights or
 // max_duration); an interrupted or failed run is to be run again.
 func (r Result) Finished() bool {
-	return r.StopReason == results.StopHeights || r.StopReason == results.StopMaxDuration
+	return r.StopReason == eventlog.StopHeights || r.StopReason == eventlog.StopMaxDuration
 }
 
 // Runner runs one resolved plan with a seed into a run directory. Runs are
@@ -68,7 +69,7 @@ func (rr RealRunner) Run(ctx context.Context, plan *scenarios.Plan, seed int64, 
 	out, err := runner.Run(ctx, plan, runner.Options{
 		OutDir: dir, Seed: &seed, Status: rr.Status, Terminal: rr.Terminal, NodeCommand: rr.NodeCommand,
 	})
-	res := Result{Seed: seed, Dir: dir, StopReason: results.StopError}
+	res := Result{Seed: seed, Dir: dir, StopReason: eventlog.StopError}
 	if out != nil && out.Summary != nil {
 		res = fromSummary(out.Summary, seed, dir)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/valnet/valnet/internal/atomicfile"
 	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 	"github.com/valnet/valnet/runner"
 )
 
@@ -16,7 +17,7 @@ import (
 // run directory's summary.json (a resumed sweep) has exactly the metric
 // values of the summary the run derived from its events.
 func TestLoadFinishedReadsWhatTheRunSaw(t *testing.T) {
-	evs, err := results.ReadFile("../results/testdata/events.jsonl")
+	evs, err := eventlog.ReadFile("../results/testdata/events.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +31,7 @@ func TestLoadFinishedReadsWhatTheRunSaw(t *testing.T) {
 	}
 	write(s)
 	got, ok, err := LoadFinished(dir)
-	if err != nil || ok != (s.StopReason == results.StopHeights || s.StopReason == results.StopMaxDuration) {
+	if err != nil || ok != (s.StopReason == eventlog.StopHeights || s.StopReason == eventlog.StopMaxDuration) {
 		t.Fatalf("LoadFinished: ok %v, err %v (stop reason %q)", ok, err, s.StopReason)
 	}
 	if want := results.MetricValues(s); !reflect.DeepEqual(got.Metrics, want) {
@@ -49,7 +50,7 @@ func TestLoadFinishedReadsWhatTheRunSaw(t *testing.T) {
 		t.Error("an overloaded host is not read back")
 	}
 
-	s.StopReason = results.StopInterrupted
+	s.StopReason = eventlog.StopInterrupted
 	write(s)
 	if _, ok, err := LoadFinished(dir); ok || err != nil {
 		t.Errorf("an interrupted run counts as finished (ok %v, err %v)", ok, err)

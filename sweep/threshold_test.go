@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 )
 
 // fakeRuns is a hand-written point runner: the target metric is a
@@ -43,7 +43,7 @@ func (f *fakeRuns) run(ctx context.Context, key, value string, seed int64, dir s
 	if err != nil {
 		return Result{}, err
 	}
-	r := Result{Seed: seed, Dir: dir, StopReason: results.StopHeights, Metrics: map[string]float64{"heights_committed": 10}}
+	r := Result{Seed: seed, Dir: dir, StopReason: eventlog.StopHeights, Metrics: map[string]float64{"heights_committed": 10}}
 	r.HostOverloaded = f.overloaded != nil && f.overloaded(dir)
 	if m := f.metric(d, seed); !math.IsNaN(m) { // NaN: no samples
 		r.Metrics["missed_precommits_rate(hsm)"] = m
@@ -313,7 +313,7 @@ func TestThresholdRunWithoutValue(t *testing.T) {
 func TestThresholdRunStoppedEarly(t *testing.T) {
 	th := newSearch(t, t.TempDir(), &fakeRuns{metric: rate}, 1)
 	th.RunPoint = func(ctx context.Context, key, value string, seed int64, dir string) (Result, error) {
-		return Result{Seed: seed, Dir: dir, StopReason: results.StopError}, nil
+		return Result{Seed: seed, Dir: dir, StopReason: eventlog.StopError}, nil
 	}
 	_, err := th.Search(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "the run stopped early (error)") {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 )
 
 // writeRun writes a run dir whose events commit 6 heights, one block per
@@ -17,15 +17,15 @@ import (
 func writeRun(t *testing.T, interval time.Duration, absentHeights ...int64) string {
 	t.Helper()
 	dir := t.TempDir()
-	w, err := results.NewWriter(filepath.Join(dir, "events.jsonl"))
+	w, err := eventlog.NewWriter(filepath.Join(dir, "events.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	w.Emit(results.Event{Time: t0, Kind: results.KindRunStart, Scenario: "cmp", Heights: 5,
-		Validators: []results.ValidatorInfo{{Name: "v1", Power: 10}, {Name: "v2", Power: 10}}})
+	w.Emit(eventlog.Event{Time: t0, Kind: eventlog.KindRunStart, Scenario: "cmp", Heights: 5,
+		Validators: []eventlog.ValidatorInfo{{Name: "v1", Power: 10}, {Name: "v2", Power: 10}}})
 	for h := int64(1); h <= 6; h++ {
-		ev := results.Event{Time: t0.Add(time.Duration(h) * interval), Kind: results.KindBlock, Height: h}
+		ev := eventlog.Event{Time: t0.Add(time.Duration(h) * interval), Kind: eventlog.KindBlock, Height: h}
 		for _, a := range absentHeights {
 			if a == h-1 {
 				ev.LastCommitAbsent = []string{"v1"}
@@ -33,7 +33,7 @@ func writeRun(t *testing.T, interval time.Duration, absentHeights ...int64) stri
 		}
 		w.Emit(ev)
 	}
-	w.Emit(results.Event{Time: t0.Add(7 * interval), Kind: results.KindRunEnd, StopReason: results.StopHeights})
+	w.Emit(eventlog.Event{Time: t0.Add(7 * interval), Kind: eventlog.KindRunEnd, StopReason: eventlog.StopHeights})
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}

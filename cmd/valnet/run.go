@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 	"github.com/valnet/valnet/runner"
 	"github.com/valnet/valnet/scenarios"
 	"github.com/valnet/valnet/suite"
@@ -131,7 +132,7 @@ is appended to it. See docs/ci.md.`,
 			if !keep {
 				printOutcome(stdout, outcome, quiet)
 			}
-			if at := outcome.Interrupted; at != "" && outcome.Summary.StopReason != results.StopInterrupted {
+			if at := outcome.Interrupted; at != "" && outcome.Summary.StopReason != eventlog.StopInterrupted {
 				// The run had ended by itself (its summary says how); the
 				// interrupt came while it stopped or wrote its report.
 				fmt.Fprintf(stderr, "valnet: interrupted during %s, after the run had ended (stop_reason %s); its files are complete in %s\n",
@@ -203,7 +204,7 @@ func interrupts(parent context.Context, stderr io.Writer) (ctx, force context.Co
 // exitFor maps a summary to the exit code CI reads.
 func exitFor(s *results.Summary) error {
 	switch {
-	case s.StopReason == results.StopInterrupted || s.StopReason == results.StopError || s.InterruptedStage != "":
+	case s.StopReason == eventlog.StopInterrupted || s.StopReason == eventlog.StopError || s.InterruptedStage != "":
 		return &exitError{code: exitBadInput}
 	case !s.OK:
 		return &exitError{code: exitFailed}

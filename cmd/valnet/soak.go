@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 	"github.com/valnet/valnet/scenarios"
 	"github.com/valnet/valnet/soak"
 	"github.com/valnet/valnet/sweep"
@@ -91,7 +91,7 @@ not be done (interrupted included).`,
 				return &exitError{exitBadInput, err}
 			case len(rep.Violations) > 0:
 				return &exitError{exitFailed, fmt.Errorf("%d invariant(s) violated; reproduce with seed %d: %s", len(rep.Violations), cfg.Seed, opts.Command)}
-			case rep.StopReason != results.StopMaxDuration:
+			case rep.StopReason != eventlog.StopMaxDuration:
 				return &exitError{exitBadInput, fmt.Errorf("the run stopped early (%s): the soak is incomplete", rep.StopReason)}
 			}
 			return nil

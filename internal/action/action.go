@@ -27,3 +27,10 @@ const (
 	NodeResume  = "node-resume"
 	NodeRestart = "node-restart"
 )
+
+// All lists every action, in documentation order: the scenario schema's
+// rules, the fault core's cases and the docs' table are checked against it.
+func All() []string {
+	return []string{SignerDelay, SignerDrop, SignerError, SignerOutage, SignerRestart, CosignerDown, CosignerSlow,
+		NetworkLatency, Partition, Isolate, Heal, NodeStop, NodeStart, NodeKill, NodePause, NodeResume, NodeRestart}
+}

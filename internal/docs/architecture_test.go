@@ -9,6 +9,7 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -99,5 +100,22 @@ func TestArchitectureNamesFilesThatExist(t *testing.T) {
 	}
 	if found < 10 {
 		t.Fatalf("docs/architecture.md names only %d files; the concept table is missing", found)
+	}
+}
+
+// The backends that record events (nodes, the sim) import only the event
+// contract of the results, not the analysis or any renderer: reports read
+// events only, and a node does not carry a chart library.
+func TestBackendsImportOnlyTheEventContract(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "../../nodes", "../../sim").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	for _, p := range strings.Fields(string(out)) {
+		switch {
+		case p == "github.com/valnet/valnet/results", strings.HasPrefix(p, "gonum.org/"),
+			strings.HasPrefix(p, "github.com/valnet/valnet/") && strings.Contains(p, "report"):
+			t.Errorf("nodes or sim depend on %s", p)
+		}
 	}
 }

@@ -6,25 +6,25 @@ import (
 	"sync"
 	"time"
 
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 )
 
 // EventLog is a Sink that keeps every event, the highest block each node
 // reported and when the first block came.
 type EventLog struct {
 	mu     sync.Mutex
-	events []results.Event
+	events []eventlog.Event
 	blocks map[string]int64
 	first  time.Time
 }
 
 func NewEventLog() *EventLog { return &EventLog{blocks: map[string]int64{}} }
 
-func (l *EventLog) Emit(e results.Event) {
+func (l *EventLog) Emit(e eventlog.Event) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.events = append(l.events, e)
-	if e.Kind == results.KindBlock {
+	if e.Kind == eventlog.KindBlock {
 		if l.first.IsZero() {
 			l.first = time.Now()
 		}
@@ -60,14 +60,14 @@ func (l *EventLog) FirstBlock() time.Time {
 }
 
 // Snapshot is every event so far.
-func (l *EventLog) Snapshot() []results.Event {
+func (l *EventLog) Snapshot() []eventlog.Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]results.Event(nil), l.events...)
+	return append([]eventlog.Event(nil), l.events...)
 }
 
 // Count is how many events of kind node has reported.
-func (l *EventLog) Count(kind results.Kind, node string) int {
+func (l *EventLog) Count(kind eventlog.Kind, node string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	c := 0
@@ -81,7 +81,7 @@ func (l *EventLog) Count(kind results.Kind, node string) int {
 
 // ConflictingVotes lists every validator that, as any node saw it, voted
 // for two different blocks in one height, round and phase: a double sign.
-func ConflictingVotes(events []results.Event) []string {
+func ConflictingVotes(events []eventlog.Event) []string {
 	type hrp struct {
 		val    string
 		height int64
@@ -91,7 +91,7 @@ func ConflictingVotes(events []results.Event) []string {
 	seen := map[hrp]string{}
 	var out []string
 	for _, e := range events {
-		if e.Kind != results.KindVote {
+		if e.Kind != eventlog.KindVote {
 			continue
 		}
 		k := hrp{e.Validator, e.Height, e.Round, e.Phase}
@@ -107,9 +107,9 @@ func ConflictingVotes(events []results.Event) []string {
 // SignedIn reports whether validator signed the commit of a block after
 // height (a block event after height+1 whose LastCommit does not list it
 // as absent).
-func SignedIn(events []results.Event, validator string, height int64) bool {
+func SignedIn(events []eventlog.Event, validator string, height int64) bool {
 	for _, e := range events {
-		if e.Kind == results.KindBlock && e.Height > height+1 && !slices.Contains(e.LastCommitAbsent, validator) {
+		if e.Kind == eventlog.KindBlock && e.Height > height+1 && !slices.Contains(e.LastCommitAbsent, validator) {
 			return true
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 )
 
 // The abilities of a node the harness uses (nodes.Node, nodes.Controller,
@@ -108,7 +108,7 @@ func (n *Net) ReachHeight(h int64) {
 	// it joined consensus and voted: its votes come a little later.
 	WaitFor(n.T, time.Minute, "vote events from every node", func() bool {
 		for _, name := range names {
-			if n.Log.Count(results.KindVote, name) == 0 {
+			if n.Log.Count(eventlog.KindVote, name) == 0 {
 				return false
 			}
 		}

@@ -5,11 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/valnet/valnet/results"
+	"github.com/valnet/valnet/results/eventlog"
 )
 
-func vote(val string, h int64, phase, block string) results.Event {
-	return results.Event{Kind: results.KindVote, Node: "v0", Validator: val, Height: h, Phase: phase, BlockID: block}
+func vote(val string, h int64, phase, block string) eventlog.Event {
+	return eventlog.Event{Kind: eventlog.KindVote, Node: "v0", Validator: val, Height: h, Phase: phase, BlockID: block}
 }
 
 // A double sign is two votes of one validator for different blocks at one
@@ -17,13 +17,13 @@ func vote(val string, h int64, phase, block string) results.Event {
 func TestConflictingVotes(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		events []results.Event
+		events []eventlog.Event
 		want   int
 	}{
-		{"one vote each", []results.Event{vote("v1", 1, "prevote", "A"), vote("v2", 1, "prevote", "A")}, 0},
-		{"the same vote seen twice", []results.Event{vote("v1", 1, "prevote", "A"), vote("v1", 1, "prevote", "A")}, 0},
-		{"another phase, another height", []results.Event{vote("v1", 1, "prevote", "A"), vote("v1", 1, "precommit", "B"), vote("v1", 2, "prevote", "B")}, 0},
-		{"two blocks at one step", []results.Event{vote("v1", 1, "prevote", "A"), vote("v1", 1, "prevote", "B")}, 1},
+		{"one vote each", []eventlog.Event{vote("v1", 1, "prevote", "A"), vote("v2", 1, "prevote", "A")}, 0},
+		{"the same vote seen twice", []eventlog.Event{vote("v1", 1, "prevote", "A"), vote("v1", 1, "prevote", "A")}, 0},
+		{"another phase, another height", []eventlog.Event{vote("v1", 1, "prevote", "A"), vote("v1", 1, "precommit", "B"), vote("v1", 2, "prevote", "B")}, 0},
+		{"two blocks at one step", []eventlog.Event{vote("v1", 1, "prevote", "A"), vote("v1", 1, "prevote", "B")}, 1},
 	} {
 		if got := ConflictingVotes(tc.events); len(got) != tc.want {
 			t.Errorf("%s: %q, want %d", tc.name, got, tc.want)
@@ -38,10 +38,10 @@ func TestEventLog(t *testing.T) {
 	if !l.FirstBlock().IsZero() || l.MinBlock("v0") != 0 {
 		t.Fatal("an empty log has blocks")
 	}
-	for _, e := range []results.Event{
-		{Kind: results.KindBlock, Node: "v0", Height: 3, LastCommitAbsent: []string{"v1"}},
-		{Kind: results.KindBlock, Node: "v0", Height: 2, LastCommitAbsent: []string{"v1"}},
-		{Kind: results.KindBlock, Node: "v1", Height: 5, LastCommitAbsent: []string{"v1"}},
+	for _, e := range []eventlog.Event{
+		{Kind: eventlog.KindBlock, Node: "v0", Height: 3, LastCommitAbsent: []string{"v1"}},
+		{Kind: eventlog.KindBlock, Node: "v0", Height: 2, LastCommitAbsent: []string{"v1"}},
+		{Kind: eventlog.KindBlock, Node: "v1", Height: 5, LastCommitAbsent: []string{"v1"}},
 		vote("v1", 5, "prevote", "A"),
 	} {
 		l.Emit(e)
@@ -49,8 +49,8 @@ func TestEventLog(t *testing.T) {
 	if l.Block("v0") != 3 || l.Block("v1") != 5 || l.MinBlock("v0", "v1") != 3 || l.FirstBlock().IsZero() {
 		t.Errorf("blocks %d %d min %d", l.Block("v0"), l.Block("v1"), l.MinBlock("v0", "v1"))
 	}
-	if l.Count(results.KindVote, "v0") != 1 || len(l.Snapshot()) != 4 {
-		t.Errorf("count %d, snapshot %d", l.Count(results.KindVote, "v0"), len(l.Snapshot()))
+	if l.Count(eventlog.KindVote, "v0") != 1 || len(l.Snapshot()) != 4 {
+		t.Errorf("count %d, snapshot %d", l.Count(eventlog.KindVote, "v0"), len(l.Snapshot()))
 	}
 	for _, tc := range []struct {
 		validator string

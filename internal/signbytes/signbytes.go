@@ -10,6 +10,8 @@ import (
 	"fmt"
 
 	cmtproto "github.com/cometbft/cometbft/api/cometbft/types/v1"
+
+	"github.com/valnet/valnet/internal/phase"
 )
 
 // Step orders the phases of one round:
@@ -96,4 +98,38 @@ func checkState(v VoteState, chainID string) (VoteState, error) {
 		return VoteState{}, fmt.Errorf("implausible vote %s chain %q", v, chainID)
 	}
 	return v, nil
+}
+
+// The phases' step order is FilePV's (privval/file.go: stepPropose 1,
+// stepPrevote 2, stepPrecommit 3), the one every double-sign rule of
+// valnet uses: the guard (FilePV itself), the node-side watch, the Ledger
+// model, the threshold cosigners and the sim.
+
+// StepOf is the step of a phase (internal/phase's names); 0 for another.
+func StepOf(ph string) Step {
+	switch ph {
+	case phase.Proposal:
+		return StepProposal
+	case phase.Prevote:
+		return StepPrevote
+	case phase.Precommit:
+		return StepPrecommit
+	}
+	return 0
+}
+
+// Int8 is the step as privval.FilePV's LastSignState keeps it.
+func (s Step) Int8() int8 { return int8(s) }
+
+// Cmp orders v against last: -1 a regression (refused), 0 the same
+// height, round and step (only what was signed there may be signed again),
+// 1 after it.
+func (v VoteState) Cmp(last VoteState) int {
+	switch {
+	case v == last:
+		return 0
+	case v.After(last):
+		return 1
+	}
+	return -1
 }

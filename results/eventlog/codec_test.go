@@ -1,4 +1,4 @@
-package results
+package eventlog
 
 import (
 	"bufio"
@@ -17,7 +17,7 @@ import (
 // values, and for the zero event; decoding gives the same values.
 func TestCodecMatchesEncodingJSON(t *testing.T) {
 	var events []Event
-	f, err := os.Open("testdata/events.jsonl")
+	f, err := os.Open("../testdata/events.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package results
+package eventlog
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -105,53 +104,6 @@ func TestReadFile(t *testing.T) {
 	}
 }
 
-// A killed runner's stream is summarised as partial, and a torn last line
-// is reported with its byte offset, not silently dropped.
-func TestSummarizeFilePartial(t *testing.T) {
-	off := len(lineStart) + 1 + len(lineBlock) + 1
-	tests := []struct {
-		name    string
-		input   string
-		partial bool
-		reasons []string
-	}{
-		{"whole run", lineStart + "\n" + lineBlock + "\n" + lineEnd + "\n", false, nil},
-		{"no run_end", lineStart + "\n" + lineBlock + "\n", true, []string{"no run_end event"}},
-		{"torn last line", lineStart + "\n" + lineBlock + "\n" + lineEnd[:30], true,
-			[]string{"no run_end event", "events.jsonl: last line truncated at byte " + strconv.Itoa(off) + " (30 bytes), ignored"}},
-		{"torn after run_end", lineStart + "\n" + lineEnd + "\n" + lineBlock[:10], true,
-			[]string{"events.jsonl: last line truncated at byte " + strconv.Itoa(len(lineStart)+1+len(lineEnd)+1) + " (10 bytes), ignored"}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "events.jsonl")
-			if err := os.WriteFile(path, []byte(tc.input), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			z, err := SummarizeFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			s := z.Summary()
-			if s.Partial != tc.partial || len(s.PartialReasons) != len(tc.reasons) {
-				t.Fatalf("partial %v %q, want %v %q", s.Partial, s.PartialReasons, tc.partial, tc.reasons)
-			}
-			for i, want := range tc.reasons {
-				if !strings.HasPrefix(s.PartialReasons[i], want) {
-					t.Errorf("reason %d: %q, want it to start with %q", i, s.PartialReasons[i], want)
-				}
-			}
-			var b strings.Builder
-			if err := WriteTable(&b, s); err != nil {
-				t.Fatal(err)
-			}
-			if got := strings.Contains(b.String(), "PARTIAL"); got != tc.partial {
-				t.Errorf("text report says PARTIAL: %v, want %v:\n%s", got, tc.partial, b.String())
-			}
-		})
-	}
-}
-
 // TestStreamAcrossChunks: a stream decoded in chunks on several cores
 // gives its events in order, the number of a corrupt line far into it,
 // the offset of a torn last line, and lines longer than a chunk.
@@ -193,7 +145,7 @@ func TestStreamAcrossChunks(t *testing.T) {
 
 	torn := data[:len(data)-20]
 	got = 0
-	tl, err := streamTorn(bytes.NewReader(torn), func(*Event) { got++ })
+	tl, err := StreamTorn(bytes.NewReader(torn), func(*Event) { got++ })
 	lastLine := int64(bytes.LastIndexByte(torn, '\n') + 1)
 	if err != nil || tl == nil || got != n-1 || tl.Offset != lastLine || tl.Bytes != len(torn)-int(lastLine) {
 		t.Fatalf("torn last line: %v, %+v after %d events (want offset %d)", err, tl, got, lastLine)

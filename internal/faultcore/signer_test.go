@@ -1,4 +1,4 @@
-package signerfault
+package faultcore
 
 import (
 	"errors"
@@ -36,7 +36,7 @@ func sign(t *testing.T, fs *signers.Faults, ph string, h int64) string {
 	}
 }
 
-func TestArmAndStart(t *testing.T) {
+func TestArmAndStartSigner(t *testing.T) {
 	at := func(h int64) scenarios.FaultAt { return scenarios.FaultAt{Height: h} }
 	tests := []struct {
 		name     string
@@ -68,13 +68,13 @@ func TestArmAndStart(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := signers.WithFaults(types.NewMockPV())
-			Arm(fs, "f", tc.fault)
+			armSigner(fs, "f", tc.fault)
 			for h, want := range tc.armed {
 				if got := sign(t, fs, phase.Prevote, h); got != want {
 					t.Errorf("armed, prevote h=%d: %q, want %q", h, got, want)
 				}
 			}
-			on, err := Start(fs, "f", tc.fault, 1)
+			on, err := startSigner(fs, "f", tc.fault, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -109,11 +109,11 @@ func TestStartRefusesOtherFaults(t *testing.T) {
 		{Action: action.NodeKill},
 		{Action: action.SignerDelay}, // no latency
 	} {
-		if _, err := Start(fs, "f", f, 1); err == nil {
-			t.Errorf("Start(%s) applied it", f.Action)
+		if _, err := startSigner(fs, "f", f, 1); err == nil {
+			t.Errorf("startSigner(%s) applied it", f.Action)
 		}
 	}
-	if Applies(action.SignerOutage) || !Applies(action.SignerDrop) {
+	if signerApplies(action.SignerOutage) || !signerApplies(action.SignerDrop) {
 		t.Error("Applies disagrees with Start")
 	}
 }

@@ -1,7 +1,9 @@
-// Package results owns the event stream of a run (events.jsonl) and every
-// summary derived from it. Reports read events only: events.jsonl is the one
-// road from a run to a report, so a report can be rebuilt from a run dir.
-package results
+// Package eventlog is the event contract of a run: the Event types, their
+// line in events.jsonl (codec), the Writer and the readers. It is all a
+// backend imports to record what it saw (nodes, the sim, the runner); the
+// analysis (package results) and the reports read events only, so
+// events.jsonl is the one road from a run to a report.
+package eventlog
 
 import "time"
 
@@ -288,4 +290,47 @@ type Expectation struct {
 	// Default: valnet's own expectation, not written in the scenario
 	// (sign_errors_unexplained <= 0 unless the scenario names sign errors).
 	Default bool `json:"default,omitempty"`
+}
+
+// KindCosign: validator Validator's threshold signer (a MODEL of a
+// horcrux-style protocol) ran its rounds for Phase at Height/Round: Cosign
+// says who led, how long the nonce round and the quorum took, which
+// cosigners' partial signatures made the quorum and which did not answer;
+// Error is set when there was no quorum (the signature failed).
+const KindCosign Kind = "cosign"
+
+// CosignSample is one signature's rounds in a threshold signer.
+type CosignSample struct {
+	Model     string `json:"model"` // e.g. "horcrux-v3 protocol MODEL"
+	Cosigners int    `json:"cosigners"`
+	Threshold int    `json:"threshold"`
+	Leader    int    `json:"leader"` // 1-based; 0: none was up
+	// NonceMS: the nonce round, until threshold-1 other cosigners
+	// answered; QuorumMS: until the threshold's partial signatures were in
+	// hand (both from the leader's receipt of the request).
+	NonceMS  float64         `json:"nonce_ms"`
+	QuorumMS float64         `json:"quorum_ms"`
+	Answered []int           `json:"answered"`
+	Failed   []CosignFailure `json:"failed,omitempty"`
+}
+
+// CosignFailure is a cosigner that did not answer one of the rounds.
+type CosignFailure struct {
+	Cosigner int    `json:"cosigner"`
+	Round    string `json:"round"` // nonce | sign
+	Reason   string `json:"reason"`
+}
+
+// DeviceSample is a shared signing device's account since the network
+// started, as the runner read it (cumulative).
+type DeviceSample struct {
+	Name    string `json:"name"`
+	Profile string `json:"profile,omitempty"` // "" = none (real signers only)
+	// Signatures of this chain's signers, and of the background chains (a
+	// MODEL load; BackgroundChains of them), served by the device.
+	Signatures           int64   `json:"signatures"`
+	BackgroundSignatures int64   `json:"background_signatures"`
+	BackgroundChains     int     `json:"background_chains,omitempty"`
+	BusyMS               float64 `json:"busy_ms"` // time the device spent signing
+	WallMS               float64 `json:"wall_ms"` // time since the network started
 }

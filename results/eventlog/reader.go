@@ -1,4 +1,4 @@
-package results
+package eventlog
 
 import (
 	"bytes"
@@ -53,7 +53,7 @@ func Read(r io.Reader) ([]Event, error) {
 // lines are skipped. Events of unknown kinds are kept; consumers ignore
 // kinds they do not know.
 func Stream(r io.Reader, fn func(*Event)) error {
-	_, err := streamTorn(r, fn)
+	_, err := StreamTorn(r, fn)
 	return err
 }
 
@@ -117,7 +117,7 @@ func (c *chunk) decode() {
 // needs the same path every time); a longer one is cut into chunks by
 // one goroutine, decoded by workers, and its events handed to fn in
 // order by the caller.
-func streamTorn(r io.Reader, fn func(*Event)) (*TornLine, error) {
+func StreamTorn(r io.Reader, fn func(*Event)) (*TornLine, error) {
 	cut := chunker{r: r, line: 1}
 	first, err := cut.next()
 	if err != nil {
@@ -238,17 +238,17 @@ func (k *chunker) next() (*chunk, error) {
 
 // StreamFile streams an events.jsonl file through fn; see Stream.
 func StreamFile(path string, fn func(*Event)) error {
-	_, err := streamFileTorn(path, fn)
+	_, err := StreamFileTorn(path, fn)
 	return err
 }
 
-func streamFileTorn(path string, fn func(*Event)) (*TornLine, error) {
+func StreamFileTorn(path string, fn func(*Event)) (*TornLine, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	torn, err := streamTorn(f, fn)
+	torn, err := StreamTorn(f, fn)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

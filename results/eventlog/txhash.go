@@ -1,4 +1,4 @@
-package results
+package eventlog
 
 import (
 	"crypto/sha256"

@@ -1,4 +1,4 @@
-package results
+package eventlog
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 )
+
+var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func TestWriterConcurrent(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "events.jsonl")

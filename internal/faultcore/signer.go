@@ -2,7 +2,7 @@
 // signer-drop, signer-error) to a signer chain's Faults. `valnet run` and
 // `valnet signer serve` both do it through here, so a fault does the same
 // to a signer and is described the same way whoever drives it.
-package signerfault
+package faultcore
 
 import (
 	"fmt"
@@ -14,8 +14,8 @@ import (
 	"github.com/valnet/valnet/signers"
 )
 
-// Applies reports whether name is an action this package applies.
-func Applies(name string) bool {
+// signerApplies reports whether name is an action this package applies.
+func signerApplies(name string) bool {
 	switch name {
 	case action.SignerDelay, action.SignerDrop, action.SignerError:
 		return true
@@ -23,16 +23,17 @@ func Applies(name string) bool {
 	return false
 }
 
-// atOneHeight reports a drop or error that hits only its height (no window).
-func atOneHeight(f scenarios.FaultPlan) bool {
+// AtOneHeight reports a signer drop or error that hits only its height
+// (no window): armed before the chain gets there, it has no end.
+func AtOneHeight(f scenarios.FaultPlan) bool {
 	return f.Action != action.SignerDelay && f.Duration == 0 && f.At.Height > 0
 }
 
-// Arm installs, before the chain gets there, a drop or error that hits only
+// armSigner installs, before the chain gets there, a drop or error that hits only
 // its height, so it matches signatures of that height exactly however fast
-// the chain reaches it. Other faults are left for Start.
-func Arm(fs *signers.Faults, id string, f scenarios.FaultPlan) {
-	if Applies(f.Action) && atOneHeight(f) {
+// the chain reaches it. Other faults are left for startSigner.
+func armSigner(fs *signers.Faults, id string, f scenarios.FaultPlan) {
+	if signerApplies(f.Action) && AtOneHeight(f) {
 		fs.SetFailure(id, failRule(f, true))
 	}
 }
@@ -48,17 +49,17 @@ func failRule(f scenarios.FaultPlan, atHeight bool) signers.FailRule {
 	return rule
 }
 
-// Started is a fault Start switched on.
-type Started struct {
+// started is a signer fault startSigner switched on.
+type started struct {
 	What   string // what it does, e.g. "adds fixed 2s to prevote, precommit"
 	Undo   func() // ends it; nil when there is nothing to end (a fault at one height)
 	Detail string // what its end means, e.g. "delay removed"
 }
 
-// Start switches f on in fs. id names the fault (and seeds a delay's draws
-// with seed). A fault at one height was armed already: Start only says
+// startSigner switches f on in fs. id names the fault (and seeds a delay's draws
+// with seed). A fault at one height was armed already: startSigner only says
 // what it does.
-func Start(fs *signers.Faults, id string, f scenarios.FaultPlan, seed int64) (Started, error) {
+func startSigner(fs *signers.Faults, id string, f scenarios.FaultPlan, seed int64) (started, error) {
 	phases := "all phases"
 	if len(f.Phases) > 0 {
 		phases = strings.Join(f.Phases, ", ")
@@ -66,14 +67,14 @@ func Start(fs *signers.Faults, id string, f scenarios.FaultPlan, seed int64) (St
 	switch f.Action {
 	case action.SignerDelay:
 		if f.Latency == nil {
-			return Started{}, fmt.Errorf("%s has no latency", f.Action)
+			return started{}, fmt.Errorf("%s has no latency", f.Action)
 		}
 		model, err := latency.New(f.Latency.Spec, seed, id)
 		if err != nil {
-			return Started{}, err
+			return started{}, err
 		}
 		fs.SetDelay(id, model, f.Phases)
-		return Started{What: "adds " + model.String() + " to " + phases,
+		return started{What: "adds " + model.String() + " to " + phases,
 			Undo: func() { fs.ClearDelay(id) }, Detail: "delay removed"}, nil
 	case action.SignerDrop, action.SignerError:
 		what := "drops"
@@ -81,15 +82,15 @@ func Start(fs *signers.Faults, id string, f scenarios.FaultPlan, seed int64) (St
 			what = "fails"
 		}
 		what += " " + phases + " signatures"
-		if atOneHeight(f) {
+		if AtOneHeight(f) {
 			at := fmt.Sprintf(" at height %d", f.At.Height)
 			if f.At.HasRound {
 				at += fmt.Sprintf(" round %d", f.At.Round)
 			}
-			return Started{What: what + at}, nil
+			return started{What: what + at}, nil
 		}
 		fs.SetFailure(id, failRule(f, false))
-		return Started{What: what, Undo: func() { fs.ClearFailure(id) }, Detail: "signatures back"}, nil
+		return started{What: what, Undo: func() { fs.ClearFailure(id) }, Detail: "signatures back"}, nil
 	}
-	return Started{}, fmt.Errorf("%s is not a fault inside a signer", f.Action)
+	return started{}, fmt.Errorf("%s is not a fault inside a signer", f.Action)
 }
