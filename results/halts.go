@@ -44,7 +44,7 @@ const haltMedianFactor = 5
 // halt_after_explicit) is used as it is. Otherwise it is the larger of the
 // runner's default from the timeouts (halt_after_ms: round 0 and round 1
 // with every timeout firing, plus timeout_commit; 12.5 s at CometBFT's
-// defaults, see haltAfter in runner/run.go) and haltMedianFactor × the
+// defaults, see Plan.HaltAfter in scenarios/halt.go) and haltMedianFactor × the
 // median block interval p50ms. 0: no threshold can be set (no run_start
 // value and no interval), so no halts.
 func haltThreshold(start *eventlog.Event, p50ms float64) time.Duration {

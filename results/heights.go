@@ -70,6 +70,10 @@ func (z *Summarizer) WriteHeightsCSV(w io.Writer) error {
 
 // formatMS prints a millisecond value with at most 3 decimals and no
 // trailing zeros ("1000", "1000.5").
-func formatMS(ms float64) string {
+func formatMS(ms float64) string { return FormatMS(ms) }
+
+// FormatMS prints a figure as every report does: rounded to the
+// microsecond (0.001 ms), no trailing zeros.
+func FormatMS(ms float64) string {
 	return strconv.FormatFloat(roundMS(ms), 'f', -1, 64)
 }

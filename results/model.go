@@ -87,7 +87,11 @@ func (s *Summary) naOr(name, text string) string {
 // late_prevotes, late_precommits, quorum_critical, quorum_heights; this
 // model run recorded no vote receipt events (vote_events: false)"; ""
 // when it can tell them all.
-func unavailableText(names []string) string {
+func unavailableText(names []string) string { return UnavailableText(names) }
+
+// UnavailableText says which values a model run did not record, "" for
+// none: the line every report prints for them.
+func UnavailableText(names []string) string {
 	if len(names) == 0 {
 		return ""
 	}

@@ -60,9 +60,6 @@ func reports(t *testing.T, s *Summary, evs []eventlog.Event) map[string]string {
 		"junit.xml":    func(w io.Writer) error { return WriteJUnit(w, s) },
 		"report.html":  func(w io.Writer) error { return WriteHTMLReport(w, s, evs) },
 		"missed.csv":   func(w io.Writer) error { return WriteMissedCSV(w, s) },
-		"compare.txt": func(w io.Writer) error {
-			return WriteComparison(w, Compare(Summarize(readFixture(t)), s), nil, nil)
-		},
 	} {
 		var buf bytes.Buffer
 		if err := write(&buf); err != nil {
@@ -110,7 +107,7 @@ func TestModelRunReports(t *testing.T) {
 			s := Summarize(tt.events)
 			got := reports(t, s, tt.events)
 			for name, text := range got {
-				if name == "missed.csv" || name == "compare.txt" && !tt.model {
+				if name == "missed.csv" {
 					continue
 				}
 				if name == "summary.json" {
@@ -137,7 +134,6 @@ func TestModelRunReports(t *testing.T) {
 					"summary.md":  "## ❌ valnet fixture (MODEL):",
 					"report.html": "<title>valnet report: fixture (MODEL)</title>",
 					"table.txt":   "  model simplifies: blocks carry no transactions\n",
-					"compare.txt": "B: - (scenario fixture: FAIL (", // then the model label
 				} {
 					if !strings.Contains(got[name], want) {
 						t.Errorf("%s lacks %q", name, want)
@@ -222,22 +218,6 @@ func TestModelWithoutVoteEvents(t *testing.T) {
 		}
 	}
 
-	// Compare: the values it cannot tell are "-", and never cross.
-	c := Compare(Summarize(readFixture(t)), s)
-	for _, vd := range c.Validators {
-		for _, d := range vd.Metrics {
-			if d.Metric == "late_prevotes" && (d.A == nil || d.B != nil) {
-				t.Errorf("compare %s %s: a %v b %v, want a value and none", vd.Name, d.Metric, d.A, d.B)
-			}
-		}
-	}
-	ths, _ := ParseThresholds("late_prevotes<-0")
-	if x := c.Check(ths); len(x) != 0 {
-		t.Errorf("crossings on a value not recorded: %v", x)
-	}
-	if c.B.Model != modelLabel || c.A.Model != "" {
-		t.Errorf("compare sides: a %q b %q", c.A.Model, c.B.Model)
-	}
 
 	// The reports: n/a in the cells, never the zeros.
 	r := reports(t, s, evs)
@@ -245,7 +225,6 @@ func TestModelWithoutVoteEvents(t *testing.T) {
 		"table.txt":   {"  v1         local                                  1/7     0    n/a         n/a     1/2 "},
 		"summary.md":  {"| v1 | local | 1/7 | signer-failed 1 | 0 | n/a | n/a | 1/2 |"},
 		"report.html": {`<td class="num">1</td><td class="num">n/a</td><td class="num">n/a</td></tr>`, `<dd id="not-recorded">n/a (not recorded): late_prevotes`},
-		"compare.txt": {"  v1         late_prevotes                  3       -       -\n", "B: n/a (not recorded): late_prevotes, "},
 	} {
 		for _, w := range want {
 			if !strings.Contains(r[name], w) {

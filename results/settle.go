@@ -36,9 +36,9 @@ const (
 	maxPasses = 4
 )
 
-// plan is how a Summarizer settles, and what an earlier pass over the
+// settlePlan is how a Summarizer settles, and what an earlier pass over the
 // same stream learned.
-type plan struct {
+type settlePlan struct {
 	pass    int
 	horizon int64 // settleHorizon, or more after a late event
 	lagMax  int64
@@ -50,8 +50,8 @@ type plan struct {
 	known *facts
 }
 
-func defaultPlan() plan {
-	return plan{horizon: settleHorizon, lagMax: settleLagMax, slack: settleSlack}
+func defaultPlan() settlePlan {
+	return settlePlan{horizon: settleHorizon, lagMax: settleLagMax, slack: settleSlack}
 }
 
 // facts are what only the end of a stream tells, yet judging a height

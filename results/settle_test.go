@@ -49,7 +49,7 @@ func settleStreams(t *testing.T) map[string][]eventlog.Event {
 }
 
 // eager judges a height as soon as the next block has come.
-var eager = plan{horizon: 1}
+var eager = settlePlan{horizon: 1}
 
 // latePasses summarizes evs with the eager plan, where something comes
 // too late for its first pass: that pass must say so (Retry), and the
@@ -62,7 +62,7 @@ func latePasses(t *testing.T, evs []eventlog.Event) (first, whole *Summarizer) {
 	if first.Retry() == nil {
 		t.Fatalf("one pass claims to be exact:\n%s", reportsOf(t, first)["summary.json"])
 	}
-	whole = summarizeWith(plan{keepAll: true}, feedEvents(evs))
+	whole = summarizeWith(settlePlan{keepAll: true}, feedEvents(evs))
 	want := reportsOf(t, whole)
 	for f, got := range reportsOf(t, summarizeWith(eager, feedEvents(evs))) {
 		if got != want[f] {
@@ -85,7 +85,7 @@ func TestSettleMissesNothing(t *testing.T) {
 		want := reportsOf(t, summarizeWith(whole, feed))
 		for _, horizon := range []int64{0, 1} {
 			t.Run(fmt.Sprintf("%s/horizon-%d", name, horizon), func(t *testing.T) {
-				eager := plan{horizon: horizon, slack: 0, lagMax: 0}
+				eager := settlePlan{horizon: horizon, slack: 0, lagMax: 0}
 				z := newSummarizer(eager)
 				feed(z)
 				if z.Retry() == nil {
@@ -138,7 +138,7 @@ func TestSettleWaitsForLateSigner(t *testing.T) {
 	if z.Retry() != nil {
 		t.Fatalf("asks for a second pass: %s", z.w.why)
 	}
-	got, want := reportsOf(t, z), reportsOf(t, summarizeWith(plan{keepAll: true}, feedEvents(out)))
+	got, want := reportsOf(t, z), reportsOf(t, summarizeWith(settlePlan{keepAll: true}, feedEvents(out)))
 	for f := range want {
 		if got[f] != want[f] {
 			t.Errorf("%s differs from the whole stream's", f)

@@ -82,7 +82,7 @@ func TestSummarizerOnePassAsWhole(t *testing.T) {
 	evs := gen(streamConfig(400))
 	whole := defaultPlan()
 	whole.keepAll = true
-	for name, p := range map[string]plan{"default": defaultPlan(), "eager": {horizon: 1, lagMax: 0}} {
+	for name, p := range map[string]settlePlan{"default": defaultPlan(), "eager": {horizon: 1, lagMax: 0}} {
 		t.Run(name, func(t *testing.T) {
 			z, all := newSummarizer(p), newSummarizer(whole)
 			for i := range evs {

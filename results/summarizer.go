@@ -24,7 +24,7 @@ import (
 // looked at, Retry returns a Summarizer to feed the same events again
 // (planned from this pass); Summarize and SummarizeFile do that.
 type Summarizer struct {
-	plan  plan
+	plan  settlePlan
 	names *names
 	c     *chain
 	x     *index
@@ -80,7 +80,7 @@ type haltKey struct {
 // NewSummarizer returns a Summarizer for one stream.
 func NewSummarizer() *Summarizer { return newSummarizer(defaultPlan()) }
 
-func newSummarizer(p plan) *Summarizer {
+func newSummarizer(p settlePlan) *Summarizer {
 	n := newNames()
 	w := &watch{}
 	z := &Summarizer{plan: p, names: n, c: emptyChain(n), w: w, devices: map[string]eventlog.DeviceSample{}, cosigns: map[string]*cosignAgg{},
@@ -592,7 +592,7 @@ func feedEvents(events []eventlog.Event) func(*Summarizer) error {
 }
 
 // summarizeWith runs the passes of plan p over a stream fed by feed.
-func summarizeWith(p plan, feed func(*Summarizer) error) *Summarizer {
+func summarizeWith(p settlePlan, feed func(*Summarizer) error) *Summarizer {
 	z := newSummarizer(p)
 	for {
 		if err := feed(z); err != nil {

@@ -33,7 +33,7 @@ type Options struct {
 	Keep     bool          // leave the network up after the run until ctx ends
 	Status   io.Writer     // live progress; nil: none
 	Terminal bool          // Status is a terminal: one line rewritten in place
-	Backend  nodes.Backend // default: the scenario's run.backend
+	Backend  Backend // default: the scenario's run.backend (a nodes.Backend or a Simulator)
 	// NodeCommand runs `valnet node` for the process backend; default:
 	// this executable's node subcommand (tests set a built valnet).
 	NodeCommand []string
@@ -160,7 +160,7 @@ func Run(ctx context.Context, plan *scenarios.Plan, opts Options) (*Outcome, err
 		}
 	}
 	var runErr error
-	if s, ok := backend.(simulator); ok {
+	if s, ok := backend.(Simulator); ok {
 		r.runStarted = true // the model records its own run_start
 		runErr = r.simulate(ctx, s)
 	} else {
@@ -240,7 +240,7 @@ type run struct {
 
 	load *loadGen // the transaction load; nil without one
 
-	backend  nodes.Backend
+	backend  Backend
 	stopHost func()      // ends the host monitor; nil before it starts
 	devices  *runDevices // shared signing devices; nil before openSigners
 	// remoteSigning: nodes run in their own processes (or containers), so
@@ -301,13 +301,9 @@ func (r *run) execute(ctx context.Context) error {
 		names[m.address] = m.plan.Name
 		infos[i].Address = m.address
 	}
-	halt, haltExplicit := r.plan.HaltAfter()
 	r.stopHost = startHostMonitor(ctx, r.rec.Emit)
 	r.runStarted = true
-	r.rec.Emit(eventlog.Event{Time: r.start, Kind: eventlog.KindRunStart, Scenario: r.plan.Name,
-		Backend: r.backend.Name(), ChainID: r.plan.ChainID, Seed: r.seed,
-		Heights: r.plan.Run.Heights, Validators: infos, Expect: expectations(r.plan),
-		HaltAfterMS: halt.Milliseconds(), HaltAfterExplicit: haltExplicit, Load: loadInfo(r.plan.Load)})
+	r.rec.Emit(r.runStart(infos))
 	r.startDevices(ctx) // with the network: background load and utilisation count from here
 	r.stage.set(ctx, eventlog.StageStart)
 	if err := r.startNodes(ctx, gen, names); err != nil {
@@ -420,7 +416,11 @@ func (r *run) startAll(ctx context.Context, gen *types.GenesisDoc, names map[str
 		if err := nodes.WriteHome(spec); err != nil {
 			return err
 		}
-		n, err := r.backend.Start(ctx, spec)
+		nb, ok := r.backend.(nodes.Backend)
+		if !ok {
+			return fmt.Errorf("backend %s starts no nodes", r.backend.Name())
+		}
+		n, err := nb.Start(ctx, spec)
 		if err != nil {
 			return err
 		}

@@ -10,21 +10,11 @@ import (
 
 	"github.com/valnet/valnet/nodes"
 	"github.com/valnet/valnet/results/eventlog"
-	"github.com/valnet/valnet/scenarios"
 )
-
-// simulator is the ability of a backend that runs the whole network
-// itself, in virtual time (sim.Backend): the runner gives it the plan,
-// the validators' keys and the run_start event, and records what it
-// emits through the same recorder as the nodes of a real backend, so the
-// run directory and every report come out of the same code.
-type simulator interface {
-	Simulate(ctx context.Context, plan *scenarios.Plan, seed int64, keys []crypto.PubKey, start eventlog.Event, sink nodes.Sink) (stopReason string, err error)
-}
 
 // simulate runs the plan on a simulator; r.end is the virtual time its
 // last event carries, for run_end.
-func (r *run) simulate(ctx context.Context, s simulator) error {
+func (r *run) simulate(ctx context.Context, s Simulator) error {
 	keys := make([]crypto.PubKey, len(r.plan.Validators))
 	infos := make([]eventlog.ValidatorInfo, len(r.plan.Validators))
 	for i, v := range r.plan.Validators {
@@ -36,10 +26,8 @@ func (r *run) simulate(ctx context.Context, s simulator) error {
 		infos[i] = eventlog.ValidatorInfo{Name: v.Name, Address: strings.ToUpper(k.PubKey().Address().String()),
 			Power: v.Power, Device: v.Signer.Device}
 	}
-	halt, haltExplicit := r.plan.HaltAfter()
-	start := eventlog.Event{Kind: eventlog.KindRunStart, Scenario: r.plan.Name, Backend: r.backend.Name(),
-		ChainID: r.plan.ChainID, Seed: r.seed, Heights: r.plan.Run.Heights, Validators: infos,
-		Expect: expectations(r.plan), HaltAfterMS: halt.Milliseconds(), HaltAfterExplicit: haltExplicit, Load: loadInfo(r.plan.Load)}
+	start := r.runStart(infos)
+	start.Time = time.Time{} // the model's epoch
 	last := &lastTime{sink: r.rec}
 	reason, err := s.Simulate(ctx, r.plan, r.seed, keys, start, last)
 	r.reason, r.end = reason, last.t

@@ -66,10 +66,24 @@ func planRunStart(r *run) eventlog.Event {
 	for i, v := range r.plan.Validators {
 		infos[i] = eventlog.ValidatorInfo{Name: v.Name, Power: v.Power, Device: v.Signer.Device}
 	}
+	e := r.runStart(infos)
+	e.Backend = name
+	return e
+}
+
+// runStart is the run's run_start event, the one place it is built (a
+// real run's, a simulated one's, an interrupted one's): the scenario, the
+// backend, the validators (infos), the expectations, the halt threshold
+// and the load.
+func (r *run) runStart(infos []eventlog.ValidatorInfo) eventlog.Event {
 	halt, explicit := r.plan.HaltAfter()
-	return eventlog.Event{Time: r.start, Kind: eventlog.KindRunStart, Scenario: r.plan.Name, Backend: name,
+	e := eventlog.Event{Time: r.start, Kind: eventlog.KindRunStart, Scenario: r.plan.Name,
 		ChainID: r.plan.ChainID, Seed: r.seed, Heights: r.plan.Run.Heights, Validators: infos,
 		Expect: expectations(r.plan), HaltAfterMS: halt.Milliseconds(), HaltAfterExplicit: explicit, Load: loadInfo(r.plan.Load)}
+	if r.backend != nil {
+		e.Backend = r.backend.Name()
+	}
+	return e
 }
 
 // force is the context that, once done, makes stops quick.

@@ -155,7 +155,7 @@ type Timeouts struct {
 type RunPlan struct {
 	Backend string // inprocess | process | docker | sim
 	// HaltAfter: a stretch with no commit longer than this is a halt in
-	// summary.json; 0 = the default (haltAfter in runner/run.go: round 0
+	// summary.json; 0 = the default (Plan.HaltAfter, scenarios/halt.go: round 0
 	// and round 1 of timeouts plus commit, and at least 5 × the median
 	// block interval).
 	HaltAfter   time.Duration

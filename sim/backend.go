@@ -33,15 +33,7 @@ const ModelName = "valnet-sim"
 // hands it the whole network (Simulate) and records what it emits.
 type Backend struct{}
 
-var _ nodes.Backend = Backend{}
-
 func (Backend) Name() string { return scenarios.BackendSim }
-
-// Start refuses: the sim runs a whole network in virtual time, not one
-// node at a time.
-func (Backend) Start(context.Context, nodes.Spec) (nodes.Node, error) {
-	return nil, errors.New("the sim backend runs the whole network in virtual time (Simulate), not nodes")
-}
 
 // Check says, before anything starts, whether the sim can run plan: its
 // calibration must load and every signer must be one the model can time.
