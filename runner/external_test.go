@@ -356,6 +356,28 @@ func TestExternalSignerDialectsAndSparseAnswers(t *testing.T) {
 	}
 }
 
+// An external signer serving a key valnet derives for another validator
+// (an earlier run's priv_validator_key.json) is refused with why, before
+// the genesis; CometBFT's validator set would panic on the duplicate.
+func TestExternalSignerWithAValidatorsKey(t *testing.T) {
+	bin := testbin.Build(t, "./runner/testdata/extsigner")
+	home := t.TempDir()
+	key, err := validatorKey(1, "v-1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	privval.NewFilePV(key, filepath.Join(home, "priv_validator_key.json"), filepath.Join(home, "priv_validator_state.json")).Save()
+	address := "unix://" + filepath.Join(t.TempDir(), "kms.sock")
+	startExt(t, "address ", "identity ", false, bin, "-addr", address, "-chain-id", "ext-chain", "-home", home)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, err = Run(ctx, parse(t, externalYAML("inprocess", address, "", "")), Options{OutDir: filepath.Join(t.TempDir(), "run")})
+	want := "validator kms: the external signer's key (address " + strings.ToUpper(key.PubKey().Address().String()) + ") is also v-1's key: keys of valnet's signers derive from the run's seed and the validator's name"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err %v, want %q", err, want)
+	}
+}
+
 // An external signer declared to speak one privval layout that answers
 // in the other is refused before the network starts, with the layout to
 // declare.

@@ -72,6 +72,9 @@ func makeGenesis(p *scenarios.Plan, members []*member, pubs []crypto.PubKey) (*t
 		InitialHeight:   1,
 		ConsensusParams: types.DefaultConsensusParams(),
 	}
+	if err := checkDistinctKeys(members, pubs); err != nil {
+		return nil, err
+	}
 	var keyTypes []string
 	for i, m := range members {
 		pub := pubs[i]
@@ -163,4 +166,32 @@ func releasePorts(m *member) {
 		nodes.ReleasePort(p)
 	}
 	m.ports = nil
+}
+
+// checkDistinctKeys refuses two validators with one key before the
+// genesis: CometBFT's validator set panics on it. An external signer
+// serving a key valnet derived for another validator (keys derive from
+// run.seed and the name: an earlier run's priv_validator_key.json) is the
+// usual way to get there, and the message says so.
+func checkDistinctKeys(members []*member, pubs []crypto.PubKey) error {
+	seen := map[string]int{}
+	for i, pub := range pubs {
+		addr := string(pub.Address())
+		j, dup := seen[addr]
+		if !dup {
+			seen[addr] = i
+			continue
+		}
+		a, b := members[j].plan, members[i].plan
+		ext, other := b, a
+		if a.Signer.Type == scenarios.SignerExternal {
+			ext, other = a, b
+		}
+		if ext.Signer.Type == scenarios.SignerExternal {
+			return fmt.Errorf("validator %s: the external signer's key (address %X) is also %s's key: keys of valnet's signers derive from the run's seed and the validator's name, so a priv_validator_key.json of an earlier run with this seed is %s's; give the external signer a key of its own (valnet signer keygen, or cometbft init)",
+				ext.Name, pub.Address(), other.Name, other.Name)
+		}
+		return fmt.Errorf("validators %s and %s sign with one key (address %X): CometBFT refuses a validator set with a key twice", a.Name, b.Name, pub.Address())
+	}
+	return nil
 }

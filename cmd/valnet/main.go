@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 )
@@ -37,8 +38,21 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// run executes the CLI with args and returns the exit code.
-func run(args []string, stdout, stderr io.Writer) int {
+// run executes the CLI with args and returns the exit code. A panic is a
+// bug in valnet; it never reaches a user as a stack trace: it is said in
+// one line with exit 2 (the run's own cleanup has run while it unwound),
+// and the stack is kept in a file for the bug report.
+func run(args []string, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			where := savePanic(r, debug.Stack())
+			fmt.Fprintf(stderr, "valnet: internal error (a bug in valnet, not in your input): %v\n", r)
+			if where != "" {
+				fmt.Fprintf(stderr, "valnet: the stack is in %s; please report it with the command and the scenario\n", where)
+			}
+			code = exitBadInput
+		}
+	}()
 	root := newRootCmd()
 	root.SetArgs(args)
 	root.SetOut(stdout)
@@ -57,6 +71,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// Cobra's own errors (unknown flag, wrong args) are bad input.
 	fmt.Fprintln(stderr, "valnet:", err)
 	return exitBadInput
+}
+
+// savePanic writes a panic and its stack to a file of its own in the temp
+// directory and returns its path ("" if it could not).
+func savePanic(r any, stack []byte) string {
+	f, err := os.CreateTemp("", "valnet-panic-*.txt")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "valnet %s: panic: %v\n\n%s", version, r, stack)
+	return f.Name()
 }
 
 func newRootCmd() *cobra.Command {

@@ -27,7 +27,7 @@ func newSignerCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newSignerServeCmd())
+	cmd.AddCommand(newSignerServeCmd(), newSignerKeygenCmd())
 	return cmd
 }
 
