@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
 	"time"
 
 	"github.com/valnet/valnet/results"
@@ -83,11 +82,8 @@ func (cr *CaseResult) judge(c *Check) {
 
 // Outcome is what a crosscheck invocation did.
 type Outcome struct {
-	Cases       []CaseResult
-	Ran         int     // runs done by this invocation
-	Resumed     int     // runs read back from an earlier one
-	Failed      []error // runs that could not be done
-	Interrupted bool    // ctx ended before every run was done
+	Cases []CaseResult
+	sweep.Tally
 }
 
 // Exit codes of valnet crosscheck.
@@ -115,117 +111,65 @@ func (o *Outcome) ExitCode() int {
 	return code
 }
 
-// Run does every run not finished yet, case by case, the model side then
-// the real one, repeat by repeat, and writes crosscheck.json after each
+// Run does every run not finished yet, case by case, repeat by repeat,
+// the model side then the real one, and writes crosscheck.json after each
 // run and all files at the end (also when ctx ends: what finished is
-// kept). progress gets one line per run; now is the clock.
+// kept). progress gets one line per run; now is the clock. The loop is
+// sweep's (sweep.Loop).
 func (c *Check) Run(ctx context.Context, r sweep.Runner, progress io.Writer, now func() time.Time) (*Outcome, error) {
 	if err := c.ClaimDir(); err != nil {
 		return nil, err
 	}
-	out := &Outcome{}
-	todo := 0
-	for _, pc := range c.Cases {
-		cr := CaseResult{PreparedCase: pc, Runs: map[Side][]sweep.RunRecord{}, summaries: map[Side][]*results.Summary{}}
+	out := &Outcome{Cases: make([]CaseResult, len(c.Cases))}
+	var slots []sweep.Slot
+	caseOf := map[*sweep.RunRecord]*CaseResult{}
+	for i, pc := range c.Cases {
+		cr := &out.Cases[i]
+		*cr = CaseResult{PreparedCase: pc, Runs: map[Side][]sweep.RunRecord{}, summaries: map[Side][]*results.Summary{}}
 		for _, s := range Sides {
 			cr.Runs[s] = make([]sweep.RunRecord, c.Repeat)
 			cr.summaries[s] = make([]*results.Summary, c.Repeat)
-			for rep := 1; rep <= c.Repeat; rep++ {
-				rec := sweep.RunRecord{Repeat: rep, Result: sweep.Result{Seed: c.Seed(pc, rep), Dir: RunDir(pc, s, rep)}}
-				res, ok, err := sweep.LoadFinished(filepath.Join(c.OutDir, rec.Dir))
-				switch {
-				case err != nil:
-					return nil, fmt.Errorf("reading the earlier run in %s: %w", rec.Dir, err)
-				case ok && res.Seed != rec.Seed:
-					return nil, fmt.Errorf("%s ran with seed %d, this crosscheck gives it seed %d; choose another --out", rec.Dir, res.Seed, rec.Seed)
-				case ok:
-					sum, err := sweep.ReadSummary(filepath.Join(c.OutDir, rec.Dir))
-					if err != nil {
-						return nil, fmt.Errorf("reading the earlier run in %s: %w", rec.Dir, err)
-					}
-					res.Dir = rec.Dir
-					rec.Result, rec.Resumed = res, true
-					cr.summaries[s][rep-1] = sum
-					out.Resumed++
-				default:
-					todo++
-				}
-				cr.Runs[s][rep-1] = rec
-			}
 		}
-		cr.judge(c)
-		out.Cases = append(out.Cases, cr)
-	}
-	if err := c.writeJSON(out); err != nil {
-		return nil, err
-	}
-	start := now()
-	var (
-		spent    time.Duration
-		attempts int
-	)
-	total := len(c.Cases)
-run:
-	for i := range out.Cases {
-		cr := &out.Cases[i]
 		for rep := 1; rep <= c.Repeat; rep++ {
 			for _, s := range Sides {
 				rec := &cr.Runs[s][rep-1]
-				if rec.Finished() {
-					continue
-				}
-				if ctx.Err() != nil {
-					out.Interrupted = true
-					break run
-				}
-				fmt.Fprintf(progress, "valnet crosscheck: case %d/%d (%s) %s side (%s) repeat %d/%d, elapsed %s%s\n",
-					i+1, total, cr.Name, s, c.Backend(s), rep, c.Repeat, now().Sub(start).Round(time.Second), sweep.ETA(spent, attempts, todo-attempts))
-				t0 := now()
-				c.runOne(ctx, r, cr, s, rec)
-				spent += now().Sub(t0)
-				attempts++
-				switch {
-				case rec.Error != "":
-					out.Failed = append(out.Failed, fmt.Errorf("%s: %s", rec.Dir, rec.Error))
-				case !rec.Finished():
-					out.Interrupted = true // stopped by ctx
-				default:
-					out.Ran++
-				}
-				cr.judge(c)
-				if err := c.writeJSON(out); err != nil {
-					return out, err
-				}
-				if out.Interrupted {
-					break run
-				}
+				*rec = sweep.RunRecord{Repeat: rep, Result: sweep.Result{Seed: c.Seed(pc, rep), Dir: RunDir(pc, s, rep)}}
+				caseOf[rec] = cr
+				summary := &cr.summaries[s][rep-1]
+				slots = append(slots, sweep.Slot{
+					Rec:   rec,
+					Plan:  cr.Plans[s],
+					Label: fmt.Sprintf("case %d/%d (%s) %s side (%s) repeat %d/%d", i+1, len(c.Cases), cr.Name, s, c.Backend(s), rep, c.Repeat),
+					Finished: func(dir string) error {
+						sum, err := sweep.ReadSummary(dir)
+						switch {
+						case err != nil:
+							return err
+						case sum == nil:
+							return fmt.Errorf("the run finished but left no summary.json")
+						}
+						*summary = sum
+						return nil
+					},
+				})
 			}
 		}
 	}
+	loop := &sweep.Loop{Command: "crosscheck", OutDir: c.OutDir, Runner: r, Progress: progress, Now: now,
+		Save:     func() error { return c.writeJSON(out) },
+		AfterRun: func(s sweep.Slot) { caseOf[s.Rec].judge(c) }}
+	todo, err := loop.Resume(slots, &out.Tally)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out.Cases {
+		out.Cases[i].judge(c)
+	}
+	if err := loop.Save(); err != nil {
+		return nil, err
+	}
+	if err := loop.Run(ctx, slots, todo, &out.Tally); err != nil {
+		return out, err
+	}
 	return out, c.WriteFiles(out)
-}
-
-// runOne runs one repeat of one side into rec (sweep.RunFresh), then
-// reads its summary.
-func (c *Check) runOne(ctx context.Context, r sweep.Runner, cr *CaseResult, s Side, rec *sweep.RunRecord) {
-	dir := filepath.Join(c.OutDir, rec.Dir)
-	res, err := sweep.RunFresh(ctx, r, cr.Plans[s], rec.Seed, dir)
-	res.Seed, res.Dir = rec.Seed, rec.Dir
-	rec.Result, rec.Resumed = res, false
-	if err != nil && ctx.Err() == nil {
-		rec.Error = err.Error()
-		return
-	}
-	if !rec.Finished() {
-		return
-	}
-	sum, err := sweep.ReadSummary(dir)
-	switch {
-	case err != nil:
-		rec.Error = err.Error()
-	case sum == nil:
-		rec.Error = "the run finished but left no summary.json"
-	default:
-		cr.summaries[s][rec.Repeat-1] = sum
-	}
 }

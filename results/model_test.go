@@ -218,7 +218,6 @@ func TestModelWithoutVoteEvents(t *testing.T) {
 		}
 	}
 
-
 	// The reports: n/a in the cells, never the zeros.
 	r := reports(t, s, evs)
 	for name, want := range map[string][]string{

@@ -28,12 +28,12 @@ import (
 
 // Options tune a run; the zero value runs quietly into the default dir.
 type Options struct {
-	OutDir   string        // default: DefaultOutDir
-	Seed     *int64        // overrides the scenario's run.seed
-	Keep     bool          // leave the network up after the run until ctx ends
-	Status   io.Writer     // live progress; nil: none
-	Terminal bool          // Status is a terminal: one line rewritten in place
-	Backend  Backend // default: the scenario's run.backend (a nodes.Backend or a Simulator)
+	OutDir   string    // default: DefaultOutDir
+	Seed     *int64    // overrides the scenario's run.seed
+	Keep     bool      // leave the network up after the run until ctx ends
+	Status   io.Writer // live progress; nil: none
+	Terminal bool      // Status is a terminal: one line rewritten in place
+	Backend  Backend   // default: the scenario's run.backend (a nodes.Backend or a Simulator)
 	// NodeCommand runs `valnet node` for the process backend; default:
 	// this executable's node subcommand (tests set a built valnet).
 	NodeCommand []string

@@ -6,9 +6,12 @@ import (
 )
 
 // schema.json describes schema v1 for YAML editors (yaml-language-server).
-// TestJSONSchemaMatchesWalker checks it accepts exactly the keys the parser
-// does; the parser, not the schema, is the authority on validity.
+// It is generated from the raw types (schema.go: keys, doc comments, bounds)
+// and the parser's tables (jsonschema_gen_test.go); TestJSONSchemaIsGenerated
+// fails when it is not current. The parser, not the schema, is the
+// authority on validity.
 //
+//go:generate go test -run TestJSONSchemaIsGenerated -update .
 //go:embed schema.json
 var jsonSchema []byte
 

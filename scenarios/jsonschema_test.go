@@ -1,8 +1,11 @@
 package scenarios
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -10,13 +13,17 @@ import (
 	"strings"
 	"testing"
 
+	jsonschemav6 "github.com/santhosh-tekuri/jsonschema/v6"
+	"gopkg.in/yaml.v3"
+
 	"github.com/valnet/valnet/internal/phase"
 	"github.com/valnet/valnet/latency"
 	"github.com/valnet/valnet/network"
 )
 
-// The JSON Schema is written by hand for editors; these tests hold it to
-// the parser's key table (keyLevels), latency.Params and value sets.
+// The JSON Schema is generated (jsonschema_gen_test.go); these tests hold
+// what it says to the parser itself: its key table (keyLevels),
+// latency.Params, value sets and what it accepts.
 
 func loadSchema(t *testing.T) map[string]any {
 	t.Helper()
@@ -338,5 +345,84 @@ func TestJSONSchemaFaultRules(t *testing.T) {
 		if !seen[name] {
 			t.Errorf("schema.json has no fault rule %q", name)
 		}
+	}
+}
+
+// TestJSONSchemaAcceptsWhatValnetAccepts validates every built-in, every
+// testdata/*.good.yaml and every scenario under docs/examples against the
+// schema with a draft 2020-12 validator: an editor must never flag a
+// scenario valnet runs. And every bad file refused for an unknown key is
+// refused by the schema too.
+func TestJSONSchemaAcceptsWhatValnetAccepts(t *testing.T) {
+	c := jsonschemav6.NewCompiler()
+	doc, err := jsonschemav6.UnmarshalJSON(bytes.NewReader(JSONSchema()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddResource("schema.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile("schema.json")
+	if err != nil {
+		t.Fatalf("schema.json does not compile: %v", err)
+	}
+	instance := func(t *testing.T, src []byte) any {
+		t.Helper()
+		var v any
+		if err := yaml.Unmarshal(src, &v); err != nil {
+			t.Fatal(err)
+		}
+		// Through JSON, as an editor sees it (numbers as float64).
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inst, err := jsonschemav6.UnmarshalJSON(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return inst
+	}
+	good := map[string][]byte{}
+	for _, b := range Builtins() {
+		src, _ := BuiltinSource(b.Name)
+		good["builtin "+b.Name] = src
+	}
+	files, _ := filepath.Glob("testdata/*.good.yaml")
+	examples, _ := filepath.Glob("../docs/examples/*.yaml")
+	more, _ := filepath.Glob("../docs/examples/*/*.yaml")
+	for _, f := range append(append(files, examples...), more...) {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Parse(f, src); err != nil {
+			continue // not a scenario (a calibration, a signer serve config) or one that needs its files
+		}
+		good[f] = src
+	}
+	if len(good) < 30 {
+		t.Fatalf("only %d scenarios found to validate", len(good))
+	}
+	for name, src := range good {
+		if err := sch.Validate(instance(t, src)); err != nil {
+			t.Errorf("%s: valnet accepts it, the schema refuses it:\n%v", name, err)
+		}
+	}
+	bad, _ := filepath.Glob("testdata/*.bad.yaml")
+	refused := 0
+	for _, f := range bad {
+		want, err := os.ReadFile(strings.TrimSuffix(f, ".yaml") + ".want")
+		if err != nil || !strings.Contains(string(want), "unknown key") || strings.Contains(f, "alias") || strings.Contains(f, "laughs") {
+			continue
+		}
+		src, _ := os.ReadFile(f)
+		if sch.Validate(instance(t, src)) == nil {
+			t.Errorf("%s: valnet refuses an unknown key in it, the schema accepts it", f)
+		}
+		refused++
+	}
+	if refused == 0 {
+		t.Error("no bad file with an unknown key was checked")
 	}
 }

@@ -8,213 +8,398 @@ import (
 
 // The raw scenario document, schema v1: what the YAML says, before defaults
 // and checks. Key names are a public contract. The yaml tags are the single
-// list of accepted keys: the node walker (decode.go), the JSON Schema test
-// and the docs test all read them through keyLevels (keys.go), so they cannot
-// drift apart. A nil pointer means "not written"; resolve.go applies the
-// defaults noted on each field. Downstream code uses Plan, never these.
+// list of accepted keys: the node walker (decode.go) and the docs test read
+// them through keyLevels (keys.go), and schema.json is generated from them
+// (go generate ./scenarios/): each field's doc comment is its description
+// there and states its default, its jsonschema tag its simple bounds. A nil
+// pointer means "not written"; resolve.go applies the defaults. Downstream
+// code uses Plan, never these.
 
 // rawScenario is the whole document.
 type rawScenario struct {
-	Name        string                `yaml:"name"`        // required; [a-z0-9-]+, starts with a letter or digit, max 48 chars
-	Description string                `yaml:"description"` // default ""; free text, the first line is the summary
-	Chain       *rawChain             `yaml:"chain"`       // default: all chain defaults
-	Run         *rawRun               `yaml:"run"`         // default: all run defaults
-	Node        *rawNode              `yaml:"node"`        // default: valnet's own node; process backend only
-	App         *rawApp               `yaml:"app"`         // default: the built-in kvstore app inside each node; inprocess and process backends only
-	Network     *rawNetwork           `yaml:"network"`     // default: plain links, full mesh
-	Load        *rawLoad              `yaml:"load"`        // default: no transactions are sent
-	Profiles    map[string]rawProfile `yaml:"profiles"`    // default: none; device profiles for simulated signers, by name
-	Devices     map[string]rawDevice  `yaml:"devices"`     // default: none; signing devices shared by several signers (and other chains), by name
-	Validators  []rawValidator        `yaml:"validators"`  // required; 1..200 validators after count expansion
-	Faults      []rawFault            `yaml:"faults"`      // default: no faults
-	Expect      []rawExpect           `yaml:"expect"`      // default: no expectations
+	// Required. The scenario's name: lowercase letters, digits and '-', starting with a letter or
+	// digit, max 48 characters.
+	Name string `yaml:"name" jsonschema:"required"`
+	// Free text; the first line is the summary in listings. Default: empty.
+	Description string `yaml:"description"`
+	// Genesis and consensus configuration.
+	Chain *rawChain `yaml:"chain"`
+	// How and for how long the network runs.
+	Run *rawRun `yaml:"run"`
+	// What runs every validator's node (process backend only). A validator's own node key overrides
+	// it.
+	Node *rawNode `yaml:"node"`
+	// The chain's own ABCI application: one process per validator, started by valnet; its node
+	// connects to it instead of the built-in kvstore (docs/app.md). inprocess and process backends
+	// only.
+	App *rawApp `yaml:"app"`
+	// The links between validators, shaped in user space (valnet's proxies). Default: plain links,
+	// full mesh.
+	Network *rawNetwork `yaml:"network"`
+	// A transaction load sent into the nodes' mempools through their RPC (broadcast_tx_sync), as a
+	// client would. Default: none.
+	Load *rawLoad `yaml:"load"`
+	// Device profiles for simulated signers, by name. Default: none. A profile may be defined and not
+	// used.
+	Profiles map[string]rawProfile `yaml:"profiles"`
+	// Signing devices shared by several signers (and a MODEL of other chains' load), by name: one
+	// queue, one signature at a time. Default: none. A device no signer uses needs background.
+	Devices map[string]rawDevice `yaml:"devices"`
+	// Required. 1 to 200 validators after count expansion; names unique after expansion.
+	Validators []rawValidator `yaml:"validators" jsonschema:"required,minItems=1,maxItems=200"`
+	// Faults injected into signers, links and nodes during the run, in order. Default: none.
+	Faults []rawFault `yaml:"faults"`
+	// Checks on the run's results. Default: none.
+	Expect []rawExpect `yaml:"expect"`
 }
 
 // rawChain is the chain's genesis and consensus configuration.
 type rawChain struct {
-	ChainID  *string      `yaml:"chain_id"` // default "valnet-<name>" (cut to 50 chars); non-empty, <= 50 chars
-	Timeouts *rawTimeouts `yaml:"timeouts"` // default: CometBFT's defaults
-	// VoteExtensionsEnableHeight is genesis' vote_extensions_enable_height
-	// (consensus_params.feature in v1, .abci in v0.38-v0.40).
-	VoteExtensionsEnableHeight *int64 `yaml:"vote_extensions_enable_height"` // default 0: off; >= 0; from this height every non-nil precommit carries an extension and its signature (a second signature per precommit); needs v0.38 or later
+	// Default: valnet-<name> (cut to 50 characters). CometBFT allows 1 to 50 characters.
+	ChainID *string `yaml:"chain_id" jsonschema:"minLength=1,maxLength=50"`
+	// CometBFT [consensus] timeouts. Defaults are CometBFT's. None may be negative; propose, prevote
+	// and precommit must be > 0.
+	Timeouts *rawTimeouts `yaml:"timeouts"`
+	// Default 0: off. From this height every non-nil precommit carries a vote extension and its
+	// signature (a second signature per precommit). Written where the node's version reads it
+	// (consensus_params.feature in v1, .abci in v0.38-v0.40); needs v0.38 or later.
+	VoteExtensionsEnableHeight *int64 `yaml:"vote_extensions_enable_height" jsonschema:"minimum=0,default=0"`
 }
 
 // rawTimeouts are CometBFT's [consensus] timeouts. Defaults are CometBFT's
 // config.DefaultConsensusConfig(); none may be negative, and propose, prevote
 // and precommit must be > 0.
 type rawTimeouts struct {
-	Propose        *time.Duration `yaml:"propose"`         // default 3s
-	ProposeDelta   *time.Duration `yaml:"propose_delta"`   // default 500ms
-	Prevote        *time.Duration `yaml:"prevote"`         // default 1s
-	PrevoteDelta   *time.Duration `yaml:"prevote_delta"`   // default 500ms
-	Precommit      *time.Duration `yaml:"precommit"`       // default 1s
-	PrecommitDelta *time.Duration `yaml:"precommit_delta"` // default 500ms
-	Commit         *time.Duration `yaml:"commit"`          // default 1s
+	// Default 3s; > 0.
+	Propose *time.Duration `yaml:"propose" jsonschema_extras:"default=3s"`
+	// Default 500ms.
+	ProposeDelta *time.Duration `yaml:"propose_delta" jsonschema_extras:"default=500ms"`
+	// Default 1s; > 0.
+	Prevote *time.Duration `yaml:"prevote" jsonschema_extras:"default=1s"`
+	// Default 500ms.
+	PrevoteDelta *time.Duration `yaml:"prevote_delta" jsonschema_extras:"default=500ms"`
+	// Default 1s; > 0.
+	Precommit *time.Duration `yaml:"precommit" jsonschema_extras:"default=1s"`
+	// Default 500ms.
+	PrecommitDelta *time.Duration `yaml:"precommit_delta" jsonschema_extras:"default=500ms"`
+	// Default 1s.
+	Commit *time.Duration `yaml:"commit" jsonschema_extras:"default=1s"`
 }
 
 // rawRun says how and for how long to run.
 type rawRun struct {
-	Backend     *string        `yaml:"backend"`      // default "inprocess"; inprocess|process|docker|sim
-	Heights     *int64         `yaml:"heights"`      // default 20; >= 1; stop once this height is committed
-	MaxDuration *time.Duration `yaml:"max_duration"` // default 10m; > 0, at most 24h (but on the sim); hard stop
-	Seed        *int64         `yaml:"seed"`         // default 1; any int64; keys, random latency models and random topologies
-	HaltAfter   *time.Duration `yaml:"halt_after"`   // default: round 0 + round 1 of timeouts + commit (12.5s at the defaults), at least 5 × the median block interval; > 0; a longer stretch without a commit is a halt
-	Sim         *rawSim        `yaml:"sim"`          // default: the default calibration, every node its own CPU; used by the sim backend only
+	// Default inprocess: every node inside valnet's process. process: each validator is its own OS
+	// process (valnet node, or node.binary). docker: each validator a container (valnet node) on a
+	// private bridge network. sim: a virtual-time MODEL of CometBFT consensus, no real nodes
+	// (docs/sim.md).
+	Backend *string `yaml:"backend" jsonschema:"default=inprocess"`
+	// Default 20. Stop once this height is committed.
+	Heights *int64 `yaml:"heights" jsonschema:"minimum=1,default=20"`
+	// Default 10m; > 0, at most 24h (but on the sim backend, whose time is virtual). Hard stop.
+	MaxDuration *time.Duration `yaml:"max_duration" jsonschema_extras:"default=10m"`
+	// Default 1. Seeds validator keys, random latency models and random topologies.
+	Seed *int64 `yaml:"seed" jsonschema:"default=1"`
+	// Optional, > 0. A stretch without a commit longer than this counts as a halt in summary.json.
+	// Default: the longer of round 0 plus round 1 with every timeout firing plus the commit timeout
+	// (12.5 s at the default timeouts) and 5 × the run's median block interval.
+	HaltAfter *time.Duration `yaml:"halt_after"`
+	// The sim backend's settings (docs/sim.md); other backends ignore them.
+	Sim *rawSim `yaml:"sim"`
 }
 
 // rawSim tunes the sim backend, a virtual-time MODEL of CometBFT
 // consensus (docs/sim.md).
 type rawSim struct {
-	Calibration *string `yaml:"calibration"`  // default "default"; a built-in calibration or a file written by valnet calibrate, relative to the scenario file
-	SharedCores *int64  `yaml:"shared_cores"` // default 0: every node its own CPU, as on a real chain; k > 0: all nodes share k cores, as on one test host
+	// Default default: the calibration shipped with valnet. A built-in calibration name or a file
+	// written by valnet calibrate, relative to the scenario file.
+	Calibration *string `yaml:"calibration" jsonschema:"minLength=1,default=default"`
+	// Default 0: every node has its own CPU, as on a real chain. k > 0: all nodes' processing shares k
+	// cores, as on one test host.
+	SharedCores *int64 `yaml:"shared_cores" jsonschema:"minimum=0,maximum=1024,default=0"`
 }
 
 // rawNode says what runs a validator's node. Top level: every validator;
 // under a validator: that one, over the top level. Process backend only.
 type rawNode struct {
-	Binary  *string        `yaml:"binary"`  // default: valnet node; a CometBFT-compatible binary, relative to the scenario file's directory (process and docker backends)
-	Version *string        `yaml:"version"` // default: what the binary's `version` says, v1.0 for valnet node; v0.37, v0.38, v0.39, v0.40 or v1.0 (the sim models that line's defaults)
-	Config  *rawNodeConfig `yaml:"config"`  // default: none; raw config.toml settings, "section.key: value" (or nested), checked against that version's keys
+	// A stock cometbft (v0.37, v0.38, v0.39, v0.40 or v1.0) to run instead of valnet node, relative to
+	// the scenario file's directory; run as <binary> start --home DIR --proxy_app=kvstore. Needs
+	// run.backend: process or docker.
+	Binary *string `yaml:"binary" jsonschema:"minLength=1"`
+	// Default: what the binary's version says, v1.0 for valnet node. v0.37, v0.38, v0.39, v0.40 or
+	// v1.0; refused before the run if the binary says otherwise. On the sim: the line whose defaults
+	// it models (flush_throttle_timeout 100 ms up to v0.38, 10 ms later).
+	Version *string `yaml:"version" jsonschema:"pattern=^v?(0\\.3[78]|0\\.39|0\\.40|1(\\.0)?)(\\.[0-9]+)?$"`
+	// Raw config.toml settings valnet does not model, "section.key: value" or nested as in
+	// config.toml; checked against the keys of the node's version (its own init), with did-you-mean.
+	// Keys valnet sets itself (ports, peers, timeouts, signer wiring) are refused.
+	Config *rawNodeConfig `yaml:"config"`
 }
 
 // rawApp is the chain's own ABCI application (app.go): valnet starts one
 // process of it per validator and that validator's node connects to it.
 type rawApp struct {
-	Command   []string `yaml:"command"`   // required; argv (no shell); must contain {addr} (the address valnet picks for it); {home} is the validator's app directory
-	Transport *string  `yaml:"transport"` // default "socket"; socket|grpc (CometBFT's abci setting)
+	// The app's argv (no shell). Must contain {addr}: the address valnet picks (a unix socket for
+	// socket, loopback tcp for grpc); {home} is the validator's app directory. A first element with a
+	// slash is relative to the scenario file's directory, else looked up on PATH.
+	Command []string `yaml:"command" jsonschema:"required,minItems=1"`
+	// CometBFT's abci transport to the app.
+	Transport *string `yaml:"transport" jsonschema:"default=socket"`
 }
 
 // rawNetwork shapes the links between validators (network.go). Every
 // directed link gets latency, jitter and bandwidth, then the zone matrix
 // between zoned validators, then the links overrides.
 type rawNetwork struct {
-	Latency   *rawLatency         `yaml:"latency"`   // default: none; one-way, every link; a duration or a latency model without phases
-	Jitter    *time.Duration      `yaml:"jitter"`    // default 0; stddev of normal jitter on top of latency
-	Bandwidth *string             `yaml:"bandwidth"` // default: unlimited; > 0, with a unit: bit, kbit, mbit, gbit (per second) or B, KB, MB, GB, KiB, MiB, GiB (bytes per second)
-	Links     []rawLink           `yaml:"links"`     // default: none; overrides, in order (later ones win, over zones too)
-	Zones     map[string][]string `yaml:"zones"`     // default: none; region (network.Regions or an AWS code) -> validators; each validator in at most one zone
-	Topology  *rawTopology        `yaml:"topology"`  // default mesh; mesh | explicit | {ring: K} | {random: K}
-	Peers     map[string][]string `yaml:"peers"`     // explicit topology: validator -> validators it dials; the graph must be connected
+	// One-way latency of every link: a duration or a latency model, without phases. Default: none.
+	Latency *rawLatency `yaml:"latency"`
+	// Normal jitter (stddev) added to every link's latency. Default 0.
+	Jitter *time.Duration `yaml:"jitter"`
+	// Bandwidth of each direction of every link. Default: unlimited.
+	Bandwidth *string `yaml:"bandwidth"`
+	// Overrides of single links, in order: later ones win, and they win over zones.
+	Links []rawLink `yaml:"links"`
+	// Region -> validators in it. Links between two zoned validators get the AWS matrix's one-way
+	// latency (5% jitter) on top of latency. Regions: N_Virginia, Canada, N_California, London,
+	// Oregon, Ireland, Frankfurt, S_Paulo, Tokyo, Mumbai, Sydney, Seoul, Singapore, in any case, or
+	// their AWS codes (us-east-1, ca-central-1, us-west-1, eu-west-2, us-west-2, eu-west-1, eu-
+	// central-1, sa-east-1, ap-northeast-1, ap-south-1, ap-southeast-2, ap-northeast-2, ap-
+	// southeast-1). A validator is in at most one zone.
+	Zones map[string][]string `yaml:"zones"`
+	// Whom each validator dials. Default mesh (everyone). {ring: K}: the next K in order, wrapping.
+	// {random: K}: K others drawn from run.seed. explicit: as network.peers says (the default when
+	// peers is given). 1 <= K < number of validators.
+	Topology *rawTopology `yaml:"topology"`
+	// Explicit topology: validator -> the validators it dials (not itself). Validators not listed dial
+	// no one. Every validator must reach every other through dials, either way round.
+	Peers map[string][]string `yaml:"peers"`
 }
 
 // rawLoad is a transaction load sent into the nodes' mempools during the
 // run, as a client would (load.go).
 type rawLoad struct {
-	Rate     *string        `yaml:"rate"`     // required; > 0 transactions per second or minute: 200/s, 1.5/s, 30/min
-	Size     *string        `yaml:"size"`     // default 1KiB; bytes of each transaction with a unit: B, KB, kB, MB, KiB, MiB; 18B..1MiB
-	To       *string        `yaml:"to"`       // default "all" (round robin over the validators whose node runs); or one validator's name
-	Start    *time.Duration `yaml:"start"`    // default 0; when to begin, after the first block is committed (nodes refuse transactions while they catch up)
-	Duration *time.Duration `yaml:"duration"` // default: to the end of the run; > 0
+	// Required. Transactions per second (/s) or per minute (/min), > 0: 200/s, 1.5/s, 30/min.
+	Rate *string `yaml:"rate" jsonschema:"required,pattern=^([0-9]+(\\.[0-9]*)?|\\.[0-9]+) ?/ ?(s|min)$"`
+	// Bytes per transaction with a unit (B, KB or kB, MB, GB; KiB, MiB, GiB), 18B..1MiB. Default:
+	// 1KiB.
+	Size *string `yaml:"size" jsonschema:"pattern=^([0-9]+(\\.[0-9]*)?|\\.[0-9]+) ?(B|[kK]B|MB|GB|KiB|MiB|GiB)$"`
+	// all (round robin over the validators whose node runs) or one expanded validator's name. Default:
+	// all.
+	To *string `yaml:"to"`
+	// When the load begins, after the first block is committed (a node refuses transactions while it
+	// catches up). Default: 0.
+	Start *time.Duration `yaml:"start"`
+	// How long it lasts, > 0. Default: to the end of the run.
+	Duration *time.Duration `yaml:"duration"`
 }
 
 // rawLink is one links entry: one link, both ways unless one_way. Keys
 // left out take the network's default, not the zone matrix.
 type rawLink struct {
-	From      string         `yaml:"from"`      // required; an expanded validator name
-	To        string         `yaml:"to"`        // required; another one
-	Latency   *rawLatency    `yaml:"latency"`   // default: network.latency; no phases
-	Jitter    *time.Duration `yaml:"jitter"`    // default: network.jitter
-	Bandwidth *string        `yaml:"bandwidth"` // default: network.bandwidth; same units
-	OneWay    *bool          `yaml:"one_way"`   // default false: the setting applies to from->to and to->from
+	// Required. An expanded validator name.
+	From string `yaml:"from" jsonschema:"required"`
+	// Required. Another expanded validator name.
+	To string `yaml:"to" jsonschema:"required"`
+	// One-way latency. Default: network.latency.
+	Latency *rawLatency `yaml:"latency"`
+	// Normal jitter (stddev) on top of latency. Default: network.jitter.
+	Jitter *time.Duration `yaml:"jitter"`
+	// Default: network.bandwidth.
+	Bandwidth *string `yaml:"bandwidth"`
+	// Default false: the setting applies from -> to and to -> from. true: from -> to only.
+	OneWay *bool `yaml:"one_way" jsonschema:"default=false"`
 }
 
 // rawSignerLink shapes the connection between a validator's node and its
 // remote signer (via tcp), as a network link: a signer in another
 // datacenter pays this on every signature, both ways.
 type rawSignerLink struct {
-	Latency   *rawLatency    `yaml:"latency"`   // default: none; one-way; a duration or a latency model without phases
-	Jitter    *time.Duration `yaml:"jitter"`    // default 0; stddev of normal jitter on top of latency
-	Bandwidth *string        `yaml:"bandwidth"` // default: unlimited; same units as network.bandwidth
+	// One-way latency. Default: none.
+	Latency *rawLatency `yaml:"latency"`
+	// Normal jitter (stddev) on top of latency. Default 0.
+	Jitter *time.Duration `yaml:"jitter"`
+	// Default: unlimited.
+	Bandwidth *string `yaml:"bandwidth"`
 }
 
 // rawTopology is mesh or explicit written as a bare word (decodeScalar),
 // or a mapping with exactly one of ring and random.
 type rawTopology struct {
-	Ring   *int64 `yaml:"ring"`   // each validator dials the next K, wrapping; 1 <= K < validators
-	Random *int64 `yaml:"random"` // each validator dials K others drawn from run.seed; 1 <= K < validators
+	// Each validator dials the next K validators, in declaration order, wrapping.
+	Ring *int64 `yaml:"ring" jsonschema:"minimum=1"`
+	// Each validator dials K others drawn from run.seed; dials are added until the network is
+	// connected.
+	Random *int64 `yaml:"random" jsonschema:"minimum=1"`
 
 	word string // written as a bare word
 }
 
 // rawValidator is one validators entry, possibly standing for several.
 type rawValidator struct {
-	Name   string     `yaml:"name"`   // required; [a-z0-9-]+; unique after expansion
-	Count  *int64     `yaml:"count"`  // default 1; >= 1; N > 1 expands to <name>-1 .. <name>-N
-	Power  *int64     `yaml:"power"`  // default 10; >= 1
-	Signer *rawSigner `yaml:"signer"` // default {type: local}
-	Node   *rawNode   `yaml:"node"`   // default: the top-level node; process backend only
+	// Required. With count N > 1, expands to <name>-1 .. <name>-N.
+	Name string `yaml:"name" jsonschema:"required"`
+	// Default 1. N > 1 makes N validators named <name>-1 .. <name>-N.
+	Count *int64 `yaml:"count" jsonschema:"minimum=1,maximum=200,default=1"`
+	// Default 10. Voting power of each validator.
+	Power *int64 `yaml:"power" jsonschema:"minimum=1,default=10"`
+	// Signing backend. Default: {type: local}.
+	Signer *rawSigner `yaml:"signer"`
+	// This validator's node, over the top-level node (process backend only).
+	Node *rawNode `yaml:"node"`
 }
 
 // rawSigner picks a validator's signing backend. Keys that belong to one
 // signer type only are listed in signerTypeKeys (signer.go).
 type rawSigner struct {
-	Type     *string        `yaml:"type"`      // default "local"; local|keyfile|simulated|pkcs11|ledger|external|threshold
-	KeyType  *string        `yaml:"key_type"`  // default "ed25519"; ed25519|secp256k1
-	Via      *string        `yaml:"via"`       // default "direct"; direct|tcp|unix (tcp, unix: behind CometBFT's remote-signer protocol)
-	Latency  *rawLatency    `yaml:"latency"`   // default: no injected latency
-	CPUScale *float64       `yaml:"cpu_scale"` // default 1; > 0; multiplies the cost of software signing
-	Device   *string        `yaml:"device"`    // default: none; a name from the top-level devices: sign on that shared device (simulated, pkcs11, ledger only)
-	Link     *rawSignerLink `yaml:"link"`      // default: none (the signer next to its node); via tcp only: the node<->signer connection through the link fabric, the same setting both ways
-	Dialect  *string        `yaml:"dialect"`   // default "auto": the node's own; auto|v0.38|v1 (v0.37, v0.39, v0.40 speak v0.38's): the privval layout valnet answers the node in; type external: the layout your signer speaks, checked when it connects (valnet's listener reads both)
+	// Default local: CometBFT's file signer. keyfile: an encrypted key file, decrypted with a
+	// passphrase. simulated: a device with the signing times of a profile. pkcs11: an Ed25519 key in a
+	// PKCS#11 token (an HSM, or SoftHSM2). ledger: the Tendermint validator app on a Ledger, or its
+	// model. external: your own signer (tmkms, horcrux, gnokms, valnet signer serve), which dials the
+	// node at address. threshold: a MODEL of a horcrux v3 threshold signer: its cosigners on the link
+	// fabric, their message rounds, timeouts and quorum; the signature is made with one full key (see
+	// docs/threshold.md).
+	Type *string `yaml:"type" jsonschema:"default=local"`
+	// Default ed25519. The validator's key type.
+	KeyType *string `yaml:"key_type" jsonschema:"default=ed25519"`
+	// Default direct: the node calls the signer in-process. tcp, unix: the signer sits behind
+	// CometBFT's remote-signer protocol on that kind of socket.
+	Via *string `yaml:"via" jsonschema:"default=direct"`
+	// Injected delay before each signature. Default: none. A bare duration is a fixed delay.
+	Latency *rawLatency `yaml:"latency"`
+	// Default 1; > 0. Multiplies the time software signing takes: 10 is a host ten times slower than
+	// this one (a Raspberry Pi class machine).
+	CPUScale *float64 `yaml:"cpu_scale" jsonschema:"exclusiveMinimum=0,default=1"`
+	// Default: none. simulated, pkcs11 and ledger only. A name from the top-level devices: sign on
+	// that shared device; a simulated signer then takes the device's profile (leave profile out).
+	Device *string `yaml:"device"`
+	// Default: none (the signer next to its node). via tcp only: the node<->signer connection goes
+	// through the link fabric with this setting both ways, as a signer in another datacenter.
+	Link *rawSignerLink `yaml:"link"`
+	// Default auto: the node's own. The privval layout: v0.38 (tendermint.privval, also v0.37, v0.39,
+	// v0.40) or v1 (cometbft.privval.v1). For a signer valnet runs, what it answers the node in; for
+	// type external, what your signer speaks, checked when it connects (valnet's listener reads both).
+	Dialect *string `yaml:"dialect" jsonschema:"pattern=^(auto|v?(0\\.3[478]|0\\.39|0\\.40|1(\\.0)?))$,default=auto"`
 
-	// keyfile only
-	Path           *string `yaml:"path"`            // default "" (the validator's home); relative to the scenario file's directory
-	Decrypt        *string `yaml:"decrypt"`         // default "every-sign"; every-sign|once
-	BcryptCost     *int64  `yaml:"bcrypt_cost"`     // default 12; 4..31
-	PassphraseEnv  *string `yaml:"passphrase_env"`  // exactly one of passphrase_env and passphrase_file; an environment variable's name
-	PassphraseFile *string `yaml:"passphrase_file"` // relative to the scenario file's directory
+	// keyfile only. The encrypted key file, relative to the scenario file's directory. Default: in the
+	// validator's home.
+	Path *string `yaml:"path" jsonschema:"minLength=1"`
+	// keyfile only. Default every-sign: decrypt the key for each signature (as gnokey does); once: at
+	// start.
+	Decrypt *string `yaml:"decrypt" jsonschema:"default=every-sign"`
+	// keyfile only. Default 12; 4 to 31. bcrypt cost of the key derivation.
+	BcryptCost *int64 `yaml:"bcrypt_cost" jsonschema:"minimum=4,maximum=31,default=12"`
+	// keyfile only. The name of the environment variable that holds the passphrase. Exactly one of
+	// passphrase_env and passphrase_file.
+	PassphraseEnv *string `yaml:"passphrase_env" jsonschema:"pattern=^[A-Za-z_][A-Za-z0-9_]*$"`
+	// keyfile only. A file holding the passphrase, relative to the scenario file's directory. Exactly
+	// one of passphrase_env and passphrase_file.
+	PassphraseFile *string `yaml:"passphrase_file" jsonschema:"minLength=1"`
 
-	// simulated only
-	Profile *string `yaml:"profile"` // required unless on a device (then refused: the device's profile applies); a built-in profile or a key of the top-level profiles
+	// simulated only, and required there unless the signer is on a device (then refused). A built-in
+	// profile or a name defined under profiles.
+	Profile *string `yaml:"profile"`
 
 	// pkcs11 only. With provision: softhsm the run makes its own token and
 	// only module, token and key may be given; without it module, key, one
 	// of token and slot, and one of pin_env and pin_file are required.
-	Module    *string `yaml:"module"`    // the PKCS#11 library; relative to the scenario file's directory; provision: default the SoftHSM2 module found
-	Token     *string `yaml:"token"`     // token label, 1..32 bytes; provision: default "valnet-<validator>"
-	Slot      *int64  `yaml:"slot"`      // >= 0; instead of token; not with provision
-	Key       *string `yaml:"key"`       // key label (CKA_LABEL); provision: default "consensus"
-	PinEnv    *string `yaml:"pin_env"`   // an environment variable's name; not with provision
-	PinFile   *string `yaml:"pin_file"`  // relative to the scenario file's directory; not with provision
-	Provision *string `yaml:"provision"` // "softhsm": a throwaway SoftHSM2 token and key in the run directory
+
+	// pkcs11 only. The token's PKCS#11 library (.so), relative to the scenario file's directory.
+	// Required unless provision: softhsm, where it defaults to the SoftHSM2 module found on the host.
+	Module *string `yaml:"module" jsonschema:"minLength=1"`
+	// pkcs11 only. The token's label (at most 32 bytes). Exactly one of token and slot, unless
+	// provision: softhsm, where it defaults to valnet-<validator>.
+	Token *string `yaml:"token" jsonschema:"minLength=1,maxLength=32"`
+	// pkcs11 only. The token's slot number, instead of token. Not with provision.
+	Slot *int64 `yaml:"slot" jsonschema:"minimum=0,maximum=4294967295"`
+	// pkcs11 only. The label (CKA_LABEL) of the Ed25519 key pair on the token. Required unless
+	// provision: softhsm, where it defaults to consensus.
+	Key *string `yaml:"key" jsonschema:"minLength=1"`
+	// pkcs11 only. The name of the environment variable that holds the token's user PIN. Exactly one
+	// of pin_env and pin_file; neither with provision.
+	PinEnv *string `yaml:"pin_env" jsonschema:"pattern=^[A-Za-z_][A-Za-z0-9_]*$"`
+	// pkcs11 only. A file holding the token's user PIN, relative to the scenario file's directory.
+	// Exactly one of pin_env and pin_file; neither with provision.
+	PinFile *string `yaml:"pin_file" jsonschema:"minLength=1"`
+	// pkcs11 only. softhsm: the run creates a throwaway SoftHSM2 token with an Ed25519 key and a
+	// random PIN in its run directory.
+	Provision *string `yaml:"provision"`
 
 	// ledger only (ledger.go). Ed25519 only.
-	Connection   *string        `yaml:"connection"`    // default "emulator"; hid|emulator
-	Serial       *string        `yaml:"serial"`        // hid only; default "" (the first Ledger found)
-	ChunkSize    *int64         `yaml:"chunk_size"`    // default 250; 1..255 bytes of APDU payload per packet
-	ConfirmDelay *time.Duration `yaml:"confirm_delay"` // emulator only; default 0; the wait before the first signature is confirmed
-	HostStall    *time.Duration `yaml:"host_stall"`    // emulator only; default 51ms (ledger-nano-s-plus); > 0; host side per exchange
-	Wire         *time.Duration `yaml:"wire"`          // emulator only; default 3ms; > 0; USB transfer per exchange
-	DeviceSign   *time.Duration `yaml:"device_sign"`   // emulator only; default 525ms; > 0; on-device signing, once per signature
+
+	// ledger only. Default emulator: a model of a Ledger Nano S Plus that speaks the app's APDU
+	// protocol. hid: a real device over USB HID.
+	Connection *string `yaml:"connection" jsonschema:"default=emulator"`
+	// ledger, device hid only. The device's USB serial number or HID path. Default: the first Ledger
+	// found.
+	Serial *string `yaml:"serial"`
+	// ledger only. Default 250; 1 to 255. Bytes of sign bytes per APDU packet.
+	ChunkSize *int64 `yaml:"chunk_size" jsonschema:"minimum=1,maximum=255,default=250"`
+	// ledger, device emulator only. Default 0. The wait before the first signature after the app
+	// starts is confirmed (a button press on a device).
+	ConfirmDelay *time.Duration `yaml:"confirm_delay" jsonschema_extras:"default=0s"`
+	// ledger, device emulator only. Default 51ms (ledger-nano-s-plus); > 0. The host's share of each
+	// APDU exchange.
+	HostStall *time.Duration `yaml:"host_stall" jsonschema_extras:"default=51ms"`
+	// ledger, device emulator only. Default 3ms; > 0. The USB transfer of each APDU exchange.
+	Wire *time.Duration `yaml:"wire" jsonschema_extras:"default=3ms"`
+	// ledger, device emulator only. Default 525ms; > 0. The device's own signing time, once per
+	// signature.
+	DeviceSign *time.Duration `yaml:"device_sign" jsonschema_extras:"default=525ms"`
 
 	// external only (external.go): the user's own signer (tmkms, horcrux,
 	// gnokms, valnet signer serve) dials the node with its own key.
-	Address  *string        `yaml:"address"`  // required; tcp://host:port or unix:///path: where the node listens for the signer
-	Wait     *time.Duration `yaml:"wait"`     // default 60s; > 0; how long the run waits for the signer to dial in
-	Identity *string        `yaml:"identity"` // tcp only; default: any signer; the signer's SecretConnection identity (its address, 40 hex digits)
+
+	// external only, and required there. tcp://host:port or unix:///path/to/socket: where the
+	// validator's node listens for your signer, which dials in.
+	Address *string `yaml:"address" jsonschema:"pattern=^(tcp://.+:[0-9]+|unix://.+)$"`
+	// external only. Default 60s; > 0. How long the run waits for the signer to dial in.
+	Wait *time.Duration `yaml:"wait" jsonschema_extras:"default=60s"`
+	// external, tcp:// only. Default: any signer. The signer's SecretConnection identity (its address,
+	// 40 hex digits).
+	Identity *string `yaml:"identity" jsonschema:"pattern=^[0-9A-Fa-f]{40}$"`
 
 	// threshold only (threshold.go): a MODEL of a horcrux-style threshold
 	// signer, its cosigners each an endpoint on the link fabric.
-	Cosigners *int64         `yaml:"cosigners"` // default 3; 2..9
-	Threshold *int64         `yaml:"threshold"` // default a majority (cosigners/2 + 1); more than half of cosigners, at most all
-	Links     *rawSignerLink `yaml:"links"`     // default: none (cosigners side by side); every link between two cosigners, both ways; not with regions
-	Regions   []string       `yaml:"regions"`   // default: none; one region per cosigner (the network.zones names): the links between cosigners get the region matrix's latency
-	Timeout   *time.Duration `yaml:"timeout"`   // default 500ms (horcrux's grpcTimeout since v3.2.0; 1500ms before); > 0; how long the leader waits for each cosigner's answer
+
+	// threshold only. Default 3; 2..9. The number of cosigners, each holding a share of the key (in
+	// the model: each a party to the protocol).
+	Cosigners *int64 `yaml:"cosigners" jsonschema:"minimum=2,maximum=9,default=3"`
+	// threshold only. Default a majority (cosigners/2 + 1); more than half of cosigners and at most
+	// cosigners. How many cosigners take part in each signature.
+	Threshold *int64 `yaml:"threshold" jsonschema:"minimum=2,maximum=9"`
+	// threshold only. Default: none (the cosigners side by side). Every link between two cosigners,
+	// both ways, goes through the link fabric with this setting. Not with regions.
+	Links *rawSignerLink `yaml:"links"`
+	// threshold only. Default: none. One region per cosigner (the regions of network.zones: AWS matrix
+	// names or AWS codes): each link between two cosigners gets the matrix's one-way latency. Not with
+	// links.
+	Regions []string `yaml:"regions" jsonschema:"minItems=2,maxItems=9"`
+	// threshold only. Default 500ms (horcrux's grpcTimeout since v3.2.0; 1500ms before); > 0. How long
+	// the leader waits for each cosigner's answer.
+	Timeout *time.Duration `yaml:"timeout" jsonschema_extras:"default=500ms"`
 }
 
 // rawLatency is an injected signing delay. It is written either as a bare
 // duration (shorthand for {dist: fixed, value: D}) or as a mapping whose
 // allowed keys depend on dist (distKeys in latency.go).
 type rawLatency struct {
-	Dist   string         `yaml:"dist"`   // required in the mapping form; fixed|uniform|normal|lognormal
-	Value  *time.Duration `yaml:"value"`  // fixed: the delay
-	Min    *time.Duration `yaml:"min"`    // uniform: lower bound, <= max
-	Max    *time.Duration `yaml:"max"`    // uniform: upper bound
-	Mean   *time.Duration `yaml:"mean"`   // normal: mean
-	Stddev *time.Duration `yaml:"stddev"` // normal: standard deviation
-	P50    *time.Duration `yaml:"p50"`    // lognormal: median, > 0
-	P99    *time.Duration `yaml:"p99"`    // lognormal: 99th percentile, >= p50
-	Phases []string       `yaml:"phases"` // default all: proposal, prevote, precommit; no duplicates
+	// The delay's distribution; it decides which other keys apply.
+	Dist string `yaml:"dist" jsonschema:"required"`
+	// fixed: the delay.
+	Value *time.Duration `yaml:"value"`
+	// uniform: lower bound, <= max.
+	Min *time.Duration `yaml:"min"`
+	// uniform: upper bound.
+	Max *time.Duration `yaml:"max"`
+	// normal: mean.
+	Mean *time.Duration `yaml:"mean"`
+	// normal: standard deviation.
+	Stddev *time.Duration `yaml:"stddev"`
+	// lognormal: median, > 0.
+	P50 *time.Duration `yaml:"p50"`
+	// lognormal: 99th percentile, >= p50.
+	P99 *time.Duration `yaml:"p99"`
+	// Phases the delay applies to. Default: all three.
+	Phases []string `yaml:"phases"`
 
 	shorthand bool          // written as a bare duration
 	text      *latency.Spec // written as latency.Parse's text (signer serve config only)
@@ -223,65 +408,119 @@ type rawLatency struct {
 // rawProfile is one entry of the top-level profiles mapping: a device's
 // signing time, either as a distribution or as a table by payload size.
 type rawProfile struct {
-	Description string             `yaml:"description"` // default ""; free text
-	Source      string             `yaml:"source"`      // default ""; where the numbers come from, free text
-	Latency     *rawLatency        `yaml:"latency"`     // exactly one of latency and by_payload; no phases
-	ByPayload   *[]rawPayloadPoint `yaml:"by_payload"`  // >= 2 rows, bytes strictly increasing
+	// Free text. Default: empty.
+	Description string `yaml:"description"`
+	// Where the numbers come from, free text. Default: empty.
+	Source string `yaml:"source"`
+	// The signing time as a distribution (the same forms as a signer's latency, without phases).
+	Latency *rawLatency `yaml:"latency"`
+	// The signing time by payload size, interpolated linearly: at least 2 rows, bytes strictly
+	// increasing.
+	ByPayload *[]rawPayloadPoint `yaml:"by_payload" jsonschema:"minItems=2"`
 }
 
 // rawDevice is one entry of the top-level devices mapping: one signing
 // device that serves every signer naming it, one signature at a time.
 type rawDevice struct {
-	Profile    *string        `yaml:"profile"`    // default: none; required with background or a simulated signer on the device; a built-in profile or a key of profiles
-	Background *rawBackground `yaml:"background"` // default: none; MODEL load of other chains on the same device
+	// Default: none. The device's time per signature: a built-in profile or a name defined under
+	// profiles. Required with background or when a simulated signer joins.
+	Profile *string `yaml:"profile"`
+	// A MODEL of other chains' signing load on this device: per block a proposal on its turns, a
+	// prevote and a precommit.
+	Background *rawBackground `yaml:"background"`
 }
 
 // rawBackground is a MODEL of the signing load of other chains a device
 // serves: each asks for a proposal (on its turns), a prevote and a
 // precommit per block.
 type rawBackground struct {
-	Chains        *int64         `yaml:"chains"`         // required; 0..1000 other chains
-	BlockTime     *time.Duration `yaml:"block_time"`     // default 6s; > 0; each other chain's block time
-	ProposerShare *float64       `yaml:"proposer_share"` // default 0.25; 0..1; share of a chain's blocks whose proposal the device signs
-	Spacing       *time.Duration `yaml:"spacing"`        // default 100ms; >= 0; proposal -> prevote -> precommit within a block; 2 × spacing + jitter < block_time
-	Jitter        *time.Duration `yaml:"jitter"`         // default 50ms; >= 0; each block starts late by a uniform draw in [0, jitter)
+	// Required; 0..1000 other chains.
+	Chains *int64 `yaml:"chains" jsonschema:"required,minimum=0,maximum=1000"`
+	// Default 6s; > 0. Each other chain's block time.
+	BlockTime *time.Duration `yaml:"block_time" jsonschema_extras:"default=6s"`
+	// Default 0.25; 0..1. The share of a chain's blocks whose proposal the device signs.
+	ProposerShare *float64 `yaml:"proposer_share" jsonschema:"minimum=0,maximum=1,default=0.25"`
+	// Default 100ms. Proposal -> prevote -> precommit within a block.
+	Spacing *time.Duration `yaml:"spacing" jsonschema_extras:"default=100ms"`
+	// Default 50ms. Each block starts late by a uniform draw in [0, jitter); 2 x spacing + jitter <
+	// block_time.
+	Jitter *time.Duration `yaml:"jitter" jsonschema_extras:"default=50ms"`
 }
 
 // rawPayloadPoint is one row of a profile's by_payload table.
 type rawPayloadPoint struct {
-	Bytes   *int64         `yaml:"bytes"`   // required; >= 1
-	Latency *time.Duration `yaml:"latency"` // required; >= 0
+	// Payload size in bytes; >= 1, greater than the row before.
+	Bytes *int64 `yaml:"bytes" jsonschema:"required,minimum=1"`
+	// Signing time for that size.
+	Latency *time.Duration `yaml:"latency" jsonschema:"required"`
 }
 
 // rawFault is one faults entry. Which keys each action takes, requires or
 // refuses is in faultActions (faults.go).
 type rawFault struct {
-	Action    string         `yaml:"action"`    // required; a name from faultActions
-	Target    string         `yaml:"target"`    // an expanded validator name; required, optional or refused by action
-	At        *rawFaultAt    `yaml:"at"`        // required; exactly one of height and time
-	Duration  *time.Duration `yaml:"duration"`  // meaning depends on the action (docs/scenario.md)
-	Latency   *rawLatency    `yaml:"latency"`   // signer-delay and network-latency, required there; no phases (they go on the fault)
-	Phases    []string       `yaml:"phases"`    // default all; signer-delay, signer-drop, signer-error only
-	From      string         `yaml:"from"`      // network-latency: one link, with to; not with target
-	To        string         `yaml:"to"`        // network-latency: with from
-	OneWay    *bool          `yaml:"one_way"`   // network-latency, with from and to; default false (both ways)
-	Jitter    *time.Duration `yaml:"jitter"`    // network-latency; default 0
-	Bandwidth *string        `yaml:"bandwidth"` // network-latency; default unlimited; same units as network.bandwidth
-	Groups    [][]string     `yaml:"groups"`    // partition, required there: >= 2 disjoint, non-empty lists of validators
+	// Required. What happens: to the target's signer (signer-*), to one cosigner of the target's
+	// threshold signer (cosigner-*), to the network (network-latency, partition, isolate, heal) or to
+	// the target's node (node-*); see docs/scenario.md.
+	Action string `yaml:"action" jsonschema:"required"`
+	// The (expanded) validator hit: for {name: v, count: 3}, v-2, not v. Required for signer-*,
+	// cosigner-*, isolate and node-*; refused by partition and heal; optional for network-latency
+	// (every link of that validator). cosigner-* take NAME.cosigner-K, cosigner K (1..cosigners) of
+	// NAME's threshold signer; isolate takes that too (it cuts the cosigner's links), or NAME.signer
+	// (its signer link).
+	Target string `yaml:"target"`
+	// Required. When the fault starts: a height (and, for signer-drop and signer-error, a round) or a
+	// time since the network started.
+	At *rawFaultAt `yaml:"at" jsonschema:"required"`
+	// signer-delay, network-latency, partition, isolate: the window (0 or absent: until the run ends,
+	// or a heal). signer-drop, signer-error: the window, > 0 (absent: at at.height only; required with
+	// at.time). signer-outage: required, > 0. cosigner-down, cosigner-slow: how long the cosigner
+	// stays down or slow (0 or absent: until the run ends). signer-restart, node-restart: downtime
+	// between stop and start (default 0). node-stop, node-kill: down time, then started again (0 or
+	// absent: stays down). node-pause: paused time (0 or absent: until a node-resume). heal, node-
+	// start, node-resume: none.
+	Duration *time.Duration `yaml:"duration"`
+	// signer-delay (the extra delay before each signature), cosigner-slow (the delay before each of
+	// the cosigner's answers) and network-latency (the links' one-way latency), and required there. No
+	// phases here.
+	Latency *rawLatency `yaml:"latency"`
+	// signer-delay, signer-drop and signer-error only. Phases hit. Default: all three.
+	Phases []string `yaml:"phases"`
+	// network-latency only, with to, not with target: one link, both ways unless one_way.
+	From string `yaml:"from"`
+	// network-latency only, with from: the link's other end.
+	To string `yaml:"to"`
+	// network-latency only, with from and to. true: only from -> to changes.
+	OneWay *bool `yaml:"one_way" jsonschema:"default=false"`
+	// network-latency only. Normal jitter (stddev) on the changed links while the fault lasts. Default
+	// 0.
+	Jitter *time.Duration `yaml:"jitter"`
+	// network-latency only. The changed links' bandwidth while the fault lasts. Default: unlimited.
+	Bandwidth *string `yaml:"bandwidth"`
+	// partition only, and required there: at least 2 disjoint groups of validators; links between
+	// groups are cut. Validators in no group keep every link.
+	Groups [][]string `yaml:"groups" jsonschema:"minItems=2"`
 }
 
 // rawFaultAt is when a fault starts.
 type rawFaultAt struct {
-	Height *int64         `yaml:"height"` // >= 1
-	Round  *int64         `yaml:"round"`  // >= 0; only with height, only for signer-drop and signer-error
-	Time   *time.Duration `yaml:"time"`   // > 0; time since the network started
+	// Block height, >= 1, at most run.heights.
+	Height *int64 `yaml:"height" jsonschema:"minimum=1"`
+	// signer-drop and signer-error only, with height: only this round of the height.
+	Round *int64 `yaml:"round" jsonschema:"minimum=0,maximum=2147483647"`
+	// Time since the network started, > 0 and before run.max_duration.
+	Time *time.Duration `yaml:"time"`
 }
 
 // rawExpect is one expect entry: a bound on a metric of the run.
 type rawExpect struct {
-	Metric    string   `yaml:"metric"`    // required; a name from Metrics
-	Validator string   `yaml:"validator"` // default "" (chain metric, or every validator); only for per-validator metrics
-	Phase     string   `yaml:"phase"`     // default "" (all phases); only for phased metrics
-	Min       *float64 `yaml:"min"`       // at least one of min and max; min <= max
-	Max       *float64 `yaml:"max"`
+	// Required. The metric to check; see docs/scenario.md.
+	Metric string `yaml:"metric" jsonschema:"required"`
+	// Per-validator metrics only: the (expanded) validator to check. Default: every validator.
+	Validator string `yaml:"validator"`
+	// sign_latency_* metrics only. Default: all phases together.
+	Phase string `yaml:"phase"`
+	// Lower bound (inclusive).
+	Min *float64 `yaml:"min"`
+	// Upper bound (inclusive).
+	Max *float64 `yaml:"max"`
 }

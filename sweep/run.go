@@ -3,7 +3,6 @@ package sweep
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -33,11 +32,8 @@ type PointResult struct {
 
 // Outcome is what a sweep invocation did.
 type Outcome struct {
-	Points      []PointResult
-	Ran         int     // runs done by this invocation
-	Resumed     int     // runs read back from an earlier one
-	Failed      []error // runs that could not be done
-	Interrupted bool    // ctx ended before every run was done
+	Points []PointResult
+	Tally
 }
 
 // Complete reports whether every run of every point finished.
@@ -75,95 +71,42 @@ const unfinishedSuffix = ".unfinished"
 // Run does every run not finished yet, in point order, and writes the
 // sweep's files after each run (sweep.json) and at the end (all of them,
 // also when ctx ends: what finished is kept). progress gets one line per
-// run; now is the clock (time.Now).
+// run; now is the clock (time.Now). The loop is crosscheck's too (Loop).
 func (s *Sweep) Run(ctx context.Context, r Runner, progress io.Writer, now func() time.Time) (*Outcome, error) {
 	if err := s.ClaimDir(); err != nil {
 		return nil, err
 	}
 	out := &Outcome{}
+	var slots []Slot
 	for _, p := range s.Points {
 		out.Points = append(out.Points, PointResult{Point: p, Runs: make([]RunRecord, s.Repeat)})
 	}
+	for i := range out.Points {
+		pr := &out.Points[i]
+		for rep := 1; rep <= s.Repeat; rep++ {
+			pr.Runs[rep-1] = RunRecord{Repeat: rep, Result: Result{Seed: s.Seed(pr.Point, rep), Dir: RunDir(pr.Point, rep)}}
+			slots = append(slots, Slot{
+				Rec:   &pr.Runs[rep-1],
+				Plan:  pr.Plan,
+				Label: fmt.Sprintf("point %d/%d (%s) repeat %d/%d", i+1, len(out.Points), describeSet(pr.Set), rep, s.Repeat),
+			})
+		}
+	}
+	loop := &Loop{Command: "sweep", OutDir: s.OutDir, Runner: r, Progress: progress, Now: now,
+		Save: func() error { return s.writeJSON(out) }}
 	// What earlier invocations finished is read first, so the estimate
 	// of time left counts only what is still to do.
-	todo := 0
-	for i := range out.Points {
-		pr := &out.Points[i]
-		for rep := 1; rep <= s.Repeat; rep++ {
-			dir := RunDir(pr.Point, rep)
-			res, ok, err := LoadFinished(filepath.Join(s.OutDir, dir))
-			rec := RunRecord{Repeat: rep, Result: Result{Seed: s.Seed(pr.Point, rep), Dir: dir}}
-			switch {
-			case err != nil:
-				return nil, fmt.Errorf("reading the earlier run in %s: %w", dir, err)
-			case ok && res.Seed != rec.Seed:
-				return nil, fmt.Errorf("%s ran with seed %d, this sweep gives it seed %d; choose another --out", dir, res.Seed, rec.Seed)
-			case ok:
-				res.Dir = dir
-				rec.Result, rec.Resumed = res, true
-				out.Resumed++
-			default:
-				todo++
-			}
-			pr.Runs[rep-1] = rec
-		}
-	}
-	if err := s.writeJSON(out); err != nil {
+	todo, err := loop.Resume(slots, &out.Tally)
+	if err != nil {
 		return nil, err
 	}
-	start := now()
-	var (
-		spent    time.Duration
-		attempts int
-	)
-	for i := range out.Points {
-		pr := &out.Points[i]
-		for rep := 1; rep <= s.Repeat; rep++ {
-			rec := &pr.Runs[rep-1]
-			if rec.Finished() {
-				continue
-			}
-			if ctx.Err() != nil {
-				out.Interrupted = true
-				break
-			}
-			fmt.Fprintf(progress, "valnet sweep: point %d/%d (%s) repeat %d/%d, elapsed %s%s\n",
-				i+1, len(out.Points), describeSet(pr.Set), rep, s.Repeat, round(now().Sub(start)), ETA(spent, attempts, todo-attempts))
-			t0 := now()
-			s.runOne(ctx, r, pr.Point, rec)
-			spent += now().Sub(t0)
-			attempts++
-			if rec.Error != "" {
-				out.Failed = append(out.Failed, fmt.Errorf("%s: %s", rec.Dir, rec.Error))
-			} else if !rec.Finished() {
-				out.Interrupted = true // stopped by ctx
-			}
-			if rec.Finished() {
-				out.Ran++
-			}
-			if err := s.writeJSON(out); err != nil {
-				return out, err
-			}
-			if out.Interrupted {
-				break
-			}
-		}
-		if out.Interrupted {
-			break
-		}
+	if err := loop.Save(); err != nil {
+		return nil, err
+	}
+	if err := loop.Run(ctx, slots, todo, &out.Tally); err != nil {
+		return out, err
 	}
 	return out, s.WriteFiles(out)
-}
-
-// runOne runs one repeat into rec (RunFresh).
-func (s *Sweep) runOne(ctx context.Context, r Runner, p Point, rec *RunRecord) {
-	res, err := RunFresh(ctx, r, p.Plan, rec.Seed, filepath.Join(s.OutDir, rec.Dir))
-	res.Seed, res.Dir = rec.Seed, rec.Dir
-	rec.Result, rec.Resumed = res, false
-	var setup setupError
-	if err != nil && (ctx.Err() == nil || errors.As(err, &setup)) {
-		rec.Error = err.Error()
-	}
 }
 
 // setupError is RunFresh's failure before the run started (moving an
