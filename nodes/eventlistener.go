@@ -30,7 +30,7 @@ const eventDrainGrace = 5 * time.Second
 // ListenEvents listens on network ("unix" or "tcp") and address for the
 // events of node, forwarded to sink. A unix socket file left at address by
 // an earlier listener is replaced.
-func ListenEvents(network, address, node string, sink Sink) (*EventListener, error) {
+func ListenEvents(network, address, node string, sink eventlog.Sink) (*EventListener, error) {
 	l := &EventListener{}
 	var (
 		ln  net.Listener
@@ -67,7 +67,7 @@ func (l *EventListener) Close() {
 // readEvents forwards the event lines a `valnet node` writes on conn to
 // sink until conn is closed (the node stops, or is killed); a bad line or
 // a broken read becomes a node_error event.
-func readEvents(conn net.Conn, node string, sink Sink) {
+func readEvents(conn net.Conn, node string, sink eventlog.Sink) {
 	sc := bufio.NewScanner(conn)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	for sc.Scan() {

@@ -38,7 +38,7 @@ func TestEventListener(t *testing.T) {
 			}
 			var mu sync.Mutex
 			var got []string
-			l, err := ListenEvents(network, addr, "v0", SinkFunc(func(e eventlog.Event) {
+			l, err := ListenEvents(network, addr, "v0", eventlog.SinkFunc(func(e eventlog.Event) {
 				mu.Lock()
 				defer mu.Unlock()
 				got = append(got, string(e.Kind)+":"+e.Node)

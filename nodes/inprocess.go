@@ -229,7 +229,7 @@ func (n *inProcessNode) endRun(ctx context.Context, r *inProcessRun) error {
 
 // subscribeBus pumps the consensus events of bus, translated by tr, into
 // sink until ctx ends; wg counts the pumps.
-func subscribeBus(ctx context.Context, bus *types.EventBus, tr *translator, sink Sink, wg *sync.WaitGroup) error {
+func subscribeBus(ctx context.Context, bus *types.EventBus, tr *translator, sink eventlog.Sink, wg *sync.WaitGroup) error {
 	// One subscription that matches everything (a nil query): CometBFT
 	// expands a published event's attributes once per subscription with a
 	// real query, and a channel per query costs its buffer. The translator

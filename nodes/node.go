@@ -13,17 +13,6 @@ import (
 	"github.com/valnet/valnet/results/eventlog"
 )
 
-// Sink receives the events a node observes. It is called from the node's
-// event goroutines and must not block for long.
-type Sink interface {
-	Emit(eventlog.Event)
-}
-
-// SinkFunc adapts a function to a Sink.
-type SinkFunc func(eventlog.Event)
-
-func (f SinkFunc) Emit(e eventlog.Event) { f(e) }
-
 // Spec is everything a backend needs to run one validator.
 type Spec struct {
 	Name    string
@@ -36,7 +25,7 @@ type Spec struct {
 	Names map[string]string
 	// Sink receives the node's events; nil records nothing (a plain node,
 	// for measuring what recording costs).
-	Sink Sink
+	Sink eventlog.Sink
 	// Binary is the validator's own CometBFT-compatible binary (node.binary
 	// or run.binary), for backends that run one; empty: valnet's node.
 	Binary string

@@ -256,7 +256,7 @@ func runHelperRunner() int {
 			if key, err = p2p.LoadNodeKey(c.NodeKeyFile()); err == nil {
 				var n Node
 				n, err = Process{Command: []string{os.Getenv("VALNET_TEST_BIN"), "node"}}.Start(context.Background(),
-					Spec{Name: "v0", Config: c, Genesis: gen, NodeKey: key, Sink: SinkFunc(func(eventlog.Event) {})})
+					Spec{Name: "v0", Config: c, Genesis: gen, NodeKey: key, Sink: eventlog.SinkFunc(func(eventlog.Event) {})})
 				if err == nil {
 					fmt.Printf("PID %d\n", n.(*processNode).life.cur.pid)
 					select {}

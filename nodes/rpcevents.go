@@ -45,7 +45,7 @@ const rpcRedialPause = 200 * time.Millisecond
 // (rpc is http://host:port) to sink until ctx ends, reconnecting if the
 // stream breaks; a break is reported as a node_error (events may be
 // missing).
-func streamRPCEvents(ctx context.Context, rpc string, tr *translator, sink Sink) {
+func streamRPCEvents(ctx context.Context, rpc string, tr *translator, sink eventlog.Sink) {
 	url := "ws" + strings.TrimPrefix(rpc, "http") + "/websocket"
 	for {
 		subscribed, err := rpcEventSession(ctx, url, tr, sink)
@@ -76,7 +76,7 @@ type rpcMessage struct {
 
 // rpcEventSession runs one websocket connection; subscribed says whether
 // the subscriptions were sent (a later error is a broken stream).
-func rpcEventSession(ctx context.Context, url string, tr *translator, sink Sink) (subscribed bool, err error) {
+func rpcEventSession(ctx context.Context, url string, tr *translator, sink eventlog.Sink) (subscribed bool, err error) {
 	dialer := websocket.Dialer{HandshakeTimeout: 5 * time.Second}
 	conn, _, err := dialer.DialContext(ctx, url, nil)
 	if err != nil {

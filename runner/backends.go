@@ -30,7 +30,7 @@ type Backend interface {
 // every report come out of the same code. It returns the stop reason.
 type Simulator interface {
 	Backend
-	Simulate(ctx context.Context, plan *scenarios.Plan, seed int64, keys []crypto.PubKey, start eventlog.Event, sink nodes.Sink) (stopReason string, err error)
+	Simulate(ctx context.Context, plan *scenarios.Plan, seed int64, keys []crypto.PubKey, start eventlog.Event, sink eventlog.Sink) (stopReason string, err error)
 }
 
 var (

@@ -8,7 +8,6 @@ import (
 
 	"github.com/cometbft/cometbft/crypto"
 
-	"github.com/valnet/valnet/nodes"
 	"github.com/valnet/valnet/results/eventlog"
 )
 
@@ -42,7 +41,7 @@ func (r *run) simulate(ctx context.Context, s Simulator) error {
 // lastTime passes events on and keeps the time of the first (run_start)
 // and of the latest.
 type lastTime struct {
-	sink     nodes.Sink
+	sink     eventlog.Sink
 	first, t time.Time
 }
 

@@ -21,7 +21,6 @@ import (
 
 	"github.com/valnet/valnet/internal/action"
 	"github.com/valnet/valnet/internal/cmtversion"
-	"github.com/valnet/valnet/nodes"
 	"github.com/valnet/valnet/results/eventlog"
 	"github.com/valnet/valnet/scenarios"
 )
@@ -77,7 +76,7 @@ var Notes = []string{
 // backends record them. keys are the validators' public keys in plan
 // order. It returns the stop reason; an error means the model could not
 // run.
-func (Backend) Simulate(ctx context.Context, plan *scenarios.Plan, seed int64, keys []crypto.PubKey, start eventlog.Event, sink nodes.Sink) (string, error) {
+func (Backend) Simulate(ctx context.Context, plan *scenarios.Plan, seed int64, keys []crypto.PubKey, start eventlog.Event, sink eventlog.Sink) (string, error) {
 	p, line, err := paramsFor(plan)
 	if err != nil {
 		return "", err

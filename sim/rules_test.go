@@ -14,7 +14,6 @@ import (
 	"github.com/cometbft/cometbft/crypto/ed25519"
 	"github.com/cometbft/cometbft/types"
 
-	"github.com/valnet/valnet/nodes"
 	"github.com/valnet/valnet/results/eventlog"
 	"github.com/valnet/valnet/scenarios"
 )
@@ -60,7 +59,7 @@ func simRun(t *testing.T, yaml, calibration string) ([]eventlog.Event, string) {
 		infos[i] = eventlog.ValidatorInfo{Name: v.Name, Power: v.Power}
 	}
 	var events []eventlog.Event
-	sink := nodes.SinkFunc(func(e eventlog.Event) { events = append(events, e) })
+	sink := eventlog.SinkFunc(func(e eventlog.Event) { events = append(events, e) })
 	reason, err := Backend{}.Simulate(context.Background(), plan, plan.Run.Seed, keys,
 		eventlog.Event{Kind: eventlog.KindRunStart, Scenario: plan.Name, Validators: infos}, sink)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -105,17 +106,29 @@ func TestArchitectureNamesFilesThatExist(t *testing.T) {
 
 // The backends that record events (nodes, the sim) import only the event
 // contract of the results, not the analysis or any renderer: reports read
-// events only, and a node does not carry a chart library.
+// events only, and a node does not carry a chart library. html/template
+// reaches them only through CometBFT's own dependencies (grpc's
+// x/net/trace; viper's spf13/cast in nodes) and net/rpc's debug page
+// (the threshold MODEL's transport), never from valnet. The sim
+// imports no real backend.
 func TestBackendsImportOnlyTheEventContract(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "../../nodes", "../../sim").Output()
-	if err != nil {
-		t.Fatalf("go list -deps: %v", err)
-	}
-	for _, p := range strings.Fields(string(out)) {
-		switch {
-		case p == "github.com/valnet/valnet/results", strings.HasPrefix(p, "gonum.org/"),
-			strings.HasPrefix(p, "github.com/valnet/valnet/") && strings.Contains(p, "report"):
-			t.Errorf("nodes or sim depend on %s", p)
+	for _, pkg := range []string{"nodes", "sim"} {
+		out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "../../"+pkg).Output()
+		if err != nil {
+			t.Fatalf("go list -deps: %v", err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			fields := strings.Fields(line)
+			p, imports := fields[0], fields[1:]
+			switch {
+			case p == "github.com/valnet/valnet/results", strings.HasPrefix(p, "gonum.org/"),
+				strings.HasPrefix(p, "github.com/valnet/valnet/") && strings.Contains(p, "report"),
+				pkg == "sim" && (p == "github.com/valnet/valnet/nodes" || p == "github.com/valnet/valnet/docker"):
+				t.Errorf("%s depends on %s", pkg, p)
+			}
+			if slices.Contains(imports, "html/template") && p != "golang.org/x/net/trace" && p != "github.com/spf13/cast" && p != "net/rpc" {
+				t.Errorf("%s: %s imports html/template", pkg, p)
+			}
 		}
 	}
 }

@@ -7,12 +7,6 @@ import (
 	"time"
 )
 
-// Emitter is anything events can be sent to. *Writer implements it; tests
-// and packages that only produce events can depend on this instead.
-type Emitter interface {
-	Emit(Event)
-}
-
 const (
 	// flushInterval bounds how stale events.jsonl may be while a run is
 	// quiet (e.g. stuck in a round), so `tail -f` and a crash lose little.
