@@ -1,10 +1,13 @@
 package nodes
 
 import (
+	"fmt"
 	"sync"
 
+	"github.com/cockroachdb/pebble"
 	dbm "github.com/cometbft/cometbft-db"
 	cfg "github.com/cometbft/cometbft/config"
+	cmtlog "github.com/cometbft/cometbft/libs/log"
 )
 
 // guardedDB keeps a node's database safe to touch after the node closed it.
@@ -23,14 +26,43 @@ type guardedDB struct {
 
 var _ dbm.DB = (*guardedDB)(nil)
 
-// guardedDBProvider opens databases as CometBFT's default provider does,
-// wrapped in guardedDB.
-func guardedDBProvider(ctx *cfg.DBContext) (dbm.DB, error) {
-	db, err := cfg.DefaultDBProvider(ctx)
-	if err != nil {
-		return nil, err
+// dbProvider opens databases as CometBFT's default provider does, wrapped
+// in guardedDB. pebble's own log lines (the WAL replayed after a restart,
+// compactions) go to logger, the node's log: by default pebble prints them
+// with the standard library's log, which in-process is valnet's own stderr,
+// in the middle of its progress lines.
+func dbProvider(logger cmtlog.Logger) cfg.DBProvider {
+	return func(ctx *cfg.DBContext) (dbm.DB, error) {
+		var (
+			db  dbm.DB
+			err error
+		)
+		if dbm.BackendType(ctx.Config.DBBackend) == dbm.PebbleDBBackend {
+			opts := &pebble.Options{Logger: pebbleLogger{logger.With("module", "pebble", "db", ctx.ID)}}
+			db, err = dbm.NewPebbleDBWithOpts(ctx.ID, ctx.Config.DBDir(), opts)
+		} else {
+			db, err = cfg.DefaultDBProvider(ctx)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &guardedDB{db: db}, nil
 	}
-	return &guardedDB{db: db}, nil
+}
+
+// pebbleLogger is pebble's Logger on a CometBFT logger.
+type pebbleLogger struct{ l cmtlog.Logger }
+
+var _ pebble.Logger = pebbleLogger{}
+
+func (p pebbleLogger) Infof(format string, args ...any) { p.l.Info(fmt.Sprintf(format, args...)) }
+
+// Fatalf: pebble stops here (its default logger exits the process); the
+// message is in the node's log first.
+func (p pebbleLogger) Fatalf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	p.l.Error(msg)
+	panic("pebble: " + msg)
 }
 
 func (g *guardedDB) read(f func(dbm.DB) error) error {

@@ -126,8 +126,9 @@ func (n *inProcessNode) launch(ctx context.Context) (*inProcessRun, error) {
 	// The databases this incarnation opens, so that a node that fails to
 	// build or start releases them (and their file locks) for a retry.
 	var opened []*guardedDB
+	open := dbProvider(n.logger)
 	provider := func(c *cfg.DBContext) (dbm.DB, error) {
-		db, err := guardedDBProvider(c)
+		db, err := open(c)
 		if g, ok := db.(*guardedDB); ok {
 			opened = append(opened, g)
 		}

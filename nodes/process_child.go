@@ -132,7 +132,7 @@ func RunNode(ctx context.Context, o NodeOptions) (err error) {
 	n, err := node.NewNode(ctx, c, pv, nodeKey,
 		clients,
 		node.DefaultGenesisDocProviderFunc(c),
-		guardedDBProvider,
+		dbProvider(logger),
 		node.DefaultMetricsProvider(c.Instrumentation),
 		logger)
 	if err != nil {

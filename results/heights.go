@@ -12,10 +12,15 @@ import (
 // WriteHeightsCSV writes heights.csv: one row per committed height,
 // ascending, with the header
 //
-//	height,commit_round,proposer,block_time,interval_ms,absent,nil,quorum_critical,txs,block_bytes
+//	height,commit_round,proposer,header_time,observed_interval_ms,absent,nil,quorum_critical,txs,block_bytes
 //
-// commit_round and interval_ms follow Summarize's definitions and are empty
-// when unknown; block_time is the header time (RFC3339Nano, UTC); absent and
+// Two clocks, named so: header_time is the block header's time (BFT time,
+// the proposer's clock; RFC3339Nano, UTC), observed_interval_ms the time
+// between valnet's observations of this commit and the previous one (event
+// time, block_interval_ms's clock). They differ: a header's time is stamped
+// when the block was proposed, rounds before its commit was seen.
+// commit_round and observed_interval_ms follow Summarize's definitions and
+// are empty when unknown; absent and
 // nil are the validators whose CommitSig for this height in block H+1's
 // LastCommit is absent or nil, joined by ';' (empty when H+1 was not
 // committed, as well as when nobody was absent); quorum_critical the
@@ -34,7 +39,7 @@ func (z *Summarizer) WriteHeightsCSV(w io.Writer) error {
 	z.Summary()
 	c := z.c
 	cw := csv.NewWriter(w)
-	if err := cw.Write([]string{"height", "commit_round", "proposer", "block_time", "interval_ms", "absent", "nil", "quorum_critical", "txs", "block_bytes"}); err != nil {
+	if err := cw.Write([]string{"height", "commit_round", "proposer", "header_time", "observed_interval_ms", "absent", "nil", "quorum_critical", "txs", "block_bytes"}); err != nil {
 		return err
 	}
 	for _, h := range c.heights {

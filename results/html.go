@@ -110,7 +110,7 @@ func newHTMLData(s *Summary, cd *chartData) *htmlData {
 	default:
 		d.ResultClass = "error"
 	}
-	d.Duration = (time.Duration(s.DurationMS) * time.Millisecond).String()
+	d.Duration = s.DurationText()
 	if overloaded(s) {
 		d.Overloaded = OverloadedNotice
 	}
@@ -213,7 +213,7 @@ func chainRows(s *Summary) []htmlKV {
 	if s.Error != "" {
 		rows = append(rows, htmlKV{"error", s.Error})
 	}
-	rows = append(rows, htmlKV{"duration", (time.Duration(s.DurationMS) * time.Millisecond).String()})
+	rows = append(rows, htmlKV{"duration", s.DurationText()})
 	return rows
 }
 

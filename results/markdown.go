@@ -6,7 +6,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // WriteMarkdown writes summary.md: a compact Markdown summary meant for a
@@ -30,7 +29,7 @@ func WriteMarkdown(w io.Writer, s *Summary) error {
 	}
 	p("## %s valnet %s: %s\n\n", mark, title, mdCell(strings.TrimPrefix(ResultLine(s), "RESULT: ")))
 	p("backend `%s` · chain `%s` · seed %d · stop reason `%s` · duration %s\n",
-		orDash(s.Backend), orDash(s.ChainID), s.Seed, s.StopReason, (time.Duration(s.DurationMS) * time.Millisecond).String())
+		orDash(s.Backend), orDash(s.ChainID), s.Seed, s.StopReason, s.DurationText())
 	if n := nodesText(s); n != "" {
 		p("\nnodes: %s\n", n)
 	}

@@ -70,7 +70,7 @@ func WriteSuiteJUnit(w io.Writer, runs []SuiteRun) error {
 		var suite junitSuite
 		if r.Summary != nil {
 			suite = junitSuiteOf(r.Summary)
-			secs += float64(r.Summary.DurationMS) / 1000
+			secs += r.Summary.WallSeconds()
 			if r.ExitCode() == ExitError {
 				msg := "stop_reason " + r.Summary.StopReason
 				switch {

@@ -26,7 +26,12 @@ type Summary struct {
 	// did (StageSetup ... StageStop).
 	InterruptedStage string `json:"interrupted_stage,omitempty"`
 	Error            string `json:"error"`
-	DurationMS       int64  `json:"duration_ms"`
+	// DurationMS is the run's length on its event clock: wall time for
+	// real nodes, virtual time for a MODEL run (the sim). WallMS is run_end's
+	// wall-clock length on this host (0 for a stream recorded before valnet
+	// wrote it, or one without run_end).
+	DurationMS int64 `json:"duration_ms"`
+	WallMS     int64 `json:"wall_ms,omitempty"`
 	// Partial: the stream is not the whole run (no run_end: the runner
 	// was killed; a torn last line). PartialReasons says why, one line
 	// each. The figures cover the events recorded.
@@ -395,6 +400,36 @@ func (z *Summarizer) summarizeRun(s *Summary) {
 		stop = z.latest
 	}
 	s.DurationMS = max(stop.Sub(start.Time).Milliseconds(), 0)
+	if end != nil {
+		s.WallMS = end.WallMS
+	}
+}
+
+// DurationText says how long the run took, and on which clock: a MODEL
+// run's event time is virtual, so both clocks are named ("7m51s of
+// virtual time, 55s wall"); a real run's is the wall clock.
+func (s *Summary) DurationText() string {
+	d := func(ms int64) string { return (time.Duration(ms) * time.Millisecond).String() }
+	if s.Model == nil {
+		return d(s.DurationMS)
+	}
+	if s.WallMS <= 0 {
+		return d(s.DurationMS) + " of virtual time (MODEL)"
+	}
+	return fmt.Sprintf("%s of virtual time (MODEL), %s wall", d(s.DurationMS), d(s.WallMS))
+}
+
+// WallSeconds is the run's wall-clock length in seconds: WallMS, or for a
+// stream without it the duration of a real run (a MODEL run's virtual
+// time is not wall time, so 0).
+func (s *Summary) WallSeconds() float64 {
+	switch {
+	case s.WallMS > 0:
+		return float64(s.WallMS) / 1000
+	case s.Model == nil:
+		return float64(s.DurationMS) / 1000
+	}
+	return 0
 }
 
 // summarizeChain: heights, rounds and block intervals (the intervals'

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 )
 
 // WriteTable writes the human end-of-run report: run, chain, per-validator
@@ -69,7 +68,7 @@ func WriteTable(w io.Writer, s *Summary) error {
 	if s.Error != "" {
 		fmt.Fprintf(tw, "  error\t%s\n", s.Error)
 	}
-	fmt.Fprintf(tw, "  duration\t%s\n", (time.Duration(s.DurationMS) * time.Millisecond).String())
+	fmt.Fprintf(tw, "  duration\t%s\n", s.DurationText())
 	tw.Flush()
 
 	if len(s.Validators) > 0 {

@@ -78,7 +78,7 @@ func TestHeightsCSV(t *testing.T) {
 	if err := WriteHeightsCSV(&buf, evs); err != nil {
 		t.Fatal(err)
 	}
-	want := `height,commit_round,proposer,block_time,interval_ms,absent,nil,quorum_critical,txs,block_bytes
+	want := `height,commit_round,proposer,header_time,observed_interval_ms,absent,nil,quorum_critical,txs,block_bytes
 1,0,v1,2024-12-31T23:59:59.995Z,,v2;v3,v1,,2,2650
 2,2,,,1000.5,,,,0,
 3,,,,1999.5,,,,0,

@@ -23,15 +23,25 @@ func DefaultOutDir(scenario string, now time.Time) string {
 	return filepath.Join("runs", scenario+"-"+now.Format("20060102-150405"))
 }
 
-// prepareOutDir creates dir, refusing one that already holds a run: a new
-// run must never overwrite the results of an earlier one.
-func prepareOutDir(dir string) error {
+// CheckOutDir refuses a directory that already holds a run: a new run
+// must never overwrite the results of an earlier one. A command checks
+// first so that it announces only a run that goes ahead; Run checks again.
+func CheckOutDir(dir string) error {
 	if _, err := os.Stat(filepath.Join(dir, EventsFile)); err == nil {
 		return fmt.Errorf("%s already holds a run (%s exists); choose another --out", dir, EventsFile)
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Join(dir, NodesDir), 0o755); err != nil {
+	return nil
+}
+
+// prepareOutDir creates dir (CheckOutDir first). The nodes' homes under
+// nodes/ are made by the backends that run nodes, so a sim run has none.
+func prepareOutDir(dir string) error {
+	if err := CheckOutDir(dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("output directory: %w", err)
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"reflect"
 	"regexp"
 	"strconv"
+	"slices"
 	"strings"
 
 	goyaml "github.com/goccy/go-yaml"
@@ -116,6 +117,9 @@ func ResolveWith(nameOrPath string, o Overrides) (*Plan, error) {
 // parse reads data (named file in messages) into a Plan from source.
 // Relative paths in the scenario are joined to dir, unless dir is "".
 func parse(file, source, dir string, data []byte, o Overrides) (*Plan, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
 	root, err := document(file, data)
 	if err != nil {
 		return nil, err
@@ -141,6 +145,15 @@ func parse(file, source, dir string, data []byte, o Overrides) (*Plan, error) {
 		plan.Text = settingsText(root, o.Set, data)
 	}
 	return plan, nil
+}
+
+// check refuses a bad override before the file is read: the flag is to
+// blame, not the scenario's line.
+func (o Overrides) check() error {
+	if o.Backend != "" && !slices.Contains(backends, o.Backend) {
+		return fmt.Errorf("--backend %s: unknown backend%s (one of %s)", o.Backend, didYouMean(o.Backend, backends), strings.Join(backends, ", "))
+	}
+	return nil
 }
 
 func (o Overrides) apply(raw *rawScenario) {

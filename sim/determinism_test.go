@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -54,8 +55,15 @@ func runEvents(t *testing.T, plan *scenarios.Plan, seed int64) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return data
+	// run_end's wall_ms is this host's clock, the one field of a sim
+	// stream that is not the model's.
+	if !wallMS.Match(data) {
+		t.Fatal("events.jsonl has no run_end wall_ms")
+	}
+	return wallMS.ReplaceAll(data, nil)
 }
+
+var wallMS = regexp.MustCompile(`,"wall_ms":[0-9]+`)
 
 // TestSameSeedSameEvents: a sim run is a function of its plan and seed,
 // down to the bytes of events.jsonl; another seed gives another run.

@@ -2,12 +2,15 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/valnet/valnet/runner"
 )
 
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -138,7 +141,9 @@ func TestRunBackendOverride(t *testing.T) {
 		stderrLike string
 	}{
 		{"a docker scenario runs in-process", []string{"run", onDocker, "--backend", "inprocess", "--quiet", "--out", filepath.Join(t.TempDir(), "r")}, 0, "RESULT: PASS", ""},
-		{"unknown backend", []string{"run", onDocker, "--backend", "vm"}, 2, "", `run.backend: .*"vm".*docker, inprocess, process|run.backend: .*"vm".*inprocess, process, docker`},
+		// The flag is to blame, not the scenario's line.
+		{"unknown backend", []string{"run", onDocker, "--backend", "kubernetes"}, 2, "", `^valnet: --backend kubernetes: unknown backend \(one of inprocess, process, docker, sim\)\n$`},
+		{"a near miss", []string{"run", "quickstart", "--backend", "simm"}, 2, "", `^valnet: --backend simm: unknown backend; did you mean "sim"\? \(one of inprocess, process, docker, sim\)\n$`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -289,5 +294,29 @@ func TestBadInputThroughTheCLI(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A run directory that holds a run is refused before anything is
+// announced, and the earlier run is untouched; a sim run leaves no
+// empty nodes/ among its results.
+func TestRunRefusedDirNotAnnouncedAndSimHasNoNodesDir(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "r")
+	if code, _, stderr := runCLI(t, "run", "baseline", "--backend", "sim", "--quiet", "--out", out); code != 0 {
+		t.Fatalf("sim run: exit %d\n%s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(out, runner.NodesDir)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a sim run made %s/ (%v): it has no nodes", runner.NodesDir, err)
+	}
+	before, err := os.ReadFile(filepath.Join(out, runner.EventsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI(t, "run", "baseline", "--backend", "sim", "--out", out)
+	if code != exitBadInput || !strings.Contains(stderr, "already holds a run") || strings.Contains(stderr, "running") || stdout != "" {
+		t.Errorf("exit %d, want 2, the refusal and no announcement:\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	if after, _ := os.ReadFile(filepath.Join(out, runner.EventsFile)); !bytes.Equal(before, after) {
+		t.Error("the earlier run's events.jsonl changed")
 	}
 }

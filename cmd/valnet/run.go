@@ -114,6 +114,11 @@ is appended to it. See docs/ci.md.`,
 			if keep && plan.Run.Backend == scenarios.BackendSim {
 				return &exitError{exitBadInput, errors.New("--keep: the sim backend runs no network to keep (it is a model in virtual time)")}
 			}
+			// A directory holding a run is refused before anything is
+			// announced.
+			if err := runner.CheckOutDir(out); err != nil {
+				return &exitError{exitBadInput, err}
+			}
 			if !quiet {
 				what := "backend " + plan.Run.Backend
 				if plan.Run.Backend == scenarios.BackendSim {

@@ -70,7 +70,7 @@ const (
 	// recorded every few seconds and once at the end; counters are
 	// cumulative, so the last one per device is its whole run.
 	KindDevice Kind = "device"
-	// KindRunEnd closes a stream: StopReason and Error.
+	// KindRunEnd closes a stream: StopReason, Error, WallMS.
 	KindRunEnd Kind = "run_end"
 )
 
@@ -218,6 +218,10 @@ type Event struct {
 	// interrupted, where the run was cut short; with another stop_reason,
 	// the run had ended by itself and was interrupted while stopping.
 	InterruptedStage string `json:"interrupted_stage,omitempty"`
+	// WallMS is how long the run took on this host's clock, from its
+	// start to run_end. Event times are the backend's clock: the same for
+	// real backends, virtual time for the sim (whose wall time is this).
+	WallMS int64 `json:"wall_ms,omitempty"`
 }
 
 // HostSample is one second of the host, as the runner measured it.
