@@ -64,6 +64,9 @@ type Threshold struct {
 	// backend, key, base seed): a directory made by another search is
 	// refused.
 	Stamp Stamp
+	// Warnings are what the command should say before it starts (a target
+	// finer than the runs resolve).
+	Warnings []string
 }
 
 // RunPointFunc runs the scenario once with key=value and seed into dir
@@ -144,9 +147,8 @@ func (t *Threshold) confirm(ctx context.Context, rep *ThresholdReport, s Search)
 		}
 		c.Probes = append(c.Probes, p)
 		c.Agrees = c.Agrees && p.Held == want[i]
-		on := map[bool]string{true: "held", false: "failed"}
 		fmt.Fprintf(t.Out, "  %s=%s  %s: %s on %s, %s on %s\n", t.Key, p.Value, t.Target.Metric,
-			on[s.Probes[idx].Held], t.Stamp.Backend, on[p.Held], t.ConfirmBackend)
+			probeVerdict(rep.Probes[idx]), t.Stamp.Backend, probeVerdict(p), t.ConfirmBackend)
 		if err := rep.write(t.OutDir); err != nil {
 			return err
 		}
@@ -221,16 +223,34 @@ func (t *Threshold) runOnce(ctx context.Context, value string, i int, seed int64
 	return run, nil
 }
 
-func (t *Threshold) printProbe(n int, p ThresholdProbe) {
+// probeValues are the target metric's values of a probe's runs ("n/a" for
+// a run without one).
+func probeValues(p ThresholdProbe) string {
 	vals := make([]string, len(p.Runs))
-	reused, overloaded := 0, 0
 	for i, r := range p.Runs {
-		if r.HostOverloaded {
-			overloaded++
-		}
 		vals[i] = "n/a"
 		if r.Value != nil {
 			vals[i] = strconv.FormatFloat(*r.Value, 'g', 4, 64)
+		}
+	}
+	return strings.Join(vals, " ")
+}
+
+// probeVerdict is "0.1333 0.0667 failed (0 of 2 runs held)": the values
+// behind the verdict, and how many runs made it.
+func probeVerdict(p ThresholdProbe) string {
+	verdict := "failed"
+	if p.Held {
+		verdict = "held"
+	}
+	return fmt.Sprintf("%s %s (%d of %d runs held)", probeValues(p), verdict, p.HeldRuns, len(p.Runs))
+}
+
+func (t *Threshold) printProbe(n int, p ThresholdProbe) {
+	reused, overloaded := 0, 0
+	for _, r := range p.Runs {
+		if r.HostOverloaded {
+			overloaded++
 		}
 		if r.Reused {
 			reused++
@@ -250,5 +270,5 @@ func (t *Threshold) printProbe(n int, p ThresholdProbe) {
 	if overloaded > 0 {
 		note += fmt.Sprintf("  [host overloaded in %d of %d runs: their values reflect this machine]", overloaded, len(p.Runs))
 	}
-	fmt.Fprintf(t.Out, "probe %d  %s=%s  %s: %s  %s%s\n", n, t.Key, p.Value, t.Target.Metric, strings.Join(vals, " "), verdict, note)
+	fmt.Fprintf(t.Out, "probe %d  %s=%s  %s: %s  %s%s\n", n, t.Key, p.Value, t.Target.Metric, probeValues(p), verdict, note)
 }

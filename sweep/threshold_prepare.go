@@ -88,13 +88,23 @@ func (sp ThresholdSpec) Prepare(ctx context.Context, runs Runner, out io.Writer)
 	if err != nil {
 		return nil, errors.Join(append(errs, err)...) // nothing else can be checked
 	}
+	// Without a usable --vary or --range there are no ends to resolve;
+	// the target is then checked on the scenario as written, so that
+	// every problem of the command line is said at once.
 	unit, err := rangeUnit(sp.Key)
+	var grid Grid
 	if err != nil {
-		return nil, errors.Join(append(errs, fmt.Errorf("--vary %s: %w", sp.Key, err))...)
+		bad(fmt.Errorf("--vary %s: %w", sp.Key, err))
+	} else if grid, err = ParseGrid(unit, sp.Range, sp.Resolution); err != nil {
+		bad(fmt.Errorf("%w (%s takes %ss)", err, sp.Key, unit))
 	}
-	grid, err := ParseGrid(unit, sp.Range, sp.Resolution)
-	if err != nil {
-		return nil, errors.Join(append(errs, fmt.Errorf("%w (%s takes %ss)", err, sp.Key, unit))...)
+	if len(errs) > 0 {
+		if terr == nil {
+			if _, err := base.MetricRef(target.Metric); err != nil {
+				bad(fmt.Errorf("--target %q: %s", sp.Target, metricProblem(target.Metric, err)))
+			}
+		}
+		return nil, errors.Join(errs...)
 	}
 	th.Grid = grid
 
@@ -164,10 +174,31 @@ func (sp ThresholdSpec) Prepare(ctx context.Context, runs Runner, out io.Writer)
 	if th.OutDir == "" {
 		th.OutDir = DefaultThresholdDir(base.Name, sp.Key, base.Run.Backend, seed)
 	}
+	th.Warnings = resolutionWarnings(th.Target, base.Run.Heights)
 	sum := sha256.Sum256(base.Text)
 	th.Stamp = Stamp{Scenario: sp.Scenario, ScenarioSHA256: hex.EncodeToString(sum[:]),
 		Backend: base.Run.Backend, Key: sp.Key, Seed: seed}
 	return th, nil
+}
+
+// resolutionWarnings says when a target is finer than a run can resolve:
+// a rate over N heights moves in steps of 1/N, so at 15 heights
+// "missed_precommits_rate(hsm) <= 0.05" holds only with no miss at all.
+func resolutionWarnings(t Target, heights int64) []string {
+	name, _, _ := strings.Cut(t.Metric, "(")
+	if !strings.HasSuffix(name, "_rate") || heights <= 0 || t.Bound <= 0 || t.Bound >= 1 {
+		return nil
+	}
+	step := 1 / float64(heights)
+	if t.Bound >= step {
+		return nil
+	}
+	means := "holds only with none at all (a rate of 0)"
+	if t.Op == AtLeast {
+		means = "holds with a single one (the smallest rate above 0)"
+	}
+	return []string{fmt.Sprintf("--target %s: at %d heights a rate moves in steps of 1/%d = %.4g, so %s %s %g %s; "+
+		"more run.heights resolve it finer", t, heights, heights, step, name, t.Op, t.Bound, means)}
 }
 
 // DefaultThresholdDir is where a search goes without --out: the same

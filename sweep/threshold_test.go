@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -395,6 +396,11 @@ func TestThresholdConfirm(t *testing.T) {
 			if c.Agrees != tc.agrees || !strings.Contains(output(th), tc.says) {
 				t.Errorf("agrees %v, want %v; output:\n%s", c.Agrees, tc.agrees, output(th))
 			}
+			// The values behind each verdict, and how many runs made it.
+			line := regexp.MustCompile(`=550ms  missed_precommits_rate\(hsm\): [0-9.]+ [0-9.]+ held \(2 of 2 runs held\) on \w+, [0-9.]+ [0-9.]+ (held|failed) \([0-2] of 2 runs held\) on inprocess`)
+			if !line.MatchString(output(th)) {
+				t.Errorf("the confirm line lacks the values:\n%s", output(th))
+			}
 			if _, err := os.Stat(filepath.Join(out, "confirm-inprocess", "600ms", "r2", "fake-run.json")); err != nil {
 				t.Errorf("confirming run not under confirm-inprocess: %v", err)
 			}
@@ -403,5 +409,31 @@ func TestThresholdConfirm(t *testing.T) {
 				t.Errorf("threshold.json confirm: %+v, %v", back.Confirm, err)
 			}
 		})
+	}
+}
+
+// A rate over N heights moves in steps of 1/N: a target finer than that
+// is said before the search, with what it then means.
+func TestResolutionWarnings(t *testing.T) {
+	for _, tc := range []struct {
+		target  string
+		heights int64
+		want    string // "" = no warning
+	}{
+		{"missed_precommits_rate(hsm) <= 0.05", 15, "at 15 heights a rate moves in steps of 1/15 = 0.06667, so missed_precommits_rate <= 0.05 holds only with none at all"},
+		{"missed_precommits_rate(hsm) >= 0.01", 20, ">= 0.01 holds with a single one"},
+		{"missed_precommits_rate(hsm) <= 0.1", 15, ""},
+		{"missed_precommits_rate(hsm) <= 0.05", 40, ""},
+		{"missed_precommits(hsm) <= 0.5", 15, ""},
+		{"missed_precommits_rate(hsm) <= 0", 15, ""},
+	} {
+		target, err := ParseTarget(tc.target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Join(resolutionWarnings(target, tc.heights), "\n")
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%s at %d heights: %q, want %q", tc.target, tc.heights, got, tc.want)
+		}
 	}
 }

@@ -70,6 +70,9 @@ not be done, or Ctrl-C (threshold.json keeps the probes done).`,
 			if err := th.Claim(); err != nil { // before saying where it goes
 				return &exitError{exitBadInput, err}
 			}
+			for _, w := range th.Warnings {
+				fmt.Fprintf(stderr, "valnet: warning: %s\n", w)
+			}
 			if !quiet {
 				th.Status = stderr
 				fmt.Fprintf(stderr, "valnet: threshold of %s over %s..%s (resolution %s, %s) for %s, %d run(s) per probe, into %s\n",

@@ -45,8 +45,9 @@ func TestThresholdBadInput(t *testing.T) {
 		{"unknown metric", with("--target", "missed_rate(slow) <= 1"), `unknown metric "missed_rate"`},
 		{"unknown validator", with("--target", "missed_precommits_rate(hsm) <= 1"), `no validator named "hsm"`},
 		{"resolution", with("--resolution", "-5ms"), "must be greater than zero"},
-		{"no target", ok[:6], `required flag(s) "target" not set`},
+		{"no target", append([]string{}, ok[:6]...), `required flag(s) "target" not set`},
 	} {
+		tc := tc
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "th")
 			code, stdout, stderr := runCLI(t, append(tc.args, "--out", out)...)
@@ -58,6 +59,37 @@ func TestThresholdBadInput(t *testing.T) {
 			}
 		})
 	}
+	// Every problem of the command line at once, as validate does: a bad
+	// range or resolution does not hide the target's typo.
+	typo := func(args []string) []string { return replaceArg(args, "--target", "missed_precommits_rate(slw) <= 0.1") }
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"reversed range and a typo", typo(with("--range", "500ms..0")), []string{"is reversed", `no validator named "slw"`}},
+		{"bad resolution and a typo", typo(with("--resolution", "7")), []string{`--resolution "7"`, `no validator named "slw"`}},
+		{"bad key and a typo", typo(with("--vary", "validators[slow].count")), []string{`no validator named "slw"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, append(tc.args, "--out", filepath.Join(t.TempDir(), "th"))...)
+			for _, w := range tc.want {
+				if code != exitBadInput || !strings.Contains(stderr, w) {
+					t.Errorf("exit %d, stderr:\n%s\nwant exit 2 and %q", code, stderr, w)
+				}
+			}
+		})
+	}
+}
+
+func replaceArg(args []string, flag, value string) []string {
+	out := append([]string{}, args...)
+	for i := range out {
+		if out[i] == flag {
+			out[i+1] = value
+		}
+	}
+	return out
 }
 
 // A real search of three probes; the same command again reuses them all.
