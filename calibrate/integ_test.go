@@ -32,7 +32,7 @@ func TestIntegCalibrate(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, data)
 	}
-	if p.SignLocal <= 0 || p.CommitCost <= 0 || p.GossipSleep < 50*time.Millisecond || p.GossipSleep > 120*time.Millisecond {
+	if p.SignLocal <= 0 || p.CommitCost <= 0 || p.GossipSleep < fitBounds.sleep[0] || p.GossipSleep > fitBounds.sleep[1] {
 		t.Errorf("implausible figures: %+v", p)
 	}
 	if math.IsNaN(res.Error) || math.IsInf(res.Error, 0) || res.Error > 1 {
