@@ -84,6 +84,7 @@ func (d *decoder) resolveNetwork(rn *rawNetwork, vals validatorSet) NetworkPlan 
 	const key = "network"
 	np := NetworkPlan{Topology: TopologyPlan{Kind: TopologyMesh}}
 	if rn == nil {
+		np.Zones = d.resolveZones(key+".zones", nil, vals) // validators' own zone keys
 		return np
 	}
 	np.Default.Latency = d.resolveLatencyNoPhases(key+".latency", rn.Latency, linkLatencyNoPhases)
@@ -150,13 +151,28 @@ func (d *decoder) mapKeysInOrder(key string, m map[string][]string) []string {
 // resolveZones checks zones (region -> validators) and returns validator
 // -> canonical region. A region is a name of network.Regions, in any case,
 // or an AWS code; each validator is in at most one zone.
+//
+// A zone may list a validator group (a validators entry with count > 1)
+// by its written name: all its validators. A validators entry may carry
+// zone: itself; a validator placed both ways is an error.
 func (d *decoder) resolveZones(key string, zones map[string][]string, vals validatorSet) map[string]string {
-	if len(zones) == 0 {
+	if len(zones) == 0 && len(vals.zones) == 0 {
 		return nil
 	}
 	out := make(map[string]string)
 	regionKey := make(map[string]string) // canonical region -> the key that named it
-	zoneOf := make(map[string]string)    // validator -> the zone key it is in
+	zoneOf := make(map[string]string)    // validator -> where its zone was written
+	for _, wz := range vals.zones {
+		canon, ok := network.CanonicalRegion(wz.region)
+		if !ok {
+			d.failRegion(d.valuePos(wz.key), wz.key, wz.region)
+			continue
+		}
+		for _, v := range wz.names {
+			zoneOf[v] = wz.key
+			out[v] = canon
+		}
+	}
 	for _, region := range d.mapKeysInOrder(key, zones) {
 		rk := joinKey(key, region)
 		canon, ok := network.CanonicalRegion(region)
@@ -170,25 +186,34 @@ func (d *decoder) resolveZones(key string, zones map[string][]string, vals valid
 		default:
 			regionKey[canon] = region
 		}
-		for i, v := range zones[region] {
+		for i, name := range zones[region] {
 			vk := fmt.Sprintf("%s[%d]", rk, i)
 			if d.failed(vk) {
 				continue
 			}
-			if _, known := d.validatorRef(vk, v, vals); !known {
-				continue
-			}
-			if prev, dup := zoneOf[v]; dup {
-				if prev == region {
-					d.fail(d.valuePos(vk), vk, fmt.Sprintf("%s is listed twice in this zone", v))
-				} else {
-					d.fail(d.valuePos(vk), vk, fmt.Sprintf("%s is already in zone %s (line %d); a validator is in at most one zone", v, prev, d.keyPos(joinKey(key, prev)).Line))
+			names := vals.members[name] // a group: all of it
+			if names == nil {
+				if _, known := d.validatorRef(vk, name, vals); !known {
+					continue
 				}
-				continue
+				names = []string{name}
 			}
-			zoneOf[v] = region
-			if ok {
-				out[v] = canon
+			for _, v := range names {
+				if prev, dup := zoneOf[v]; dup {
+					switch {
+					case prev == rk:
+						d.fail(d.valuePos(vk), vk, fmt.Sprintf("%s is listed twice in this zone", v))
+					case strings.HasPrefix(prev, "validators["):
+						d.fail(d.valuePos(vk), vk, fmt.Sprintf("%s already has its zone from %s (line %d); a validator is in at most one zone", v, prev, d.valuePos(prev).Line))
+					default:
+						d.fail(d.valuePos(vk), vk, fmt.Sprintf("%s is already in zone %s (line %d); a validator is in at most one zone", v, strings.TrimPrefix(prev, key+"."), d.keyPos(prev).Line))
+					}
+					break
+				}
+				zoneOf[v] = rk
+				if ok {
+					out[v] = canon
+				}
 			}
 		}
 	}

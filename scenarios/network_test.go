@@ -295,3 +295,20 @@ func TestPeerComponents(t *testing.T) {
 		}
 	}
 }
+
+// A group is named once in network.zones, or carries zone: itself.
+func TestZonesByGroup(t *testing.T) {
+	plan, err := Load("testdata/zones-group.good.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := plan.Network.Zones
+	if len(z) != 101 {
+		t.Fatalf("%d validators zoned, want 101: %v", len(z), z)
+	}
+	for v, want := range map[string]string{"use-1": "N_Virginia", "use-40": "N_Virginia", "tok-30": "Tokyo", "eu-7": "Ireland", "solo": "S_Paulo"} {
+		if z[v] != want {
+			t.Errorf("%s in %q, want %q", v, z[v], want)
+		}
+	}
+}

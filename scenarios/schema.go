@@ -243,6 +243,10 @@ type rawValidator struct {
 	Power *int64 `yaml:"power" jsonschema:"minimum=1,default=10"`
 	// Signing backend. Default: {type: local}.
 	Signer *rawSigner `yaml:"signer"`
+	// The region this validator (every one of count) is in, as a key of
+	// network.zones: N_Virginia, ..., or an AWS code such as us-east-1.
+	// Default: the zone network.zones puts it in, if any; not both.
+	Zone *string `yaml:"zone"`
 	// This validator's node, over the top-level node (process backend only).
 	Node *rawNode `yaml:"node"`
 }

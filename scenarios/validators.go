@@ -11,9 +11,20 @@ import (
 // validatorSet is the expanded validators, plus what expect entries need to
 // explain a name that is not one of them.
 type validatorSet struct {
-	plans  []ValidatorPlan
-	index  map[string]int    // expanded name -> its index in plans
-	groups map[string]string // written name with count > 1 -> "v-1..v-3"
+	plans   []ValidatorPlan
+	index   map[string]int      // expanded name -> its index in plans
+	groups  map[string]string   // written name with count > 1 -> "v-1..v-3"
+	members map[string][]string // written name with count > 1 -> its expanded names
+	// zones are the validators entries' zone keys, in order, for
+	// resolveZones (which knows regions).
+	zones []writtenZone
+}
+
+// writtenZone is one validators entry's zone: key is where it was
+// written, names the validators it puts there.
+type writtenZone struct {
+	key, region string
+	names       []string
 }
 
 // lookup finds an expanded validator by name.
@@ -54,7 +65,7 @@ func (vs validatorSet) ref(name string) (v ValidatorPlan, msg string, allowed []
 
 func (d *decoder) resolveValidators(raws []rawValidator, profiles profileSet, devices deviceSet, run RunPlan, top *NodePlan) validatorSet {
 	const key = "validators"
-	vs := validatorSet{index: make(map[string]int), groups: make(map[string]string)}
+	vs := validatorSet{index: make(map[string]int), groups: make(map[string]string), members: make(map[string][]string)}
 	if !d.written(key) {
 		d.fail(d.valuePos(key), key, "required: list at least one validator, e.g. validators: [{name: v, count: 4}]")
 		return vs
@@ -104,6 +115,7 @@ func (d *decoder) resolveValidators(raws []rawValidator, profiles profileSet, de
 		names := expandNames(rv.Name, counts[i])
 		if counts[i] > 1 {
 			vs.groups[rv.Name] = expansionSpan(rv.Name, counts[i])
+			vs.members[rv.Name] = names
 		}
 		var clash []string
 		other := -1
@@ -118,6 +130,9 @@ func (d *decoder) resolveValidators(raws []rawValidator, profiles profileSet, de
 		if len(clash) > 0 {
 			d.fail(d.valuePos(k+".name"), k+".name", d.clashMessage(raws, counts, i, other, clash))
 			continue
+		}
+		if rv.Zone != nil {
+			vs.zones = append(vs.zones, writtenZone{key: k + ".zone", region: *rv.Zone, names: names})
 		}
 		for _, n := range names {
 			owner[n] = i
