@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/valnet/valnet/latency"
 )
 
@@ -58,6 +60,10 @@ type Options struct {
 	// that also picks ports for the nodes themselves passes its picker,
 	// so a proxy never takes a port a node is about to bind.
 	PickPort func() (int, error)
+	// Clock is the time every delay is measured on: arrival stamps, the
+	// release timers, heal times and the accept backoff. Default the real
+	// clock; tests pass a fake one to step through delays exactly.
+	Clock clockwork.Clock
 }
 
 // LinkStats describes one directed link, from -> to.
@@ -92,6 +98,7 @@ type pair struct{ from, to string }
 // gate and its counters. Every connection carrying bytes from -> to uses it.
 type link struct {
 	from, to string
+	clock    clockwork.Clock
 	cfg      atomic.Pointer[Link]
 
 	mu      sync.Mutex
@@ -101,10 +108,14 @@ type link struct {
 
 	bytes, chunks, opened, held, overflows atomic.Int64
 	open                                   atomic.Int64
+	// gated counts the writers holding a chunk until the link heals: the
+	// one sign that a partition has bytes in hand rather than bytes still
+	// on their way to it (tests wait on it).
+	gated atomic.Int64
 }
 
-func newLink(from, to string) *link {
-	l := &link{from: from, to: to, changed: make(chan struct{})}
+func newLink(from, to string, clock clockwork.Clock) *link {
+	l := &link{from: from, to: to, clock: clock, changed: make(chan struct{})}
 	l.cfg.Store(&Link{})
 	return l
 }
@@ -124,7 +135,7 @@ func (l *link) setBlocked(b bool) {
 	}
 	l.blocked = b
 	if !b {
-		l.healAt = time.Now()
+		l.healAt = l.clock.Now()
 	}
 	close(l.changed)
 	l.changed = make(chan struct{})
@@ -170,6 +181,9 @@ func NewFabric(opts Options) *Fabric {
 	if opts.ListenHost == "" {
 		opts.ListenHost = "127.0.0.1"
 	}
+	if opts.Clock == nil {
+		opts.Clock = clockwork.NewRealClock()
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Fabric{
 		opts: opts, ctx: ctx, cancel: cancel,
@@ -187,7 +201,7 @@ func (f *Fabric) linkLocked(from, to string) *link {
 	p := pair{from, to}
 	l, ok := f.links[p]
 	if !ok {
-		l = newLink(from, to)
+		l = newLink(from, to, f.opts.Clock)
 		l.blocked = f.blockedLocked(p)
 		f.links[p] = l
 	}
@@ -386,7 +400,7 @@ func (f *Fabric) accept(r *route) {
 			select {
 			case <-f.ctx.Done():
 				return
-			case <-time.After(backoff):
+			case <-f.opts.Clock.After(backoff):
 			}
 			backoff = min(2*backoff, time.Second)
 			continue

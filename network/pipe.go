@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/valnet/valnet/latency"
 )
 
@@ -109,7 +111,7 @@ func (p *pipe) read() {
 		}
 		n, err := p.src.Read((*bp)[:size])
 		if n > 0 {
-			c := chunk{arrival: time.Now()}
+			c := chunk{arrival: p.pc.f.opts.Clock.Now()}
 			cfg := p.link.cfg.Load()
 			c.delay, c.rate = draw(cfg.Latency), cfg.Bandwidth
 			lastDelay = c.delay
@@ -128,7 +130,7 @@ func (p *pipe) read() {
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				// The FIN travels like data: delayed, held, in order.
-				p.push(chunk{eof: true, arrival: time.Now(), delay: draw(p.link.cfg.Load().Latency)})
+				p.push(chunk{eof: true, arrival: p.pc.f.opts.Clock.Now(), delay: draw(p.link.cfg.Load().Latency)})
 			} else {
 				p.pc.abort()
 			}
@@ -234,27 +236,19 @@ func (p *pipe) drop() {
 	p.q, p.queued = nil, 0
 }
 
-func latest(ts ...time.Time) time.Time {
-	m := ts[0]
-	for _, t := range ts[1:] {
-		if t.After(m) {
-			m = t
-		}
-	}
-	return m
-}
-
-// write releases chunks in order. Serialisation comes before propagation:
-// a chunk starts transmitting when it arrived and the previous one is out
-// (start = max(arrival, prev transmit end)), takes len/rate, then
-// propagates for its drawn delay; release = max(prev release, transmit end
-// + delay) keeps bytes in order even with jitter. Bytes held through a
-// partition are sent again from the heal, as TCP retransmits them.
+// write releases chunks in order, each at the time releaseAt gives it.
+// While the link is blocked it waits for the heal.
 func (p *pipe) write() {
 	defer p.pc.loopDone()
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
+	clock := p.pc.f.opts.Clock
+	// Made on first use: a timer made and stopped at once would show as a
+	// sleeper, for an instant, to a test stepping a fake clock.
+	var timer clockwork.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	var prevTxEnd, prevRelease time.Time
 	for {
 		c, ok := p.head()
@@ -265,27 +259,31 @@ func (p *pipe) write() {
 		for {
 			blocked, healAt, changed := p.link.gate()
 			if blocked {
+				p.link.gated.Add(1)
 				select {
 				case <-changed:
+					p.link.gated.Add(-1)
 					continue
 				case <-p.pc.done:
+					p.link.gated.Add(-1)
 					return
 				}
 			}
-			txEnd = latest(c.arrival, prevTxEnd, healAt)
-			if c.rate > 0 {
-				txEnd = txEnd.Add(time.Duration(float64(len(c.data)) / c.rate * float64(time.Second)))
-			}
-			release = latest(prevRelease, txEnd.Add(c.delay))
-			wait := time.Until(release)
+			txEnd, release = releaseAt(c, prevTxEnd, prevRelease, healAt)
+			wait := clock.Until(release)
 			if wait <= 0 {
 				break
 			}
 			// A timer, not a polling sleep: precision is the point. A block
-			// arriving meanwhile is seen when the timer fires.
-			timer.Reset(wait)
+			// or heal meanwhile wakes it through changed; a wake-up before
+			// the release (a stale tick after Stop) only goes round again.
+			if timer == nil {
+				timer = clock.NewTimer(wait)
+			} else {
+				timer.Reset(wait)
+			}
 			select {
-			case <-timer.C:
+			case <-timer.Chan():
 			case <-changed:
 				timer.Stop()
 			case <-p.pc.done:
