@@ -8,6 +8,7 @@ import (
 
 	"github.com/cometbft/cometbft/crypto"
 	"github.com/cometbft/cometbft/crypto/ed25519"
+	"github.com/jonboulle/clockwork"
 
 	"github.com/valnet/valnet/latency"
 	"github.com/valnet/valnet/signers/ledger"
@@ -71,6 +72,12 @@ type Spec struct {
 	ExternalLabel string
 	// Threshold is the cosigners of a threshold signer (type threshold).
 	Threshold *threshold.Cluster
+	// Clock is what the chain's modelled times are spent and measured on:
+	// the latency model, fault delays, a simulated device, cpu_scale's
+	// added wait, the Ledger model, and Instrumented's timing. nil: the
+	// real clock. A Device has its own (NewDeviceWithClock): give it the
+	// same one.
+	Clock clockwork.Clock
 }
 
 // KeyfileSpec is an encrypted key file.
@@ -114,8 +121,10 @@ func Build(spec Spec) (*Built, error) {
 		_ = Close(guard)
 		return nil, err
 	}
+	clock := clockOr(spec.Clock)
 	b.slot = &swappable{inner: guard, pub: b.PubKey}
 	b.Faults = WithFaults(b.slot)
+	b.Faults.clock = clock
 	var s Signer = b.Faults
 	if spec.Latency != nil {
 		model, err := latency.New(*spec.Latency, spec.Seed, spec.Stream)
@@ -123,12 +132,14 @@ func Build(spec Spec) (*Built, error) {
 			_ = Close(guard)
 			return nil, err
 		}
-		s = WithLatency(s, model, spec.Phases)
+		d := WithLatency(s, model, spec.Phases)
+		d.clock = clock
+		s = d
 		label += "+latency(" + model.String() + ")"
 	}
 	if spec.Obs != nil {
 		inst := Instrument(s, spec.Obs)
-		inst.onDevice = spec.Device != nil
+		inst.clock, inst.onDevice = clock, spec.Device != nil
 		s = inst
 	}
 	b.Signer, b.Label = s, label
@@ -155,10 +166,12 @@ func (b *Built) open() (Signer, string, error) {
 		return nil, "", err
 	}
 	if s := b.spec.CPUScale; s != 0 && s != 1 {
-		if ks, err = NewCPUScaled(ks, s); err != nil {
+		scaled, err := newCPUScaled(ks, s, b.spec.Clock)
+		if err != nil {
 			closeKeySigner(ks)
 			return nil, "", err
 		}
+		ks = scaled
 		label += fmt.Sprintf("+cpu_scale(%g)", s)
 	}
 	if dev := b.spec.Device; dev != nil {
@@ -227,6 +240,7 @@ func openBackend(spec Spec) (KeySigner, string, error) {
 		if err != nil {
 			return nil, "", err
 		}
+		s.clock = clockOr(spec.Clock)
 		return s, s.Label(), nil
 	case TypeThreshold:
 		if spec.Threshold == nil {
@@ -271,7 +285,7 @@ func (b *Built) openLedger() (KeySigner, string, error) {
 				return nil, "", fmt.Errorf("the Ledger validator app signs Ed25519 only; key_type %s is not possible", b.spec.Key.Type())
 			}
 			t := ls.Timing
-			b.emu = ledger.NewEmulator(ledger.EmulatorConfig{Key: key, Timing: &t, ConfirmDelay: ls.ConfirmDelay})
+			b.emu = ledger.NewEmulator(ledger.EmulatorConfig{Key: key, Timing: &t, ConfirmDelay: ls.ConfirmDelay, Clock: b.spec.Clock})
 		}
 		dev = b.emu.Conn()
 	default:

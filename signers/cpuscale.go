@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cometbft/cometbft/crypto"
+	"github.com/jonboulle/clockwork"
 )
 
 // CPUScaled multiplies the real software signing cost of inner by scale,
@@ -26,6 +27,9 @@ import (
 type CPUScaled struct {
 	inner KeySigner
 	scale float64
+	// clock measures inner and spends the added wait: the real clock, or
+	// in tests a fake one that a stand-in for real work advances.
+	clock clockwork.Clock
 
 	injected atomic.Int64 // ns since the last TakeInjected: own waits + inner's injected
 	stop     chan struct{}
@@ -40,8 +44,13 @@ var (
 
 // NewCPUScaled wraps inner so its software signing cost is scale times
 // what it is here. scale == 1 returns inner itself. A scale below 1 is an
-// error: waiting cannot make this host faster.
+// error: waiting cannot make this host faster. It measures and waits on
+// the real clock (Build uses Spec.Clock).
 func NewCPUScaled(inner KeySigner, scale float64) (KeySigner, error) {
+	return newCPUScaled(inner, scale, nil)
+}
+
+func newCPUScaled(inner KeySigner, scale float64, clock clockwork.Clock) (KeySigner, error) {
 	if inner == nil {
 		return nil, fmt.Errorf("cpu scale needs a key signer to wrap")
 	}
@@ -51,7 +60,7 @@ func NewCPUScaled(inner KeySigner, scale float64) (KeySigner, error) {
 	if scale == 1 {
 		return inner, nil
 	}
-	return &CPUScaled{inner: inner, scale: scale, stop: make(chan struct{})}, nil
+	return &CPUScaled{inner: inner, scale: scale, clock: clockOr(clock), stop: make(chan struct{})}, nil
 }
 
 func (c *CPUScaled) PubKey() crypto.PubKey { return c.inner.PubKey() }
@@ -62,9 +71,9 @@ func (c *CPUScaled) Scale() float64 { return c.scale }
 // Sign signs with inner, then waits (scale-1) times the real time it took.
 // A failed signature is returned at once, without the added wait.
 func (c *CPUScaled) Sign(kind string, msg []byte) ([]byte, error) {
-	start := time.Now()
+	start := c.clock.Now()
 	sig, err := c.inner.Sign(kind, msg)
-	elapsed := time.Since(start)
+	elapsed := c.clock.Since(start)
 	var innerInjected time.Duration
 	if r, ok := c.inner.(InjectedReporter); ok {
 		innerInjected = r.TakeInjected() // taken now to know how much was real
@@ -73,20 +82,22 @@ func (c *CPUScaled) Sign(kind string, msg []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	work := max(0, elapsed-innerInjected)
-	extra := time.Duration(float64(work) * (c.scale - 1))
+	extra := scaledExtra(elapsed, innerInjected, c.scale)
 	if extra <= 0 {
 		return sig, nil
 	}
-	waitStart := time.Now()
-	t := time.NewTimer(extra)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-c.stop:
-	}
-	c.injected.Add(int64(time.Since(waitStart)))
+	waitStart := c.clock.Now()
+	sleepOn(c.clock, extra, c.stop) // Close ends it: the signature is returned
+	c.injected.Add(int64(c.clock.Since(waitStart)))
 	return sig, nil
+}
+
+// scaledExtra is the wait that makes a signature that took elapsed, of
+// which innerInjected was modelled (not host work), cost scale times its
+// real work.
+func scaledExtra(elapsed, innerInjected time.Duration, scale float64) time.Duration {
+	work := max(0, elapsed-innerInjected)
+	return time.Duration(float64(work) * (scale - 1))
 }
 
 // TakeInjected returns and resets the wait added since the last call,

@@ -4,55 +4,52 @@ import (
 	"math"
 	"testing"
 	"time"
-
-	"github.com/cometbft/cometbft/crypto"
-
-	"github.com/valnet/valnet/internal/phase"
 )
 
-// slowKey stands for software signing that costs cost of real host time.
-type slowKey struct {
-	key    PrivKeySigner
-	cost   time.Duration
-	closed bool
-}
-
-func (k *slowKey) PubKey() crypto.PubKey { return k.key.PubKey() }
-
-func (k *slowKey) Sign(kind string, msg []byte) ([]byte, error) {
-	time.Sleep(k.cost)
-	return k.key.Sign(kind, msg)
-}
-
-func (k *slowKey) Close() error { k.closed = true; return nil }
-
+// On a fake clock that the key's work advances, the added wait is
+// exactly (scale-1) times that work, and all of it is reported.
 func TestCPUScaledMultipliesTheRealCost(t *testing.T) {
 	const cost = 5 * time.Millisecond
-	for _, tc := range []struct {
-		scale float64
-		min   time.Duration
-	}{
-		{3, 15 * time.Millisecond},
-		{10, 50 * time.Millisecond},
-	} {
-		inner := &slowKey{key: simKey(), cost: cost}
-		s, err := NewCPUScaled(inner, tc.scale)
+	for _, scale := range []float64{3, 10} {
+		clk := newFakeClock()
+		inner := &clockKey{key: simKey(), clk: clk, cost: cost}
+		s, err := newCPUScaled(inner, scale, clk)
 		if err != nil {
 			t.Fatal(err)
 		}
-		took := timedSign(t, s, []byte("vote"))
-		// The sleep in inner may overshoot on a loaded machine, and the
-		// overshoot is scaled too: a wide upper bound.
-		upper := time.Duration(tc.scale * float64(cost+50*time.Millisecond))
-		if took < tc.min || took > upper {
-			t.Errorf("scale %v: Sign took %v, want %v .. %v", tc.scale, took, tc.min, upper)
+		start := clk.Now()
+		done := goSign(s, []byte("vote"))
+		extra := time.Duration(float64(cost) * (scale - 1))
+		advanceThrough(t, clk, extra)
+		verified(t, await(t, done), s.PubKey(), []byte("vote"))
+		if took, want := clk.Since(start), time.Duration(scale*float64(cost)); took != want {
+			t.Errorf("scale %v: Sign took %v, want %v", scale, took, want)
 		}
-		wantInj := time.Duration(float64(cost) * (tc.scale - 1))
-		if inj := s.(InjectedReporter).TakeInjected(); inj < wantInj || inj > took {
-			t.Errorf("scale %v: injected %v, want %v .. %v", tc.scale, inj, wantInj, took)
+		if inj := s.(InjectedReporter).TakeInjected(); inj != extra {
+			t.Errorf("scale %v: injected %v, want the added %v", scale, inj, extra)
 		}
 		if err := s.(Closer).Close(); err != nil || !inner.closed {
-			t.Errorf("scale %v: Close did not close inner (err %v)", tc.scale, err)
+			t.Errorf("scale %v: Close did not close inner (err %v)", scale, err)
+		}
+	}
+}
+
+func TestScaledExtra(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		elapsed, innerInj time.Duration
+		scale             float64
+		want              time.Duration
+	}{
+		{5 * ms, 0, 3, 10 * ms},
+		{5 * ms, 0, 10, 45 * ms},
+		{55 * ms, 50 * ms, 4, 15 * ms}, // only the real 5 ms is scaled
+		{50 * ms, 50 * ms, 4, 0},       // all modelled: nothing to scale
+		{40 * ms, 50 * ms, 4, 0},       // inner reported more than the call took
+		{5 * ms, 0, 1.5, 2500 * time.Microsecond},
+	} {
+		if got := scaledExtra(tc.elapsed, tc.innerInj, tc.scale); got != tc.want {
+			t.Errorf("scaledExtra(%v, %v, %g) = %v, want %v", tc.elapsed, tc.innerInj, tc.scale, got, tc.want)
 		}
 	}
 }
@@ -90,42 +87,43 @@ func TestNewCPUScaledScales(t *testing.T) {
 }
 
 // A simulated device's modelled time is not host CPU: CPUScaled around a
-// Simulated must not multiply it (4 x 50 ms would be 200 ms).
+// Simulated must not multiply it (4 x 50 ms would be 200 ms). On one fake
+// clock: the device's 50 ms, then the call returns with no wait added.
 func TestCPUScaledDoesNotScaleModelledTime(t *testing.T) {
-	sim := newSim(t, simKey(), fixedProfile(50*time.Millisecond), 1, "v0")
-	s, err := NewCPUScaled(sim, 4)
+	const device = 50 * time.Millisecond
+	clk := newFakeClock()
+	sim := newSim(t, simKey(), fixedProfile(device), 1, "v0")
+	sim.clock = clk
+	s, err := newCPUScaled(sim, 4, clk)
 	if err != nil {
 		t.Fatal(err)
 	}
-	took := timedSign(t, s, []byte("vote"))
-	if took < 50*time.Millisecond || took > 150*time.Millisecond {
-		t.Errorf("Sign took %v, want ~50ms (the device time, unscaled)", took)
+	start := clk.Now()
+	done := goSign(s, []byte("vote"))
+	advanceThrough(t, clk, device)
+	verified(t, awaitNoWait(t, clk, done), s.PubKey(), []byte("vote"))
+	if took := clk.Since(start); took != device {
+		t.Errorf("Sign took %v, want the device time %v, unscaled", took, device)
 	}
 	// The device time reaches the instrumentation through CPUScaled.
-	if inj := s.(InjectedReporter).TakeInjected(); inj < 50*time.Millisecond {
-		t.Errorf("injected %v, want the device's 50ms passed through", inj)
+	if inj := s.(InjectedReporter).TakeInjected(); inj != device {
+		t.Errorf("injected %v, want the device's %v passed through", inj, device)
 	}
 }
 
 func TestCPUScaledCloseReleasesTheWait(t *testing.T) {
-	inner := &slowKey{key: simKey(), cost: 20 * time.Millisecond}
-	s, err := NewCPUScaled(inner, 1000) // would wait ~20 s
+	clk := newFakeClock()
+	inner := &clockKey{key: simKey(), clk: clk, cost: 20 * time.Millisecond}
+	s, err := newCPUScaled(inner, 1000, clk) // would wait ~20 s
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() {
-		_, err := s.Sign(phase.Prevote, []byte("vote"))
-		done <- err
-	}()
-	time.Sleep(100 * time.Millisecond)
+	done := goSign(s, []byte("vote"))
+	awaitWaiters(t, clk, 1) // the scaled wait has begun
 	s.(Closer).Close()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Close did not release the scaled wait")
+	// Released with the clock standing still.
+	verified(t, await(t, done), s.PubKey(), []byte("vote"))
+	if inj := s.(InjectedReporter).TakeInjected(); inj != 0 {
+		t.Errorf("injected %v: counts the wait not spent", inj)
 	}
 }

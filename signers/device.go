@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cometbft/cometbft/crypto"
+	"github.com/jonboulle/clockwork"
 )
 
 // Device is one signing device shared by several signers (validators of
@@ -23,7 +24,8 @@ import (
 // profile's time for a simulated signer, real time for a PKCS#11 token or
 // a Ledger.
 type Device struct {
-	name string
+	name  string
+	clock clockwork.Clock // queue waits, busy and wall time, background load
 
 	mu       sync.Mutex
 	busy     bool            // a signature holds the device
@@ -59,9 +61,16 @@ func (s DeviceStats) Utilisation() float64 {
 	return float64(s.Busy) / float64(s.Wall)
 }
 
-// NewDevice makes an idle device.
-func NewDevice(name string) *Device {
-	return &Device{name: name, created: time.Now(), stop: make(chan struct{})}
+// NewDevice makes an idle device on the real clock.
+func NewDevice(name string) *Device { return NewDeviceWithClock(name, nil) }
+
+// NewDeviceWithClock makes an idle device whose queue waits, busy time,
+// wall time and background load are on clock (nil: the real clock). The
+// signers that join it should be built on the same clock (Spec.Clock), so
+// that a signature's queue wait and its latency are of one time.
+func NewDeviceWithClock(name string, clock clockwork.Clock) *Device {
+	clock = clockOr(clock)
+	return &Device{name: name, clock: clock, created: clock.Now(), stop: make(chan struct{})}
 }
 
 // Name is the device's name in the scenario.
@@ -122,14 +131,14 @@ func (d *Device) release() {
 // serve runs one signature on the device and returns the time it spent
 // queued; the time sign takes is the device's busy time.
 func (d *Device) serve(sign func() error, background bool) (queued time.Duration, err error) {
-	t0 := time.Now()
+	t0 := d.clock.Now()
 	if err := d.acquire(); err != nil {
-		return time.Since(t0), err
+		return d.clock.Since(t0), err
 	}
-	start := time.Now()
+	start := d.clock.Now()
 	queued = start.Sub(t0)
 	err = sign()
-	if end := d.busyUntil(time.Now()); end.After(start) {
+	if end := d.busyUntil(d.clock.Now()); end.After(start) {
 		d.busyNS.Add(int64(end.Sub(start)))
 	}
 	if background {
@@ -162,7 +171,7 @@ func (d *Device) Stats() DeviceStats {
 		begin = d.created
 	}
 	if end.IsZero() {
-		end = time.Now()
+		end = d.clock.Now()
 	}
 	wall := end.Sub(begin)
 	return DeviceStats{
@@ -185,7 +194,7 @@ func (d *Device) Close() error {
 	d.once.Do(func() {
 		d.mu.Lock()
 		d.closed = true
-		d.closedAt = time.Now()
+		d.closedAt = d.clock.Now()
 		d.mu.Unlock()
 		close(d.stop) // first, so no background chain stays queued
 		if d.bg != nil {

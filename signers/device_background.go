@@ -112,6 +112,7 @@ func (d *Device) SetBackground(spec BackgroundSpec, p profiles.Profile, seed int
 	if err != nil {
 		return err
 	}
+	sim.clock = d.clock // the background's service time is the device's time
 	bg := &background{spec: spec, signer: sim}
 	for _, c := range NewBackgroundChains(d.name, spec, seed) {
 		bg.chains = append(bg.chains, c.chain)
@@ -172,7 +173,7 @@ func BackgroundSignBytes(chainID string, height int64, ph string) []byte {
 // until ctx ends or Close.
 func (d *Device) Start(ctx context.Context) {
 	d.mu.Lock()
-	d.started = time.Now()
+	d.started = d.clock.Now()
 	d.mu.Unlock()
 	if d.bg == nil {
 		return
@@ -190,18 +191,10 @@ func (bg *background) run(ctx context.Context, d *Device, i int, t0 time.Time) {
 	defer bg.wg.Done()
 	c := &BackgroundChain{chain: bg.chains[i], rng: bg.rngs[i]}
 	chainID := "valnet-background-" + strconv.Itoa(i)
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	<-timer.C
 	for k := int64(0); ; k++ {
 		for _, req := range c.Block(k) {
-			if wait := time.Until(t0.Add(req.At)); wait > 0 {
-				timer.Reset(wait)
-				select {
-				case <-timer.C:
-				case <-ctx.Done():
-					return
-				}
+			if wait := d.clock.Until(t0.Add(req.At)); wait > 0 && !sleepOn(d.clock, wait, ctx.Done()) {
+				return
 			}
 			if ctx.Err() != nil {
 				return

@@ -3,10 +3,10 @@ package signers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"runtime"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,129 +20,134 @@ import (
 	"github.com/valnet/valnet/internal/phase"
 )
 
-// overlapSigner is a backend that takes hold long per signature and counts
-// calls that overlap any other call on the same shared counter: two
-// signers on one device must never sign at once.
-type overlapSigner struct {
+// gateSigner is a backend that holds each signature until the test lets
+// it go (one receive on gate each), counting the signatures inside it at
+// once: two signers on one device must never be inside together.
+type gateSigner struct {
 	KeySigner
-	hold     time.Duration
-	active   *atomic.Int32
-	overlaps *atomic.Int32
-	fail     error // returned instead of signing, when set
+	gate   chan struct{}
+	inside *atomic.Int32
+	peak   *atomic.Int32 // most signatures inside at once
 }
 
-func (o *overlapSigner) Sign(kind string, msg []byte) ([]byte, error) {
-	if o.active.Add(1) > 1 {
-		o.overlaps.Add(1)
+func (g *gateSigner) Sign(kind string, msg []byte) ([]byte, error) {
+	n := g.inside.Add(1)
+	for p := g.peak.Load(); n > p && !g.peak.CompareAndSwap(p, n); p = g.peak.Load() {
 	}
-	defer o.active.Add(-1)
-	time.Sleep(o.hold) // the "device" working; not a wait for a condition
-	if o.fail != nil {
-		return nil, o.fail
-	}
-	return o.KeySigner.Sign(kind, msg)
+	defer g.inside.Add(-1)
+	<-g.gate
+	return g.KeySigner.Sign(kind, msg)
 }
 
+// queueLen is how many signatures wait for the device.
+func queueLen(d *Device) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.waiters)
+}
+
+// Four goroutines on two signers of one device, each signature held in
+// the backend until let go: at every step one is inside and the others
+// queue behind it, never beside it.
 func TestDeviceNeverSignsTwoAtOnce(t *testing.T) {
 	dev := NewDevice("hsm")
 	defer dev.Close()
-	var active, overlaps atomic.Int32
+	gate := make(chan struct{})
+	var inside, peak atomic.Int32
 	backend := func(secret string) KeySigner {
 		key := PrivKeySigner{Key: ed25519.GenPrivKeyFromSecret([]byte(secret))}
-		return dev.Join(&overlapSigner{KeySigner: key, hold: 2 * time.Millisecond, active: &active, overlaps: &overlaps})
+		return dev.Join(&gateSigner{KeySigner: key, gate: gate, inside: &inside, peak: &peak})
 	}
 	a, b := backend("a"), backend("b")
+	const goroutines, rounds = 4, 3
 	var wg sync.WaitGroup
 	for _, s := range []KeySigner{a, b, a, b} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range 20 {
+		wg.Go(func() {
+			for range rounds {
 				if _, err := s.Sign(phase.Prevote, []byte("msg")); err != nil {
 					t.Error(err)
 				}
 			}
-		}()
+		})
+	}
+	for i := range goroutines * rounds {
+		// FIFO: the signer just let go queues again behind the others,
+		// so all who still have work to do are queued.
+		queued := min(goroutines-1, goroutines*rounds-1-i)
+		eventually(t, fmt.Sprintf("signature %d on the device, %d queued", i+1, queued), func() bool {
+			return peak.Load() > 1 || (inside.Load() == 1 && queueLen(dev) == queued)
+		})
+		if p := peak.Load(); p > 1 {
+			t.Fatalf("%d signatures inside the backend at once on one device", p)
+		}
+		gate <- struct{}{}
 	}
 	wg.Wait()
-	if n := overlaps.Load(); n != 0 {
-		t.Errorf("%d signatures overlapped another on the same device", n)
-	}
-	if st := dev.Stats(); st.Signatures != 80 || st.Background != 0 {
-		t.Errorf("stats %+v, want 80 signatures, 0 background", st)
+	if st := dev.Stats(); st.Signatures != goroutines*rounds || st.Background != 0 {
+		t.Errorf("stats %+v, want %d signatures, 0 background", st, goroutines*rounds)
 	}
 
-	// The control: without the device the same backends do overlap, so
-	// the check above can fail.
-	overlaps.Store(0)
-	free := &overlapSigner{KeySigner: simKey(), hold: 2 * time.Millisecond, active: &active, overlaps: &overlaps}
+	// The control: without the device the same backends are entered all
+	// at once, so the check above can fail.
+	peak.Store(0)
+	free := &gateSigner{KeySigner: simKey(), gate: gate, inside: &inside, peak: &peak}
 	var wg2 sync.WaitGroup
-	for range 4 {
-		wg2.Add(1)
-		go func() {
-			defer wg2.Done()
-			for range 5 {
-				_, _ = free.Sign(phase.Prevote, []byte("msg"))
-			}
-		}()
+	for range goroutines {
+		wg2.Go(func() { _, _ = free.Sign(phase.Prevote, []byte("msg")) })
 	}
+	eventually(t, "all four inside the free backend", func() bool { return inside.Load() == goroutines })
+	close(gate)
 	wg2.Wait()
-	if overlaps.Load() == 0 {
-		t.Error("control: signers without a device never overlapped; the overlap check cannot fail")
-	}
 }
 
-// Three requests at once on a 100 ms device wait about 0, 100 and 200 ms,
-// and each reports its own wait, apart from the service time.
+// Three requests at once on a 100 ms device (on a fake clock) wait
+// exactly 0, 100 and 200 ms, and each reports its own wait, apart from
+// the service time.
 func TestDeviceQueueWaitsAddUp(t *testing.T) {
-	dev := NewDevice("hsm")
+	clk := newFakeClock()
+	dev := NewDeviceWithClock("hsm", clk)
 	defer dev.Close()
 	const service = 100 * time.Millisecond
 	var members []*onDevice
 	for i := range 3 {
 		sim := newSim(t, PrivKeySigner{Key: ed25519.GenPrivKeyFromSecret([]byte{byte(i)})}, fixedProfile(service), 1, "v")
+		sim.clock = clk
 		members = append(members, dev.Join(sim).(*onDevice))
 	}
 	var wg sync.WaitGroup
 	waits := make([]time.Duration, 3)
 	injected := make([]time.Duration, 3)
-	ready := make(chan struct{}) // all three ask at once
 	for i, m := range members {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-ready
+		wg.Go(func() {
 			if _, err := m.Sign(phase.Precommit, []byte("vote")); err != nil {
 				t.Error(err)
 			}
 			waits[i], injected[i] = m.TakeQueued(), m.TakeInjected()
-		}()
+		})
 	}
-	close(ready)
+	// All three asked at the same instant: one serves, two queue.
+	eventually(t, "two signatures queued", func() bool { return queueLen(dev) == 2 })
+	for range members {
+		advanceThrough(t, clk, service) // each serves exactly its 100 ms, one after the other
+	}
 	wg.Wait()
 	sorted := slices.Clone(waits)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
-	const slack = 40 * time.Millisecond
-	for i, want := range []time.Duration{0, service, 2 * service} {
-		if got := sorted[i]; got < want-slack/4 || got > want+slack {
-			t.Errorf("wait %d = %v, want ~%v (all waits %v)", i, got, want, waits)
-		}
+	slices.Sort(sorted)
+	if want := []time.Duration{0, service, 2 * service}; !slices.Equal(sorted, want) {
+		t.Errorf("waits %v, want %v", waits, want)
 	}
 	for i, inj := range injected {
 		// The service time is the modelled time; the wait is not part of it.
-		if inj < service-time.Millisecond || inj > service+slack {
-			t.Errorf("signer %d: injected %v, want the service time ~%v without its queue wait", i, inj, service)
+		if inj != service {
+			t.Errorf("signer %d: injected %v, want the service time %v without its queue wait", i, inj, service)
 		}
 	}
 	if got := members[0].TakeQueued(); got != 0 {
 		t.Errorf("TakeQueued did not reset: %v", got)
 	}
 	st := dev.Stats()
-	if st.Busy < 3*service || st.Busy > 3*service+3*slack {
-		t.Errorf("busy %v, want ~%v", st.Busy, 3*service)
-	}
-	if u := st.Utilisation(); u <= 0 || u > 1 {
-		t.Errorf("utilisation %g, want in (0, 1]", u)
+	if st.Busy != 3*service || st.Wall != 3*service || st.Utilisation() != 1 {
+		t.Errorf("busy %v of wall %v (utilisation %g), want %v of %v: the device never idled", st.Busy, st.Wall, st.Utilisation(), 3*service, 3*service)
 	}
 }
 
@@ -177,15 +182,19 @@ func TestDeviceGuardStillRefusesARegression(t *testing.T) {
 func ptr[T any](v T) *T { return &v }
 
 // Build reports queue waits in SignRecord for a signer on a device, and
-// none for a signer without one.
+// none for a signer without one. On one fake clock: two concurrent 50 ms
+// signatures on the device, one waits exactly 50 ms in the queue; a third
+// signer off the device signs beside them and waits for nothing.
 func TestBuildReportsQueueWait(t *testing.T) {
-	dev := NewDevice("hsm")
+	const service = 50 * time.Millisecond
+	clk := newFakeClock()
+	dev := NewDeviceWithClock("hsm", clk)
 	defer dev.Close()
 	obs := &recordingObserver{}
 	build := func(name string, d *Device) *Built {
 		b, err := Build(Spec{Type: TypeSimulated, Key: ed25519.GenPrivKeyFromSecret([]byte(name)),
-			StateFile: filepath.Join(t.TempDir(), "state.json"), Profile: ptr(fixedProfile(50 * time.Millisecond)),
-			Device: d, Obs: obs})
+			StateFile: filepath.Join(t.TempDir(), "state.json"), Profile: ptr(fixedProfile(service)),
+			Device: d, Obs: obs, Clock: clk})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -195,30 +204,46 @@ func TestBuildReportsQueueWait(t *testing.T) {
 	a, b, alone := build("a", dev), build("b", dev), build("c", nil)
 	var wg sync.WaitGroup
 	for _, s := range []*Built{a, b, alone} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if err := s.Signer.SignVote("c", vote(types.PrevoteType, 1, 0, 1), false); err != nil {
 				t.Error(err)
 			}
-		}()
+		})
 	}
+	// One of a and b serves on the device and c signs alone, both on the
+	// clock; the other of a and b queues behind the device.
+	eventually(t, "a signature queued on the device", func() bool { return queueLen(dev) == 1 })
+	awaitWaiters(t, clk, 2)
+	clk.Advance(service)
+	// Both report before the clock moves on, so their latency is theirs.
+	eventually(t, "two signatures reported", func() bool {
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		return len(obs.recs) == 2
+	})
+	advanceThrough(t, clk, service) // the queued one's own service, after its wait
 	wg.Wait()
 	obs.mu.Lock()
 	defer obs.mu.Unlock()
-	var onDevice, queued int
+	var queued []time.Duration
 	for _, r := range obs.recs {
-		if r.OnDevice {
-			onDevice++
-			if r.Queued > 30*time.Millisecond {
-				queued++
+		if r.Injected != service {
+			t.Errorf("record %+v: injected %v, want the service time %v", r, r.Injected, service)
+		}
+		if !r.OnDevice {
+			if r.Queued != 0 || r.Latency != service {
+				t.Errorf("signer without a device: queued %v, latency %v; want 0 and %v", r.Queued, r.Latency, service)
 			}
-		} else if r.Queued != 0 {
-			t.Errorf("signer without a device reported a queue wait %v", r.Queued)
+			continue
+		}
+		queued = append(queued, r.Queued)
+		if r.Latency != r.Queued+service {
+			t.Errorf("on the device: latency %v, want its wait %v plus the service %v", r.Latency, r.Queued, service)
 		}
 	}
-	if onDevice != 2 || queued != 1 {
-		t.Errorf("records %+v: want 2 on the device, one of them queued behind the other", obs.recs)
+	slices.Sort(queued)
+	if want := []time.Duration{0, service}; len(obs.recs) != 3 || !slices.Equal(queued, want) {
+		t.Errorf("queue waits %v of %d records, want %v: one of the two on the device waits for the other", queued, len(obs.recs), want)
 	}
 }
 
@@ -316,30 +341,73 @@ func TestBackgroundSpecValidate(t *testing.T) {
 
 // The background load arrives at about chains × (2 + share) signatures per
 // block time, goes through the device's queue, and stops with Close
-// without leaking a goroutine.
+// without leaking a goroutine. On a fake clock stepped 1 ms at a time, the
+// signatures served in 1 s are bounded by the schedule itself: every
+// request that arrived by then at most, every one that arrived 5 ms
+// before (4 chains × 1 ms of queue and service, plus the step) at least.
 func TestBackgroundRateAndNoLeak(t *testing.T) {
 	before := runtime.NumGoroutine()
-	dev := NewDevice("hsm")
+	clk := newFakeClock()
+	dev := NewDeviceWithClock("hsm", clk)
+	const service, horizon, seed = time.Millisecond, time.Second, 7
 	spec := BackgroundSpec{Chains: 4, BlockTime: 100 * time.Millisecond, ProposerShare: 0.5, Spacing: 10 * time.Millisecond, Jitter: 5 * time.Millisecond}
-	if err := dev.SetBackground(spec, fixedProfile(time.Millisecond), 7); err != nil {
+	if err := dev.SetBackground(spec, fixedProfile(service), seed); err != nil {
 		t.Fatal(err)
 	}
 	dev.Start(context.Background())
-	nettest.WaitFor(t, 10*time.Second, "a second of background load", func() bool { return dev.Stats().Wall >= time.Second })
+	// Every chain waits on the clock (for its next arrival or in service)
+	// or in the device's queue. Under the device's lock the queue cannot
+	// change, and without an Advance no timer fires, so this is a stable
+	// state, not a passing one.
+	parked := func() bool {
+		dev.mu.Lock()
+		defer dev.mu.Unlock()
+		return waiting(clk, spec.Chains-len(dev.waiters))
+	}
+	for elapsed := time.Duration(0); elapsed < horizon; elapsed += time.Millisecond {
+		eventually(t, "the background chains to park", parked)
+		clk.Advance(time.Millisecond)
+	}
+	eventually(t, "the background chains to park", parked)
 	dev.Close()
 	st := dev.Stats()
+
+	var arrived, surely int64
+	for _, c := range NewBackgroundChains("hsm", spec, seed) { // the draws SetBackground made
+		for k := int64(0); ; k++ {
+			reqs := c.Block(k)
+			for _, r := range reqs {
+				if r.At <= horizon {
+					arrived++
+				}
+				if r.At <= horizon-5*time.Millisecond {
+					surely++
+				}
+			}
+			if reqs[0].At > horizon {
+				break
+			}
+		}
+	}
+	if st.Background < surely || st.Background > arrived {
+		t.Errorf("%d background signatures in %v, want %d..%d (the schedule's arrivals)", st.Background, horizon, surely, arrived)
+	}
 	perBlock := float64(spec.Chains) * (2 + spec.ProposerShare)
-	want := perBlock * float64(st.Wall) / float64(spec.BlockTime)
+	want := perBlock * float64(horizon) / float64(spec.BlockTime)
 	if got := float64(st.Background); got < 0.7*want || got > 1.1*want+perBlock {
-		t.Errorf("%d background signatures in %v, want ~%.0f", st.Background, st.Wall, want)
+		t.Errorf("%d background signatures in %v, want ~%.0f", st.Background, horizon, want)
 	}
 	if st.Signatures != 0 {
 		t.Errorf("%d signatures counted as this chain's; all were background", st.Signatures)
 	}
+	// Each served 1 ms; one may have been cut short by the close.
+	if st.Wall != horizon || st.Busy > time.Duration(st.Background)*service || st.Busy < time.Duration(st.Background-1)*service {
+		t.Errorf("busy %v of wall %v for %d signatures of %v", st.Busy, st.Wall, st.Background, service)
+	}
 	if u := st.Utilisation(); u <= 0 || u > 0.5 {
 		t.Errorf("utilisation %g, want small but > 0 at 1 ms per signature", u)
 	}
-	nettest.WaitFor(t, 5*time.Second, "the background goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
+	eventually(t, "the background goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
 }
 
 // The same seed gives the same background timing.
@@ -390,7 +458,8 @@ func BenchmarkDeviceSign(b *testing.B) {
 // device closes counts busy time only up to the close, where Stats' wall
 // time stops, so utilisation cannot pass 1.
 func TestDeviceBusyStopsAtClose(t *testing.T) {
-	dev := NewDevice("hsm")
+	clk := newFakeClock()
+	dev := NewDeviceWithClock("hsm", clk)
 	signing, closed := make(chan struct{}), make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -398,18 +467,18 @@ func TestDeviceBusyStopsAtClose(t *testing.T) {
 		_, _ = dev.serve(func() error {
 			close(signing)
 			<-closed
-			time.Sleep(50 * time.Millisecond) // the device works on past the close
+			clk.Advance(50 * time.Millisecond) // the device works on past the close
 			return nil
 		}, false)
 	}()
 	<-signing
+	clk.Advance(20 * time.Millisecond)
 	if err := dev.Close(); err != nil {
 		t.Fatal(err)
 	}
 	close(closed)
 	<-done
-	st := dev.Stats()
-	if st.Busy > st.Wall {
-		t.Errorf("busy %v after the close, wall %v: busy time ran past the close", st.Busy, st.Wall)
+	if st := dev.Stats(); st.Busy != 20*time.Millisecond || st.Wall != 20*time.Millisecond {
+		t.Errorf("busy %v, wall %v; want both 20ms: busy time counts up to the close only", st.Busy, st.Wall)
 	}
 }

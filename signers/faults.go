@@ -7,6 +7,7 @@ import (
 
 	cmtproto "github.com/cometbft/cometbft/api/cometbft/types/v1"
 	"github.com/cometbft/cometbft/crypto"
+	"github.com/jonboulle/clockwork"
 
 	"github.com/valnet/valnet/internal/phase"
 	"github.com/valnet/valnet/latency"
@@ -18,6 +19,7 @@ import (
 // persisted: a dropped or failed signature was never made.
 type Faults struct {
 	inner Signer
+	clock clockwork.Clock // fault delays are spent and measured on it
 	stop  chan struct{}
 	once  sync.Once
 
@@ -75,9 +77,10 @@ func (e *ErrFault) Error() string {
 	return fmt.Sprintf("signer error injected by fault %s", e.Rule)
 }
 
-// WithFaults wraps inner with no fault active.
+// WithFaults wraps inner with no fault active; delays are spent on the
+// real clock (Build uses Spec.Clock).
 func WithFaults(inner Signer) *Faults {
-	return &Faults{inner: inner, stop: make(chan struct{}),
+	return &Faults{inner: inner, clock: realClock, stop: make(chan struct{}),
 		delays: map[string]delayRule{}, failures: map[string]FailRule{}}
 }
 
@@ -150,15 +153,10 @@ func (f *Faults) before(phase string, h int64, r int32) error {
 		return fail
 	}
 	if delay > 0 {
-		start := time.Now()
-		t := time.NewTimer(delay)
-		select {
-		case <-t.C:
-		case <-f.stop:
-			t.Stop()
-		}
+		start := f.clock.Now()
+		sleepOn(f.clock, delay, f.stop) // released by Close: signs at once, as before
 		f.mu.Lock()
-		f.injected += time.Since(start)
+		f.injected += f.clock.Since(start)
 		f.mu.Unlock()
 	}
 	return nil

@@ -71,6 +71,7 @@ type refusals struct {
 	mu   sync.Mutex
 	seen map[string]bool
 	last error
+	n    int64 // refusals in all, said or not
 }
 
 // note records err and says whether it is the first refusal of its peer.
@@ -81,9 +82,17 @@ func (r *refusals) note(err *IdentityError) bool {
 		r.seen = map[string]bool{} // a peer making up keys cannot grow it without bound
 	}
 	r.last = err
+	r.n++
 	first := !r.seen[err.Got]
 	r.seen[err.Got] = true
 	return first
+}
+
+// count is how many refusals there were.
+func (r *refusals) count() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n
 }
 
 func (r *refusals) lastErr() error {

@@ -5,6 +5,7 @@ import (
 
 	cmtproto "github.com/cometbft/cometbft/api/cometbft/types/v1"
 	"github.com/cometbft/cometbft/crypto"
+	"github.com/jonboulle/clockwork"
 
 	"github.com/valnet/valnet/internal/phase"
 )
@@ -43,8 +44,8 @@ func (f ObserverFunc) SignDone(r SignRecord) { f(r) }
 type Instrumented struct {
 	inner    Signer
 	obs      Observer
-	now      func() time.Time
-	onDevice bool // inner signs on a shared Device: report its queue waits
+	clock    clockwork.Clock // times each call: the clock the chain's models wait on
+	onDevice bool            // inner signs on a shared Device: report its queue waits
 }
 
 var (
@@ -53,9 +54,10 @@ var (
 )
 
 // Instrument wraps inner; it should be the outermost decorator so that its
-// latency is the node's view of the signature.
+// latency is the node's view of the signature. It times on the real clock
+// (Build uses Spec.Clock, so that Latency and Injected share one clock).
 func Instrument(inner Signer, obs Observer) *Instrumented {
-	return &Instrumented{inner: inner, obs: obs, now: time.Now}
+	return &Instrumented{inner: inner, obs: obs, clock: realClock}
 }
 
 func (s *Instrumented) GetPubKey() (crypto.PubKey, error) { return s.inner.GetPubKey() }
@@ -65,7 +67,7 @@ func (s *Instrumented) GetPubKey() (crypto.PubKey, error) { return s.inner.GetPu
 // answer), and the record is of what the node asked for.
 func (s *Instrumented) SignVote(chainID string, vote *cmtproto.Vote, signExtension bool) error {
 	ph, h, r, id := VotePhase(vote), vote.Height, vote.Round, blockIDHex(vote.BlockID)
-	start := s.now()
+	start := s.clock.Now()
 	err := s.inner.SignVote(chainID, vote, signExtension)
 	s.report(ph, h, r, id, start, err)
 	return err
@@ -73,7 +75,7 @@ func (s *Instrumented) SignVote(chainID string, vote *cmtproto.Vote, signExtensi
 
 func (s *Instrumented) SignProposal(chainID string, proposal *cmtproto.Proposal) error {
 	h, r, id := proposal.Height, proposal.Round, blockIDHex(proposal.BlockID)
-	start := s.now()
+	start := s.clock.Now()
 	err := s.inner.SignProposal(chainID, proposal)
 	s.report(phase.Proposal, h, r, id, start, err)
 	return err
@@ -84,7 +86,7 @@ func (s *Instrumented) SignBytes(b []byte) ([]byte, error) { return s.inner.Sign
 func (s *Instrumented) Close() error { return Close(s.inner) }
 
 func (s *Instrumented) report(phase string, h int64, r int32, blockID string, start time.Time, err error) {
-	rec := SignRecord{Phase: phase, Height: h, Round: r, BlockID: blockID, Start: start, Latency: s.now().Sub(start), Err: err}
+	rec := SignRecord{Phase: phase, Height: h, Round: r, BlockID: blockID, Start: start, Latency: s.clock.Since(start), Err: err}
 	if ir, ok := s.inner.(InjectedReporter); ok {
 		rec.Injected = ir.TakeInjected()
 	}

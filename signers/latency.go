@@ -7,6 +7,7 @@ import (
 
 	cmtproto "github.com/cometbft/cometbft/api/cometbft/types/v1"
 	"github.com/cometbft/cometbft/crypto"
+	"github.com/jonboulle/clockwork"
 
 	"github.com/valnet/valnet/internal/phase"
 	"github.com/valnet/valnet/latency"
@@ -22,6 +23,7 @@ type Delayed struct {
 	inner  Signer
 	model  latency.Model
 	phases map[string]bool
+	clock  clockwork.Clock // the delay is spent and measured on it
 
 	injected atomic.Int64 // ns injected since the last TakeInjected
 	stop     chan struct{}
@@ -42,9 +44,10 @@ type InjectedReporter interface {
 	TakeInjected() time.Duration
 }
 
-// WithLatency wraps inner; phases empty means every phase.
+// WithLatency wraps inner; phases empty means every phase. The delay is
+// spent on the real clock (Build uses Spec.Clock).
 func WithLatency(inner Signer, model latency.Model, phases []string) *Delayed {
-	d := &Delayed{inner: inner, model: model, stop: make(chan struct{})}
+	d := &Delayed{inner: inner, model: model, clock: realClock, stop: make(chan struct{})}
 	if len(phases) > 0 {
 		d.phases = make(map[string]bool, len(phases))
 		for _, p := range phases {
@@ -70,16 +73,13 @@ func (d *Delayed) wait(phase string) error {
 	if delay <= 0 {
 		return nil
 	}
-	t := time.NewTimer(delay)
-	defer t.Stop()
-	start := time.Now()
-	defer func() { d.injected.Add(int64(time.Since(start))) }()
-	select {
-	case <-t.C:
-		return nil
-	case <-d.stop:
+	start := d.clock.Now()
+	ok := sleepOn(d.clock, delay, d.stop)
+	d.injected.Add(int64(d.clock.Since(start)))
+	if !ok {
 		return errClosed
 	}
+	return nil
 }
 
 // GetPubKey is not delayed: it is not a signature.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cometbft/cometbft/privval"
+	"github.com/jonboulle/clockwork"
 )
 
 // redialer is the signer side's connection to a node: it dials until the
@@ -24,13 +25,14 @@ type redialer struct {
 	mu    sync.Mutex
 	conn  net.Conn
 	pause time.Duration
+	clock clockwork.Clock // the pause between dials is on it
 }
 
 // errSignerStopped ends the dial loop.
 var errSignerStopped = errors.New("signer stopped")
 
-func newRedialer(dial privval.SocketDialer) *redialer {
-	return &redialer{dial: dial, stop: make(chan struct{}), pause: 100 * time.Millisecond}
+func newRedialer(dial privval.SocketDialer, clock clockwork.Clock) *redialer {
+	return &redialer{dial: dial, stop: make(chan struct{}), pause: 100 * time.Millisecond, clock: clockOr(clock)}
 }
 
 // Dial is a privval.SocketDialer that waits for the node.
@@ -54,10 +56,8 @@ func (r *redialer) Dial() (net.Conn, error) {
 			r.conn = c
 			return &lossConn{Conn: c}, nil
 		}
-		select {
-		case <-r.stop:
+		if !sleepOn(r.clock, r.pause, r.stop) {
 			return nil, errSignerStopped
-		case <-time.After(r.pause):
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	cmtlog "github.com/cometbft/cometbft/libs/log"
 	"github.com/cometbft/cometbft/libs/service"
 	"github.com/cometbft/cometbft/privval"
+	"github.com/jonboulle/clockwork"
 
 	"github.com/valnet/valnet/internal/unixsock"
 )
@@ -350,6 +351,9 @@ type ServerConfig struct {
 	// node is up and again after it restarts (tmkms behaviour), until Stop.
 	RedialForever bool
 	Logger        cmtlog.Logger
+	// Clock spaces the redials to a node that is not there; nil: the real
+	// clock.
+	Clock clockwork.Clock
 }
 
 // RemoteServer is the signer side: it dials the node and answers its
@@ -402,7 +406,7 @@ func (s *RemoteServer) Start() error {
 	if cfg.Dialect == "" {
 		cfg.Dialect = DialectAuto
 	}
-	s.redialer = newRedialer(dialectDial(dial, cfg.Dialect))
+	s.redialer = newRedialer(dialectDial(dial, cfg.Dialect), cfg.Clock)
 	s.dialer = privval.NewSignerDialerEndpoint(cfg.Logger.With("module", "privval"), s.redialer.Dial,
 		privval.SignerDialerEndpointConnRetries(1))
 	s.server = privval.NewSignerServer(s.dialer, cfg.ChainID, cfg.Signer)

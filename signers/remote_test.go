@@ -1,6 +1,7 @@
 package signers
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/cometbft/cometbft/crypto"
 	"github.com/cometbft/cometbft/crypto/ed25519"
+	p2pconn "github.com/cometbft/cometbft/p2p/conn"
 	"github.com/cometbft/cometbft/types"
 )
 
@@ -85,7 +87,10 @@ func TestRemoteSignerEndToEnd(t *testing.T) {
 func TestRemoteRefusesAnUnexpectedSignerIdentity(t *testing.T) {
 	expected := ed25519.GenPrivKeyFromSecret([]byte("someone-else"))
 	client, _, _ := remotePair(t, NetTCP, expected)
-	err := client.WaitForSigner(2 * time.Second)
+	// Once the node has refused the signer, it can never connect: the
+	// wait fails, and says why.
+	eventually(t, "the node to refuse the signer", func() bool { return client.Refused() != nil })
+	err := client.WaitForSigner(100 * time.Millisecond)
 	if err == nil {
 		t.Fatal("node accepted a signer whose identity it does not expect")
 	}
@@ -141,10 +146,7 @@ func TestRemoteSignerRefusesAnUnexpectedNode(t *testing.T) {
 			// The node's listener accepts the handshake before the signer
 			// hangs up: what counts is that the signer refused and never
 			// answered.
-			deadline := time.Now().Add(10 * time.Second)
-			for srv.Refused() == nil && time.Now().Before(deadline) {
-				time.Sleep(10 * time.Millisecond)
-			}
+			eventually(t, "the signer to refuse the node", func() bool { return srv.Refused() != nil })
 			want := fmt.Sprintf("refused the node: its SecretConnection identity is %X, expected %X", nodeKey.PubKey().Address(), tc.expect.PubKey().Address())
 			if r := srv.Refused(); r == nil || r.Error() != want {
 				t.Fatalf("signer's refusal %v, want %q", r, want)
@@ -233,4 +235,48 @@ func TestRemoteClientSaysWhatDialled(t *testing.T) {
 		}
 		_ = client.WaitForSigner(100 * time.Millisecond)
 	}
+}
+
+// pinnedDial refuses every connection from an unexpected node and says
+// each refused identity once, however often it redials; every refusal is
+// counted.
+func TestPinnedDialSaysEachRefusalOnce(t *testing.T) {
+	signer := ed25519.GenPrivKeyFromSecret([]byte("signer-identity"))
+	node := ed25519.GenPrivKeyFromSecret([]byte("node"))
+	nodeKey := ed25519.GenPrivKeyFromSecret([]byte("impostor")) // who answers the dial
+	// dial makes a SecretConnection to a "node" holding nodeKey.
+	dial := func() (net.Conn, error) {
+		a, b := net.Pipe()
+		go func() {
+			if sc, err := p2pconn.MakeSecretConnection(b, nodeKey); err == nil {
+				_, _ = sc.Read(make([]byte, 1)) // until the signer hangs up
+			}
+			b.Close()
+		}()
+		sc, err := p2pconn.MakeSecretConnection(a, signer)
+		if err != nil {
+			return nil, err
+		}
+		return sc, nil
+	}
+	var refused refusals
+	var said []string
+	pinned := pinnedDial(dial, []string{IdentityOf(node.PubKey())}, &refused, func(err error) { said = append(said, err.Error()) })
+	for i := range 3 {
+		c, err := pinned()
+		var idErr *IdentityError
+		if !errors.As(err, &idErr) || c != nil || idErr.Got != IdentityOf(nodeKey.PubKey()) {
+			t.Fatalf("dial %d: conn %v, err %v; want a refusal of %s", i+1, c, err, IdentityOf(nodeKey.PubKey()))
+		}
+	}
+	if refused.count() != 3 || len(said) != 1 {
+		t.Errorf("%d refusals, said %q; want 3 refusals said once", refused.count(), said)
+	}
+	// The expected node is let through.
+	nodeKey = node
+	c, err := pinned()
+	if err != nil {
+		t.Fatalf("the expected node: %v", err)
+	}
+	c.Close()
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	privvalproto "github.com/cometbft/cometbft/api/cometbft/privval/v1"
 	cmtproto "github.com/cometbft/cometbft/api/cometbft/types/v1"
@@ -16,6 +17,7 @@ import (
 	cmtlog "github.com/cometbft/cometbft/libs/log"
 	"github.com/cometbft/cometbft/libs/service"
 	"github.com/cometbft/cometbft/privval"
+	"github.com/jonboulle/clockwork"
 
 	"github.com/valnet/valnet/internal/phase"
 	"github.com/valnet/valnet/latency"
@@ -71,6 +73,9 @@ type ServeConfig struct {
 	// Log receives status lines (connected, connection lost, faults);
 	// nil: discarded.
 	Log io.Writer
+	// Clock is the signer chain's clock (Spec.Clock) and spaces the
+	// redials to the node; nil: the real clock.
+	Clock clockwork.Clock
 }
 
 // ServeTimeline is told what a standalone signer sees of the chain: the
@@ -192,6 +197,8 @@ type Serve struct {
 	stopCh    chan struct{}
 	stopOnce  sync.Once
 	stopErr   error
+	clock     clockwork.Clock
+	dials     atomic.Int64 // dial attempts to the node, made or failed
 
 	logMu sync.Mutex
 	log   io.Writer
@@ -232,7 +239,7 @@ func StartServe(cfg ServeConfig) (*Serve, error) {
 		cfg.Type = TypeLocal
 	}
 	cfg.Dialect, _ = ParseDialect(string(cfg.Dialect))
-	s := &Serve{cfg: cfg, log: cfg.Log, stopCh: make(chan struct{}), badChains: map[string]bool{}}
+	s := &Serve{cfg: cfg, log: cfg.Log, stopCh: make(chan struct{}), clock: clockOr(cfg.Clock), badChains: map[string]bool{}}
 	s.network, s.address, _ = ParseNodeAddr(cfg.Node)
 	s.stateFile = cfg.StateFile
 	if s.stateFile == "" {
@@ -295,7 +302,7 @@ func StartServe(cfg ServeConfig) (*Serve, error) {
 func (s *Serve) spec() (Spec, error) {
 	cfg := s.cfg
 	spec := Spec{Type: cfg.Type, StateFile: s.stateFile, CPUScale: cfg.CPUScale, Latency: cfg.Latency,
-		Phases: cfg.LatencyPhases, Seed: cfg.Seed, Stream: "signer", Obs: cfg.Obs}
+		Phases: cfg.LatencyPhases, Seed: cfg.Seed, Stream: "signer", Obs: cfg.Obs, Clock: cfg.Clock}
 	if cfg.Type == TypeKeyfile {
 		kf, err := keyfileSpec(cfg.KeyFile, cfg.Decrypt, cfg.Passphrase)
 		spec.Keyfile = kf

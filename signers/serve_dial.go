@@ -26,6 +26,9 @@ func ParseNodeAddr(s string) (network, address string, err error) {
 	return network, address, nil
 }
 
+// redialPause is the wait between two dials of a node that is not there.
+const redialPause = 100 * time.Millisecond
+
 // errStopped ends the dial loop when the signer stops.
 var errStopped = errors.New("signer stopped")
 
@@ -50,6 +53,7 @@ func (s *Serve) dial() (net.Conn, error) {
 		if s.stopping() {
 			return nil, errStopped
 		}
+		s.dials.Add(1)
 		c, err := dial()
 		if err == nil {
 			nc := &nodeConn{Conn: c, s: s}
@@ -78,10 +82,8 @@ func (s *Serve) dial() (net.Conn, error) {
 		if first {
 			s.logf("node not reachable (%v); redialing every 100ms", err)
 		}
-		select {
-		case <-s.stopCh:
+		if !sleepOn(s.clock, redialPause, s.stopCh) {
 			return nil, errStopped
-		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }

@@ -18,26 +18,9 @@ import (
 	"github.com/cometbft/cometbft/types"
 
 	"github.com/valnet/valnet/internal/phase"
+	"github.com/valnet/valnet/internal/syncbuf"
 	"github.com/valnet/valnet/latency"
 )
-
-// syncBuffer is written by the signer's goroutines and read by the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // writePrivValidatorKey writes testKey() as CometBFT's priv_validator_key.json.
 func writePrivValidatorKey(t *testing.T, dir string) string {
@@ -67,9 +50,9 @@ func serveConfig(t *testing.T, node *RemoteClient) ServeConfig {
 	return ServeConfig{Node: "tcp://" + node.Addr(), ChainID: chainID, KeyFile: writePrivValidatorKey(t, dir)}
 }
 
-func startServe(t *testing.T, cfg ServeConfig) (*Serve, *recordingObserver, *syncBuffer) {
+func startServe(t *testing.T, cfg ServeConfig) (*Serve, *recordingObserver, *syncbuf.Buffer) {
 	t.Helper()
-	obs, log := &recordingObserver{}, &syncBuffer{}
+	obs, log := &recordingObserver{}, &syncbuf.Buffer{}
 	cfg.Obs, cfg.Log = obs, log
 	s, err := StartServe(cfg)
 	if err != nil {
@@ -94,7 +77,7 @@ func (o *recordingObserver) lines() []string {
 	return out
 }
 
-func waitSigner(t *testing.T, node *RemoteClient, log *syncBuffer) {
+func waitSigner(t *testing.T, node *RemoteClient, log *syncbuf.Buffer) {
 	t.Helper()
 	if err := node.WaitForSigner(10 * time.Second); err != nil {
 		t.Fatalf("signer did not connect: %v\nlog:\n%s", err, log)
@@ -115,7 +98,7 @@ func TestServeSignsAndReports(t *testing.T) {
 	node := fakeNode(t, "127.0.0.1:0")
 	cfg := serveConfig(t, node)
 	ctx, cancel := context.WithCancel(context.Background())
-	obs, log := &recordingObserver{}, &syncBuffer{}
+	obs, log := &recordingObserver{}, &syncbuf.Buffer{}
 	cfg.Obs, cfg.Log = obs, log
 	done := make(chan error, 1)
 	go func() { done <- RunServe(ctx, cfg) }()
@@ -181,7 +164,12 @@ func TestServeReconnectsAfterTheNodeComesBack(t *testing.T) {
 	// signer's first redial can land on it; that connection then dies by
 	// the 5 s read deadline. A real node's exit closes everything at once.
 	node.Close()
-	time.Sleep(300 * time.Millisecond) // the signer redials into nothing for a while
+	// The node is gone for as long as it takes the signer to see it: its
+	// connection lost and a redial that found nobody (the first redial
+	// may land on the dying listener; that one ends by its read deadline).
+	eventually(t, "the signer to find the node gone", func() bool {
+		return strings.Contains(log.String(), "connection to the node lost") && strings.Contains(log.String(), "node not reachable (")
+	})
 	node = fakeNode(t, addr)
 	waitSigner(t, node, log)
 	if err := signVote(t, node, types.PrevoteType, 2); err != nil {
@@ -203,11 +191,25 @@ func TestServeWaitsForANodeThatIsNotUpYet(t *testing.T) {
 	probe := fakeNode(t, "127.0.0.1:0")
 	addr := probe.Addr()
 	probe.Close()
+	// On a fake clock the pause between dials is exact: the first dial
+	// fails, then nothing is dialled until 100 ms have passed.
+	clk := newFakeClock()
 	dir := t.TempDir()
-	_, _, log := startServe(t, ServeConfig{Node: "tcp://" + addr, ChainID: chainID, KeyFile: writePrivValidatorKey(t, dir)})
-	time.Sleep(300 * time.Millisecond)
+	s, _, log := startServe(t, ServeConfig{Node: "tcp://" + addr, ChainID: chainID, KeyFile: writePrivValidatorKey(t, dir), Clock: clk})
+	awaitWaiters(t, clk, 1) // the first dial failed; the pause began
+	if n := s.dials.Load(); n != 1 {
+		t.Fatalf("%d dials before the first pause, want 1", n)
+	}
 	node := fakeNode(t, addr)
+	clk.Advance(redialPause - 1)
+	if !waiting(clk, 1) || s.dials.Load() != 1 {
+		t.Fatalf("redialed before the pause of %v was over (%d dials)", redialPause, s.dials.Load())
+	}
+	clk.Advance(1)
 	waitSigner(t, node, log)
+	if n := s.dials.Load(); n != 2 {
+		t.Errorf("%d dials, want the failed one and the one after the pause", n)
+	}
 	if err := signVote(t, node, types.PrevoteType, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -368,12 +370,11 @@ func TestServeRefusesAnUnexpectedNode(t *testing.T) {
 	s, obs, log := startServe(t, cfg)
 	want := fmt.Sprintf("refused the node: its SecretConnection identity is %s, expected %s (node_id); redialing every 100ms", nodeID, other)
 	// The node's listener accepts the handshake before the signer hangs
-	// up; the signer must say why, once, and never serve.
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(log.String(), want) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	time.Sleep(300 * time.Millisecond) // a few redials: still said once
+	// up; the signer must say why and never serve. Refused, it redials
+	// (the dial loop says the refusal before it redials). That a refusal
+	// redialed is not said again is TestPinnedDialSaysEachRefusalOnce's:
+	// here the node's listener takes seconds to accept anew.
+	eventually(t, "a refusal and a redial", func() bool { return s.refused.count() >= 1 && s.dials.Load() >= 2 })
 	if strings.Count(log.String(), want) != 1 || strings.Contains(log.String(), "connected to the node") {
 		t.Fatalf("log does not say it once (%q):\n%s", want, log)
 	}

@@ -113,37 +113,130 @@ func (o *recordingObserver) SignDone(r SignRecord) {
 }
 
 func TestBuildChainDelaysSelectedPhasesAndReportsInjected(t *testing.T) {
+	const delay = 30 * time.Millisecond
 	obs := &recordingObserver{}
 	dir := t.TempDir()
+	clk := newFakeClock()
 	built, err := Build(Spec{Type: "local", Key: testKey(),
 		KeyFile: filepath.Join(dir, "k.json"), StateFile: filepath.Join(dir, "s.json"),
-		Latency: &latency.Spec{Dist: "fixed", Value: 30 * time.Millisecond}, Phases: []string{phase.Precommit},
-		Seed: 1, Stream: "v", Obs: obs})
+		Latency: &latency.Spec{Dist: "fixed", Value: delay}, Phases: []string{phase.Precommit},
+		Seed: 1, Stream: "v", Obs: obs, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if built.Label != "local+latency(fixed 30ms)" {
 		t.Fatalf("label %q", built.Label)
 	}
+	// The prevote is not delayed: it returns without waiting on the clock.
 	pv, pc := vote(types.PrevoteType, 1, 0, 1), vote(types.PrecommitType, 1, 0, 1)
-	for _, v := range []*cmtproto.Vote{pv, pc} {
-		if err := built.Signer.SignVote(chainID, v, false); err != nil {
-			t.Fatal(err)
-		}
-		verifyVote(t, built.Signer, v)
+	done := make(chan error, 1)
+	go func() { done <- built.Signer.SignVote(chainID, pv, false) }()
+	if err := awaitNoWait(t, clk, done); err != nil {
+		t.Fatal(err)
 	}
+	verifyVote(t, built.Signer, pv)
+	// The precommit waits exactly the model's 30 ms.
+	go func() { done <- built.Signer.SignVote(chainID, pc, false) }()
+	advanceThrough(t, clk, delay)
+	if err := await(t, done); err != nil {
+		t.Fatal(err)
+	}
+	verifyVote(t, built.Signer, pc)
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
 	if len(obs.recs) != 2 {
 		t.Fatalf("%d records", len(obs.recs))
 	}
 	prevote, precommit := obs.recs[0], obs.recs[1]
-	if prevote.Phase != phase.Prevote || prevote.Injected != 0 || prevote.Latency > 20*time.Millisecond {
+	if prevote.Phase != phase.Prevote || prevote.Injected != 0 || prevote.Latency != 0 {
 		t.Fatalf("prevote was delayed: %+v", prevote)
 	}
-	if precommit.Phase != phase.Precommit || precommit.Injected < 30*time.Millisecond || precommit.Latency < precommit.Injected {
+	// Instrumented times on the chain's clock: the latency is the delay.
+	if precommit.Phase != phase.Precommit || precommit.Injected != delay || precommit.Latency != delay {
 		t.Fatalf("precommit not delayed as modelled: %+v", precommit)
 	}
 	if precommit.Height != 1 || precommit.BlockID == "" {
 		t.Fatalf("record lacks its vote: %+v", precommit)
+	}
+}
+
+// On the real clock a loaded host may oversleep, never undersleep: the
+// injected delay is at least the model's, and the latency covers it.
+func TestDelayIsNeverShortened(t *testing.T) {
+	const delay = 20 * time.Millisecond
+	obs := &recordingObserver{}
+	dir := t.TempDir()
+	built, err := Build(Spec{Type: "local", Key: testKey(),
+		KeyFile: filepath.Join(dir, "k.json"), StateFile: filepath.Join(dir, "s.json"),
+		Latency: &latency.Spec{Dist: "fixed", Value: delay}, Seed: 1, Stream: "v", Obs: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { built.Close() })
+	if err := built.Signer.SignVote(chainID, vote(types.PrevoteType, 1, 0, 1), false); err != nil {
+		t.Fatal(err)
+	}
+	if r := obs.recs[0]; r.Injected < delay || r.Latency < r.Injected {
+		t.Errorf("record %+v: want injected >= %v and latency >= injected", r, delay)
+	}
+}
+
+// A fault delay is spent on the chain's clock, exactly, and reported as
+// injected; cleared, it is gone; Close cuts one in progress short and the
+// signature is then made.
+func TestFaultDelayOnTheClock(t *testing.T) {
+	const delay = 40 * time.Millisecond
+	clk := newFakeClock()
+	obs := &recordingObserver{}
+	dir := t.TempDir()
+	built, err := Build(Spec{Type: "local", Key: testKey(),
+		KeyFile: filepath.Join(dir, "k.json"), StateFile: filepath.Join(dir, "s.json"), Obs: obs, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, err := latency.New(latency.Spec{Dist: latency.Fixed, Value: delay}, 1, "fault")
+	if err != nil {
+		t.Fatal(err)
+	}
+	built.Faults.SetDelay("slow", model, []string{phase.Prevote})
+	done := make(chan error, 1)
+	sign := func(typ cmtproto.SignedMsgType, h int64) {
+		go func() { done <- built.Signer.SignVote(chainID, vote(typ, h, 0, 1), false) }()
+	}
+
+	sign(types.PrevoteType, 1)
+	advanceThrough(t, clk, delay)
+	if err := await(t, done); err != nil {
+		t.Fatal(err)
+	}
+	sign(types.PrecommitType, 1) // another phase: no delay
+	if err := awaitNoWait(t, clk, done); err != nil {
+		t.Fatal(err)
+	}
+	built.Faults.ClearDelay("slow")
+	sign(types.PrevoteType, 2)
+	if err := awaitNoWait(t, clk, done); err != nil {
+		t.Fatal(err)
+	}
+	obs.mu.Lock()
+	for i, want := range []time.Duration{delay, 0, 0} {
+		if r := obs.recs[i]; r.Injected != want || r.Latency != want {
+			t.Errorf("record %d %+v: want injected and latency %v", i, r, want)
+		}
+	}
+	obs.mu.Unlock()
+
+	built.Faults.SetDelay("slow", model, nil)
+	sign(types.PrevoteType, 3)
+	awaitWaiters(t, clk, 1)
+	if err := built.Faults.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Released with the clock standing still. The signature then goes on
+	// to the chain below, which Close closes too: signed if it got there
+	// first, else refused as closed.
+	if err := await(t, done); err != nil && !strings.Contains(err.Error(), "closed") {
+		t.Fatalf("released signature: err = %v", err)
 	}
 }
 

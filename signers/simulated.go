@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cometbft/cometbft/crypto"
+	"github.com/jonboulle/clockwork"
 
 	"github.com/valnet/valnet/latency"
 	"github.com/valnet/valnet/signers/profiles"
@@ -28,6 +29,7 @@ type Simulated struct {
 	inner   KeySigner
 	profile profiles.Profile
 	timing  *DeviceTiming
+	clock   clockwork.Clock // the device time is spent and measured on it
 
 	mu       sync.Mutex   // one signature at a time, as on the device
 	injected atomic.Int64 // ns of modelled time since the last TakeInjected
@@ -45,7 +47,8 @@ var (
 // or jitter) come from a generator seeded by (seed, stream), so a run with
 // the same seed repeats its device times; the stream is kept apart from
 // the one a latency model of the same validator would use, so the two are
-// not correlated.
+// not correlated. The device time is spent on the real clock (Build uses
+// Spec.Clock).
 func NewSimulated(inner KeySigner, p profiles.Profile, seed int64, stream string) (*Simulated, error) {
 	if inner == nil {
 		return nil, errors.New("simulated signer needs a key to sign with")
@@ -57,7 +60,7 @@ func NewSimulated(inner KeySigner, p profiles.Profile, seed int64, stream string
 	if err != nil {
 		return nil, err
 	}
-	return &Simulated{inner: inner, profile: p, timing: timing, stop: make(chan struct{})}, nil
+	return &Simulated{inner: inner, profile: p, timing: timing, clock: realClock, stop: make(chan struct{})}, nil
 }
 
 // DeviceTiming draws a device profile's time for one signature: from its
@@ -123,7 +126,7 @@ func (s *Simulated) Sign(kind string, msg []byte) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	device := s.plan(kind, len(msg))
-	start := time.Now()
+	start := s.clock.Now()
 	sig, err := s.inner.Sign(kind, msg)
 	var innerInjected time.Duration
 	if r, ok := s.inner.(InjectedReporter); ok {
@@ -133,31 +136,31 @@ func (s *Simulated) Sign(kind string, msg []byte) ([]byte, error) {
 		s.injected.Add(int64(innerInjected))
 		return nil, err
 	}
-	s.waitUntil(start.Add(device))
-	// The whole device time counts as modelled (injected): the real
-	// signature inside it stands in for the device's own work, and its
-	// cost is hidden by the wait. Latency minus Injected is then the host
-	// work outside the device (double-sign guard, state fsync). If inner
-	// took longer than the device, only the device time (or inner's own
-	// injected time, if larger) counts.
-	spent := time.Since(start)
-	inj := max(min(spent, device), innerInjected)
-	s.injected.Add(int64(inj))
+	if rest := deviceRest(device, s.clock.Since(start)); rest > 0 {
+		sleepOn(s.clock, rest, s.stop) // Close ends it: the real signature is returned
+	}
+	s.injected.Add(int64(deviceModelled(device, s.clock.Since(start), innerInjected)))
 	return sig, nil
 }
 
-// waitUntil waits until deadline, or until Close.
-func (s *Simulated) waitUntil(deadline time.Time) {
-	d := time.Until(deadline)
-	if d <= 0 {
-		return
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-s.stop:
-	}
+// deviceRest is what is left to wait of a device time once the real
+// signature inside it took spent: never negative, so a model never makes
+// a signature faster than the real one.
+func deviceRest(device, spent time.Duration) time.Duration {
+	return max(0, device-spent)
+}
+
+// deviceModelled is the modelled (injected) part of a signature that took
+// spent in all, on a device time of device, around an inner signer that
+// reported innerInjected. The whole device time counts: the real
+// signature inside it stands in for the device's own work, and its cost
+// is hidden by the wait, so Latency minus Injected is the host work
+// outside the device (double-sign guard, state fsync). If inner took
+// longer than the device, only the device time (or inner's own injected
+// time, if larger) counts; a wait cut short by Close counts what was
+// spent.
+func deviceModelled(device, spent, innerInjected time.Duration) time.Duration {
+	return max(min(spent, device), innerInjected)
 }
 
 // TakeInjected returns and resets the modelled time of the signatures

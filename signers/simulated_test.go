@@ -34,46 +34,46 @@ func newSim(t *testing.T, inner KeySigner, p profiles.Profile, seed int64, strea
 	return s
 }
 
-// timedSign signs msg, checks the signature verifies, and returns how long
-// Sign took.
+// timedSign signs msg on the real clock, checks the signature verifies,
+// and returns how long Sign took.
 func timedSign(t *testing.T, s KeySigner, msg []byte) time.Duration {
 	t.Helper()
 	start := time.Now()
 	sig, err := s.Sign(phase.Prevote, msg)
 	took := time.Since(start)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !s.PubKey().VerifySignature(msg, sig) {
-		t.Fatal("signature does not verify")
-	}
+	verified(t, signResult{sig, err}, s.PubKey(), msg)
 	return took
 }
 
+// tableProfile is a small table so the tests stay short: 64 B 10 ms,
+// 1024 B 60 ms.
+var tableProfile = profiles.Profile{Name: "table-test", ByPayload: []profiles.Point{
+	{Bytes: 64, Latency: 10 * time.Millisecond}, {Bytes: 1024, Latency: 60 * time.Millisecond}}}
+
+// On a fake clock a signature waits exactly the model's time (still
+// waiting 1 ns before it, back at it), whatever the payload, and all of
+// it is reported as modelled.
 func TestSimulatedTakesTheModelledTime(t *testing.T) {
-	// A small table so the test stays fast: 64 B 10 ms, 1024 B 60 ms.
-	table := profiles.Profile{Name: "table-test", ByPayload: []profiles.Point{
-		{Bytes: 64, Latency: 10 * time.Millisecond}, {Bytes: 1024, Latency: 60 * time.Millisecond}}}
 	for _, tc := range []struct {
 		name     string
 		profile  profiles.Profile
 		msgBytes int
-		min      time.Duration // the model's time: never faster
+		want     time.Duration
 	}{
 		{"fixed 30ms", fixedProfile(30 * time.Millisecond), 100, 30 * time.Millisecond},
-		{"table 100 B", table, 100, table.At(100)},
-		{"table 1000 B", table, 1000, table.At(1000)},
+		{"table 100 B", tableProfile, 100, tableProfile.At(100)},
+		{"table 1000 B", tableProfile, 1000, tableProfile.At(1000)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			clk := newFakeClock()
 			s := newSim(t, simKey(), tc.profile, 1, "v0")
-			took := timedSign(t, s, make([]byte, tc.msgBytes))
-			// Generous upper bound: a loaded host may oversleep, but not by 50 ms.
-			if took < tc.min || took > tc.min+50*time.Millisecond {
-				t.Errorf("Sign took %v, want %v .. %v", took, tc.min, tc.min+50*time.Millisecond)
-			}
-			inj := s.TakeInjected()
-			if inj < tc.min || inj > took {
-				t.Errorf("injected %v, want between the model's %v and the call's %v", inj, tc.min, took)
+			s.clock = clk
+			msg := make([]byte, tc.msgBytes)
+			done := goSign(s, msg)
+			advanceThrough(t, clk, tc.want)
+			verified(t, await(t, done), s.PubKey(), msg)
+			if inj := s.TakeInjected(); inj != tc.want {
+				t.Errorf("injected %v, want the model's %v", inj, tc.want)
 			}
 			if again := s.TakeInjected(); again != 0 {
 				t.Errorf("TakeInjected did not reset: %v", again)
@@ -82,12 +82,72 @@ func TestSimulatedTakesTheModelledTime(t *testing.T) {
 	}
 }
 
+// On the real clock a loaded host may oversleep but never shortens the
+// model: the call takes at least the device time, and exactly the device
+// time is reported as modelled.
+func TestSimulatedNeverShortensTheModelledTime(t *testing.T) {
+	const device = 20 * time.Millisecond
+	s := newSim(t, simKey(), fixedProfile(device), 1, "v0")
+	if took := timedSign(t, s, []byte("vote")); took < device {
+		t.Errorf("Sign took %v, less than the model's %v", took, device)
+	}
+	if inj := s.TakeInjected(); inj != device {
+		t.Errorf("injected %v, want the model's %v", inj, device)
+	}
+}
+
+// A key slower than the device gets no wait added (a model never makes a
+// signature faster than the real one), and only the device time counts
+// as modelled.
+func TestSimulatedAddsNothingAfterASlowerKey(t *testing.T) {
+	const device = 30 * time.Millisecond
+	clk := newFakeClock()
+	s := newSim(t, &clockKey{key: simKey(), clk: clk, cost: 2 * device}, fixedProfile(device), 1, "v0")
+	s.clock = clk
+	start := clk.Now()
+	verified(t, awaitNoWait(t, clk, goSign(s, []byte("vote"))), s.PubKey(), []byte("vote"))
+	if took := clk.Since(start); took != 2*device {
+		t.Errorf("Sign took %v, want the key's own %v", took, 2*device)
+	}
+	if inj := s.TakeInjected(); inj != device {
+		t.Errorf("injected %v, want the device's %v", inj, device)
+	}
+}
+
+func TestDeviceRestAndModelled(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		device, spent, innerInj time.Duration
+		rest, modelled          time.Duration
+	}{
+		{100 * ms, 0, 0, 100 * ms, 0},               // before the wait: all of it to wait
+		{100 * ms, 30 * ms, 0, 70 * ms, 30 * ms},    // the real signature took 30 ms of it
+		{100 * ms, 100 * ms, 0, 0, 100 * ms},        // after the wait: the device time
+		{100 * ms, 250 * ms, 0, 0, 100 * ms},        // a slower key: no wait, the device time counts
+		{100 * ms, 250 * ms, 200 * ms, 0, 200 * ms}, // inner's own modelled time, when larger
+		{100 * ms, 40 * ms, 0, 60 * ms, 40 * ms},    // cut short by Close: what was spent
+	} {
+		if got := deviceRest(tc.device, tc.spent); got != tc.rest {
+			t.Errorf("deviceRest(%v, %v) = %v, want %v", tc.device, tc.spent, got, tc.rest)
+		}
+		if got := deviceModelled(tc.device, tc.spent, tc.innerInj); got != tc.modelled {
+			t.Errorf("deviceModelled(%v, %v, %v) = %v, want %v", tc.device, tc.spent, tc.innerInj, got, tc.modelled)
+		}
+	}
+}
+
 func TestSimulatedTableOrdersPayloads(t *testing.T) {
-	table := profiles.Profile{Name: "table-test", ByPayload: []profiles.Point{
-		{Bytes: 64, Latency: 10 * time.Millisecond}, {Bytes: 1024, Latency: 60 * time.Millisecond}}}
-	s := newSim(t, simKey(), table, 1, "v0")
-	small := timedSign(t, s, make([]byte, 100))
-	large := timedSign(t, s, make([]byte, 1000))
+	clk := newFakeClock()
+	s := newSim(t, simKey(), tableProfile, 1, "v0")
+	s.clock = clk
+	took := func(n int) time.Duration {
+		start := clk.Now()
+		done := goSign(s, make([]byte, n))
+		advanceThrough(t, clk, tableProfile.At(n)) // the wait is the table's at that size
+		verified(t, await(t, done), s.PubKey(), make([]byte, n))
+		return clk.Since(start)
+	}
+	small, large := took(100), took(1000)
 	// The table says 11.9 ms vs 58.75 ms: 1000 B must take clearly longer.
 	if large < small+30*time.Millisecond {
 		t.Errorf("1000 B took %v, 100 B took %v: want the larger payload ~47 ms slower", large, small)
@@ -156,46 +216,25 @@ func TestSimulatedRepeatsWithTheSameSeed(t *testing.T) {
 }
 
 func TestSimulatedCloseReleasesALongWait(t *testing.T) {
+	clk := newFakeClock()
 	s, err := NewSimulated(simKey(), fixedProfile(10*time.Second), 1, "v0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.clock = clk
 	msg := []byte("vote")
-	type result struct {
-		sig []byte
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		sig, err := s.Sign(phase.Precommit, msg)
-		done <- result{sig, err}
-	}()
-	time.Sleep(50 * time.Millisecond)
-	closed := time.Now()
+	done := goSign(s, msg)
+	awaitWaiters(t, clk, 1) // Sign is in its modelled time
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case r := <-done:
-		if r.err != nil {
-			t.Fatal(r.err)
-		}
-		if !s.PubKey().VerifySignature(msg, r.sig) {
-			t.Error("released signature does not verify")
-		}
-		if waited := time.Since(closed); waited > time.Second {
-			t.Errorf("Sign returned %v after Close", waited)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Close did not release the waiting Sign")
+	// Released with the clock standing still: Close, not the time, ended it.
+	verified(t, await(t, done), s.PubKey(), msg)
+	if inj := s.TakeInjected(); inj != 0 {
+		t.Errorf("injected %v: counts modelled time not spent", inj)
 	}
-	if inj := s.TakeInjected(); inj >= 10*time.Second {
-		t.Errorf("injected %v: counts the modelled time not spent", inj)
-	}
-	// After Close no time is added.
-	if took := timedSign(t, s, msg); took > time.Second {
-		t.Errorf("Sign after Close took %v", took)
-	}
+	// After Close no time is added: Sign returns without waiting.
+	verified(t, awaitNoWait(t, clk, goSign(s, msg)), s.PubKey(), msg)
 }
 
 func TestSimulatedLabelAndErrors(t *testing.T) {

@@ -5,6 +5,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 )
 
 const (
@@ -30,6 +32,7 @@ type Writer struct {
 	wmu    sync.Mutex
 	mu     sync.Mutex
 	f      *os.File
+	clock  clockwork.Clock // stamps zero times and ticks the idle wake-up
 	queue  []Event
 	spare  []Event // the last queue drained, empty: the next queue
 	buf    []byte
@@ -55,23 +58,36 @@ const (
 
 // NewWriter creates (or truncates) the file at path and starts the
 // background encoder. Close must be called to stop it.
-func NewWriter(path string) (*Writer, error) { return newWriter(path, flushInterval) }
+func NewWriter(path string) (*Writer, error) {
+	return newWriter(path, clockwork.NewRealClock(), flushInterval)
+}
 
-// newWriter is NewWriter with the encoder's idle wake-up every every.
-func newWriter(path string, every time.Duration) (*Writer, error) {
+// newWriter is NewWriter on clock, with the encoder's idle wake-up every
+// every.
+func newWriter(path string, clock clockwork.Clock, every time.Duration) (*Writer, error) {
+	w, err := openWriter(path, clock)
+	if err != nil {
+		return nil, err
+	}
+	go w.encoder(every)
+	return w, nil
+}
+
+// openWriter is a writer whose encoder is not started yet: tests start it
+// (go w.encoder) when they want it, and before Close.
+func openWriter(path string, clock clockwork.Clock) (*Writer, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	w := &Writer{
-		f:    f,
-		buf:  make([]byte, 0, flushSize),
-		kick: make(chan struct{}, 1),
-		stop: make(chan struct{}),
-		done: make(chan struct{}),
-	}
-	go w.encoder(every)
-	return w, nil
+	return &Writer{
+		f:     f,
+		clock: clock,
+		buf:   make([]byte, 0, flushSize),
+		kick:  make(chan struct{}, 1),
+		stop:  make(chan struct{}),
+		done:  make(chan struct{}),
+	}, nil
 }
 
 // Subscribe registers fn to receive every event emitted from now on (the
@@ -90,7 +106,7 @@ func (w *Writer) Subscribe(fn func(Event)) {
 // Close report the first one.
 func (w *Writer) Emit(ev Event) {
 	if ev.Time.IsZero() {
-		ev.Time = time.Now().UTC()
+		ev.Time = w.clock.Now().UTC()
 	}
 	w.mu.Lock()
 	if w.closed {
@@ -222,7 +238,7 @@ func (w *Writer) keepErr(err error) {
 // encoder drains the queue when woken and every every.
 func (w *Writer) encoder(every time.Duration) {
 	defer close(w.done)
-	t := time.NewTicker(every)
+	t := w.clock.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
@@ -230,7 +246,7 @@ func (w *Writer) encoder(every time.Duration) {
 			return
 		case <-w.kick:
 			w.drain()
-		case <-t.C:
+		case <-t.Chan():
 			w.drain()
 		}
 	}

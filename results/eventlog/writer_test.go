@@ -2,6 +2,7 @@ package eventlog
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 )
 
 var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -83,24 +86,77 @@ func fileLines(t *testing.T, path string) int {
 	return bytes.Count(raw, []byte{'\n'})
 }
 
-// waitLines waits (polling, up to within) until the file holds want
-// complete lines.
+// waitLines polls, up to within, until the encoder (another goroutine)
+// has written want complete lines to the file.
 func waitLines(t *testing.T, path string, want int, within time.Duration, what string) {
 	t.Helper()
-	deadline := time.Now().Add(within)
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	poll := time.NewTicker(time.Millisecond)
+	defer poll.Stop()
 	for fileLines(t, path) != want {
-		if time.Now().After(deadline) {
+		select {
+		case <-deadline.C:
 			t.Fatalf("%s: %d lines in the file after %v, want %d", what, fileLines(t, path), within, want)
+		case <-poll.C:
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
+// kicked reports whether Emit woke the encoder (and takes the wake-up):
+// with no encoder running, the kick channel holds exactly what Emit sent.
+func kicked(w *Writer) bool {
+	select {
+	case <-w.kick:
+		return true
+	default:
+		return false
+	}
+}
+
+// TestWriterWakesEncoder: a block, a run_end or kickEvents queued events
+// wake the encoder; anything else waits for the idle wake-up. No encoder
+// runs, so what Emit sent is all the kick channel holds.
+func TestWriterWakesEncoder(t *testing.T) {
+	w, err := openWriter(filepath.Join(t.TempDir(), "events.jsonl"), clockwork.NewFakeClock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { go w.encoder(time.Hour); w.Close() }()
+	steps := []struct {
+		ev   Event
+		wake bool
+	}{
+		{Event{Kind: KindSign, Validator: "v1"}, false},
+		{Event{Kind: KindBlock, Height: 1}, true},
+		{Event{Kind: KindVote, Validator: "v1"}, false},
+		{Event{Kind: KindStep, Step: "propose"}, false},
+		{Event{Kind: KindRunEnd, StopReason: StopHeights}, true},
+	}
+	for i, st := range steps {
+		w.Emit(st.ev)
+		if got := kicked(w); got != st.wake {
+			t.Fatalf("step %d: a %s event woke the encoder: %v, want %v", i, st.ev.Kind, got, st.wake)
+		}
+	}
+	w.drain()
+	for i := range kickEvents {
+		w.Emit(Event{Kind: KindVote, Height: int64(i)})
+		if got, want := kicked(w), i == kickEvents-1; got != want {
+			t.Fatalf("vote %d of %d queued: woke the encoder %v, want %v", i+1, kickEvents, got, want)
+		}
+	}
+}
+
+// TestWriterFlushing: the encoder writes what a wake-up (a block, a
+// run_end, a full queue) or its idle tick finds queued; Flush writes at
+// once. The fake clock ticks only when the test advances it.
 func TestWriterFlushing(t *testing.T) {
-	// The idle wake-up an hour away: only a block, run_end or a full
-	// queue can make the encoder write.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	clock := clockwork.NewFakeClock()
 	path := filepath.Join(t.TempDir(), "events.jsonl")
-	w, err := newWriter(path, time.Hour)
+	w, err := newWriter(path, clock, flushInterval)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,73 +167,54 @@ func TestWriterFlushing(t *testing.T) {
 	w.Emit(Event{Kind: KindBlock, Height: 1})
 	waitLines(t, path, 2, 10*time.Second, "after a block")
 
-	// Anything else waits (here: for an hour) ...
+	// A vote waits for a flush (TestWriterWakesEncoder: it wakes no one) ...
 	w.Emit(Event{Kind: KindVote, Validator: "v1"})
-	time.Sleep(50 * time.Millisecond)
-	if n := fileLines(t, path); n != 2 {
-		t.Fatalf("a vote alone was written: %d lines", n)
-	}
-	// ... until a flush, a run_end, or kickEvents of them.
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	if n := fileLines(t, path); n != 3 {
 		t.Fatalf("after Flush: %d lines, want 3", n)
 	}
+	// ... or for the idle tick, flushInterval later.
+	w.Emit(Event{Kind: KindVote, Validator: "v2"})
+	if err := clock.BlockUntilContext(ctx, 1); err != nil { // the encoder's ticker
+		t.Fatal(err)
+	}
+	clock.Advance(flushInterval)
+	waitLines(t, path, 4, 10*time.Second, "a vote after the idle tick")
+
 	w.Emit(Event{Kind: KindRunEnd, StopReason: StopHeights})
-	waitLines(t, path, 4, 10*time.Second, "after run_end")
+	waitLines(t, path, 5, 10*time.Second, "after run_end")
 	for i := range kickEvents {
 		w.Emit(Event{Kind: KindVote, Height: int64(i)})
 	}
-	waitLines(t, path, 4+kickEvents, 10*time.Second, "after a full queue")
-
-	// With the default wake-up, a vote reaches the file within it.
-	path2 := filepath.Join(t.TempDir(), "events.jsonl")
-	w2, err := NewWriter(path2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w2.Close()
-	w2.Emit(Event{Kind: KindVote, Validator: "v1"})
-	waitLines(t, path2, 1, 20*flushInterval, "a vote")
+	waitLines(t, path, 5+kickEvents, 10*time.Second, "after a full queue")
 }
 
 // TestWriterHelpsWhenBehind: an emitter far ahead of the encoder encodes
-// the queue itself, so the queue never holds more than helpEvents.
+// the queue itself, so the queue never holds more than helpEvents. No
+// encoder runs (the stuck one): only the emitter can write.
 func TestWriterHelpsWhenBehind(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "events.jsonl")
-	w, err := newWriter(path, time.Hour)
+	w, err := openWriter(path, clockwork.NewFakeClock())
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.wmu.Lock() // the encoder is stuck: it cannot drain
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for i := range helpEvents + 10 {
-			w.Emit(Event{Kind: KindVote, Height: int64(i)})
-		}
-	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	for i := range helpEvents + 10 {
+		w.Emit(Event{Kind: KindVote, Height: int64(i)})
 		w.mu.Lock()
 		n := len(w.queue)
 		w.mu.Unlock()
-		if n >= helpEvents {
-			break
+		if want := (i + 1) % helpEvents; n != want {
+			t.Fatalf("after %d events the queue holds %d, want %d", i+1, n, want)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the queue holds %d events, never %d", n, helpEvents)
+		if i == helpEvents-1 {
+			if got := fileLines(t, path); got != helpEvents {
+				t.Fatalf("the emitter of event %d left %d lines in the file, want %d", helpEvents, got, helpEvents)
+			}
 		}
-		time.Sleep(time.Millisecond)
 	}
-	select {
-	case <-done:
-		t.Fatal("the emitter went on past helpEvents while the queue could not drain")
-	case <-time.After(50 * time.Millisecond):
-	}
-	w.wmu.Unlock()
-	<-done
+	go w.encoder(time.Hour)
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cometbft/cometbft/crypto/ed25519"
+	"github.com/jonboulle/clockwork"
 )
 
 // ModelName labels the emulator in reports: it is a MODEL of a Ledger Nano
@@ -75,9 +76,11 @@ type EmulatorConfig struct {
 	ConfirmDelay time.Duration
 	// Version answered to GET_VERSION; nil means DefaultEmulatorVersion.
 	Version *Version
-	// Sleep replaces the real wait (tests record the requested durations).
-	// Nil waits in real time, and Close cuts a wait short.
+	// Sleep replaces the wait on Clock (tests record the requested
+	// durations). Nil waits on Clock, and Close cuts a wait short.
 	Sleep func(time.Duration)
+	// Clock is what the modelled times are waited on; nil: the real clock.
+	Clock clockwork.Clock
 }
 
 // ErrClosed is returned by an Emulator after Close.
@@ -99,6 +102,7 @@ type Emulator struct {
 	confirm time.Duration
 	version Version
 	sleep   func(time.Duration)
+	clock   clockwork.Clock
 
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -120,7 +124,11 @@ func NewEmulator(cfg EmulatorConfig) *Emulator {
 		confirm: cfg.ConfirmDelay,
 		version: DefaultEmulatorVersion,
 		sleep:   cfg.Sleep,
+		clock:   cfg.Clock,
 		stop:    make(chan struct{}),
+	}
+	if e.clock == nil {
+		e.clock = clockwork.NewRealClock()
 	}
 	if e.key == nil {
 		e.key = ed25519.GenPrivKey()
@@ -171,7 +179,7 @@ type conn struct{ *Emulator }
 
 func (conn) Close() error { return nil }
 
-// Close ends the model and cuts a real-time wait in progress short.
+// Close ends the model and cuts a wait in progress short.
 func (e *Emulator) Close() error {
 	e.stopOnce.Do(func() {
 		e.closed.Store(true)
@@ -218,10 +226,10 @@ func (e *Emulator) wait(d time.Duration) bool {
 		e.sleep(d)
 		return !e.closed.Load()
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
+	t := e.clock.NewTimer(d)
+	defer t.Stop() // a wait cut short leaves no waiter on a fake clock
 	select {
-	case <-t.C:
+	case <-t.Chan():
 		return true
 	case <-e.stop:
 		return false

@@ -4,6 +4,7 @@ import (
 	"github.com/valnet/valnet/internal/signbytes"
 
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	cmtproto "github.com/cometbft/cometbft/api/cometbft/types/v1"
 	"github.com/cometbft/cometbft/crypto/ed25519"
 	"github.com/cometbft/cometbft/types"
+	"github.com/jonboulle/clockwork"
 )
 
 const testChainID = "valnet-test"
@@ -120,4 +122,22 @@ func hexLines(packets [][]byte) []byte {
 		b.WriteByte('\n')
 	}
 	return b.Bytes()
+}
+
+// waiting reports whether a wait is pending on clk now, without waiting.
+func waiting(clk *clockwork.FakeClock) bool {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // BlockUntilContext answers at once when the waiter is there
+	return clk.BlockUntilContext(ctx, 1) == nil
+}
+
+// awaitWaiter waits (real time, generous deadline) until a wait is
+// pending on clk.
+func awaitWaiter(t testing.TB, clk *clockwork.FakeClock) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := clk.BlockUntilContext(ctx, 1); err != nil {
+		t.Fatalf("nothing waited on the fake clock: %v", err)
+	}
 }

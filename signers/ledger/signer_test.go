@@ -11,6 +11,7 @@ import (
 
 	cmtproto "github.com/cometbft/cometbft/api/cometbft/types/v1"
 	"github.com/cometbft/cometbft/types"
+	"github.com/jonboulle/clockwork"
 )
 
 // consensusSequence is what one validator signs over a few heights: it
@@ -192,7 +193,8 @@ func TestOpenErrors(t *testing.T) {
 // Close during a (modelled) on-device signature returns promptly.
 func TestSignerCloseDuringSign(t *testing.T) {
 	t.Parallel()
-	emu := NewEmulator(EmulatorConfig{Key: testKey(), Timing: &EmulatorTiming{DeviceSign: 10 * time.Second}})
+	clk := clockwork.NewFakeClock()
+	emu := NewEmulator(EmulatorConfig{Key: testKey(), Timing: &EmulatorTiming{DeviceSign: 10 * time.Second}, Clock: clk})
 	s, err := Open(emu, 250)
 	if err != nil {
 		t.Fatal(err)
@@ -202,7 +204,7 @@ func TestSignerCloseDuringSign(t *testing.T) {
 		_, err := s.Sign("prevote", signBytes(t, signbytes.StepPrevote, 1, 0))
 		done <- err
 	}()
-	time.Sleep(20 * time.Millisecond)
+	awaitWaiter(t, clk) // the on-device signature is under way
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/valnet/valnet/internal/stats"
 )
 
@@ -25,8 +27,8 @@ type samples struct {
 type op func(seq int) error
 
 // measure warms op up, then times it Iterations times or until Duration is
-// spent. time.Now carries Go's monotonic clock reading and time.Since uses
-// it, so wall-clock steps do not bend the samples. Only a cancelled ctx is
+// spent. The real clock's Now carries Go's monotonic clock reading and
+// Since uses it, so wall-clock steps do not bend the samples. Only a cancelled ctx is
 // returned as an error; a failing op is in samples.err.
 func measure(ctx context.Context, o Options, f op) (samples, error) {
 	s, err := measureInterleaved(ctx, o, []op{f})
@@ -45,6 +47,10 @@ func measure(ctx context.Context, o Options, f op) (samples, error) {
 // transport costs. A failing op leaves the rotation; the others go on. The
 // time cap is Duration per op.
 func measureInterleaved(ctx context.Context, o Options, ops []op) ([]samples, error) {
+	clock := o.clock
+	if clock == nil {
+		clock = clockwork.NewRealClock()
+	}
 	k := len(ops)
 	out := make([]samples, k)
 	seq := make([]int, k)
@@ -52,9 +58,9 @@ func measureInterleaved(ctx context.Context, o Options, ops []op) ([]samples, er
 		if out[i].err != nil {
 			return 0, false
 		}
-		t0 := time.Now()
+		t0 := clock.Now()
 		err := ops[i](seq[i])
-		d := time.Since(t0)
+		d := clock.Since(t0)
 		seq[i]++
 		if err != nil {
 			out[i].err = fmt.Errorf("op %d: %w", seq[i], err)
@@ -62,7 +68,7 @@ func measureInterleaved(ctx context.Context, o Options, ops []op) ([]samples, er
 		}
 		return d, true
 	}
-	warmStart := time.Now()
+	warmStart := clock.Now()
 	for w := 0; w < o.Warmup; w++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -70,19 +76,19 @@ func measureInterleaved(ctx context.Context, o Options, ops []op) ([]samples, er
 		for i := range ops {
 			run(i)
 		}
-		if o.Duration > 0 && time.Since(warmStart) >= time.Duration(k)*o.Duration/10 {
+		if o.Duration > 0 && clock.Since(warmStart) >= time.Duration(k)*o.Duration/10 {
 			break
 		}
 	}
 	for i := range out {
 		out[i].d = make([]time.Duration, 0, o.Iterations)
 	}
-	start := time.Now()
+	start := clock.Now()
 	for it := 0; it < o.Iterations; it++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if o.Duration > 0 && it >= minSamples && time.Since(start) >= time.Duration(k)*o.Duration {
+		if o.Duration > 0 && it >= minSamples && clock.Since(start) >= time.Duration(k)*o.Duration {
 			for i := range out {
 				out[i].capped = true
 			}

@@ -18,6 +18,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 )
 
 // Row groups.
@@ -72,6 +74,10 @@ type Options struct {
 	Dir string
 	// Progress, if set, gets one line per row as it starts.
 	Progress io.Writer
+
+	// clock times the ops and the Duration cap; nil: the real clock
+	// (tests give a fake one that their ops advance).
+	clock clockwork.Clock
 }
 
 func (o *Options) defaults() {

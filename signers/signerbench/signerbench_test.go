@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/jonboulle/clockwork"
 )
 
 // quick keeps the suite fast: few ops, cheap bcrypt, no cap that a slow
@@ -207,21 +209,35 @@ func TestSelect(t *testing.T) {
 }
 
 func TestMeasureHonoursDurationAndContext(t *testing.T) {
-	o := Options{Iterations: 1000, Duration: 40 * time.Millisecond, Warmup: 3}
-	slow := func(int) error { time.Sleep(10 * time.Millisecond); return nil }
+	// Ops of exactly 10 ms on a fake clock: the warm-up stops after one
+	// (past a tenth of the 40 ms cap), then 4 timed ops reach the cap.
+	clk := clockwork.NewFakeClock()
+	o := Options{Iterations: 1000, Duration: 40 * time.Millisecond, Warmup: 3, clock: clk}
+	calls := 0
+	slow := func(int) error { calls++; clk.Advance(10 * time.Millisecond); return nil }
 	s, err := measure(context.Background(), o, slow)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !s.capped || len(s.d) < minSamples || len(s.d) > 10 {
-		t.Fatalf("capped %v n %d", s.capped, len(s.d))
+	if !s.capped || len(s.d) != 4 || calls != 5 {
+		t.Fatalf("capped %v, %d samples of %d calls; want capped, 4 of 5", s.capped, len(s.d), calls)
+	}
+	for _, d := range s.d {
+		if d != 10*time.Millisecond {
+			t.Fatalf("samples %v, want each 10ms", s.d)
+		}
+	}
+	// Never fewer than minSamples, even when one op outlasts the cap.
+	o.Duration = 5 * time.Millisecond
+	if s, err = measure(context.Background(), o, slow); err != nil || len(s.d) != minSamples || !s.capped {
+		t.Fatalf("an op longer than the cap: %d samples, capped %v (%v); want %d", len(s.d), s.capped, err, minSamples)
 	}
 	if r := s.row("g", "n", "op", ""); !strings.Contains(r.Note, "capped") {
 		t.Errorf("note %q", r.Note)
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
-	calls := 0
+	calls = 0
 	_, err = measure(ctx, Options{Iterations: 1000, Duration: -1, Warmup: 1}, func(int) error {
 		if calls++; calls == 5 {
 			cancel()
