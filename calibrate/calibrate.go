@@ -188,7 +188,6 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Result, error) {
 	return res, nil
 }
 
-
 // fitError runs the sim with p at every point that was not overloaded and
 // returns the RMS relative error against the real figures. keep names the
 // run directories to keep (the chosen fit's), "" for throwaway ones.

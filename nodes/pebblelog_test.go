@@ -22,9 +22,9 @@ func (l *lineLog) add(level, msg string, kv []any) {
 	defer l.mu.Unlock()
 	l.lines = append(l.lines, level+" "+msg)
 }
-func (l *lineLog) Debug(msg string, kv ...any) { l.add("D", msg, kv) }
-func (l *lineLog) Info(msg string, kv ...any)  { l.add("I", msg, kv) }
-func (l *lineLog) Error(msg string, kv ...any) { l.add("E", msg, kv) }
+func (l *lineLog) Debug(msg string, kv ...any)  { l.add("D", msg, kv) }
+func (l *lineLog) Info(msg string, kv ...any)   { l.add("I", msg, kv) }
+func (l *lineLog) Error(msg string, kv ...any)  { l.add("E", msg, kv) }
 func (l *lineLog) With(kv ...any) cmtlog.Logger { return l }
 
 // pebble's lines (here the WAL replayed when a database is opened again,

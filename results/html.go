@@ -61,6 +61,7 @@ type htmlData struct {
 	Validators  []htmlValidator
 	Devices     *deviceTables    // nil without shared devices
 	Threshold   *thresholdTables // nil without threshold signers
+	PeerNodes   *peerNodeTables  // nil without non-validator nodes
 	Expect      []htmlExpectation
 	Faults      []htmlFault
 	Models      []htmlKV // validators whose signer is a model: name -> label
@@ -122,6 +123,7 @@ func newHTMLData(s *Summary, cd *chartData) *htmlData {
 	d.Chain = chainRows(s)
 	d.Devices = newDeviceTables(s)
 	d.Threshold = newThresholdTables(s)
+	d.PeerNodes = newPeerNodeTables(s)
 
 	d.Rounds = guardChart(func() chart { return roundsChart(s, cd) })
 	d.Interval = guardChart(func() chart { return intervalChart(s, cd) })

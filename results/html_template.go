@@ -155,6 +155,7 @@ code { font-family: ui-monospace, monospace; }
 </section>
 {{- with .Devices}}{{template "tableSection" .}}{{end}}
 {{- with .Threshold}}{{template "tableSection" .}}{{end}}
+{{- with .PeerNodes}}{{template "tableSection" .}}{{end}}
 
 <section id="causes">
 <h2>Why votes were missed</h2>

@@ -109,6 +109,10 @@ func WriteMarkdown(w io.Writer, s *Summary) error {
 		p("\n### Threshold signers (MODEL)\n\n%s\n", tt.Note)
 		mdTables(tt.Tables())
 	}
+	if nt := newPeerNodeTables(s); nt != nil {
+		p("\n### %s\n\n%s\n", nt.Title(), nt.Note)
+		mdTables(nt.Tables())
+	}
 
 	if len(s.RoundChanges) > 0 {
 		p("\n### Round changes\n\n| height | round | cause | detail |\n| ---: | ---: | --- | --- |\n")

@@ -42,6 +42,7 @@ type Summarizer struct {
 	cosigns      map[string]*cosignAgg            // each threshold signer's rounds, by validator
 	vals         map[int32]*valAcc
 	load         *loadAgg
+	peers        peerNodes
 	intervals    samples // block intervals
 	judgedAny    bool
 	firstHeight  int64 // the lowest committed height so far
@@ -122,6 +123,7 @@ func (z *Summarizer) Add(ev *eventlog.Event) {
 			st.Validators, st.Expect = slices.Clone(ev.Validators), slices.Clone(ev.Expect)
 			z.start = &st
 			z.x.start(ev)
+			z.peers.start(ev)
 			z.c.target = ev.Heights
 			if len(z.c.rows) > 0 {
 				z.starts.bound(z.startBound())
@@ -162,6 +164,7 @@ func (z *Summarizer) Add(ev *eventlog.Event) {
 		}
 	}
 	z.x.observe(ev, seq)
+	z.peers.observe(ev)
 	if ev.Kind == eventlog.KindBlock || seq%1024 == 0 {
 		z.settle()
 	}

@@ -69,6 +69,9 @@ type Summary struct {
 	// Load is the transaction load and what became of it; nil for a run
 	// without one (load.go).
 	Load *LoadSummary `json:"load,omitempty"`
+	// Nodes are the nodes that are not validators (run_start's nodes):
+	// heights and how late blocks reached them (peernodes.go).
+	Nodes []PeerNodeSummary `json:"nodes,omitempty"`
 
 	// Host is the machine the run ran on, measured every second; nil for a
 	// stream without host events.
@@ -318,6 +321,7 @@ func (z *Summarizer) summarize() *Summary {
 	summarizeChain(s, z.c, &z.intervals)
 	z.summarizeValidators(s)
 	s.Load = z.load.result(start)
+	s.Nodes = z.peers.result()
 	z.summarizeConsensus(s)
 	z.summarizeFaults(s)
 	s.Halts = z.halts

@@ -139,6 +139,10 @@ func WriteTable(w io.Writer, s *Summary) error {
 		p("\nThreshold signers (%s)\n", tt.Note)
 		textTables(tt.Tables())
 	}
+	if nt := newPeerNodeTables(s); nt != nil {
+		p("\n%s (%s)\n", nt.Title(), nt.Note)
+		textTables(nt.Tables())
+	}
 
 	if len(s.Faults) > 0 {
 		p("\nFaults (ms since the run started)\n")

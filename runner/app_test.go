@@ -53,6 +53,9 @@ func watchApps(ctx context.Context, t *testing.T, dir string) *appWatch {
 	w := &appWatch{pids: map[string]map[string]bool{}, done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
+		// A sample every 50 ms until ctx ends: each app lives for seconds.
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
 		for ctx.Err() == nil {
 			live := map[string]bool{}
 			for _, p := range processesUnder(t, dir) {
@@ -72,7 +75,10 @@ func watchApps(ctx context.Context, t *testing.T, dir string) *appWatch {
 			w.mu.Lock()
 			w.maxLive = max(w.maxLive, len(live))
 			w.mu.Unlock()
-			time.Sleep(50 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+			case <-tick.C:
+			}
 		}
 	}()
 	return w
@@ -204,24 +210,30 @@ func TestOwnAppCrash(t *testing.T) {
 			yaml = strings.Replace(strings.Replace(yaml, "heights: 25", "heights: 12", 1), "min: 25", "min: 12", 1)
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
+			// Once height 3 is in (the live status line says so), kill
+			// v-3's app.
+			atHeight3 := make(chan struct{})
+			opts.Status, opts.Terminal = &heightWatch{at: 3, reached: func() { close(atHeight3) }}, true
 			killed := make(chan string, 1)
 			go func() {
 				defer close(killed)
-				for ctx.Err() == nil {
-					data, _ := os.ReadFile(filepath.Join(dir, EventsFile))
-					if regexp.MustCompile(`"kind":"block","node":"[a-z0-9-]+","height":3,`).Match(data) {
-						for _, p := range processesUnder(t, filepath.Join(dir, "nodes", "v-3", "app-home")) {
-							pid, _, _ := strings.Cut(p, ": ")
-							if out, err := exec.Command("kill", "-9", pid).CombinedOutput(); err != nil {
-								killed <- fmt.Sprintf("kill %s: %v %s", pid, err, out)
-								return
-							}
-							killed <- pid
-							return
-						}
-					}
-					time.Sleep(50 * time.Millisecond)
+				select {
+				case <-atHeight3:
+				case <-ctx.Done():
+					return
 				}
+				untilCtx(ctx, 50*time.Millisecond, func() bool {
+					for _, p := range processesUnder(t, filepath.Join(dir, "nodes", "v-3", "app-home")) {
+						pid, _, _ := strings.Cut(p, ": ")
+						if out, err := exec.Command("kill", "-9", pid).CombinedOutput(); err != nil {
+							killed <- fmt.Sprintf("kill %s: %v %s", pid, err, out)
+						} else {
+							killed <- pid
+						}
+						return true
+					}
+					return false
+				})
 			}()
 			out, err := Run(ctx, parse(t, yaml), opts)
 			if err != nil {

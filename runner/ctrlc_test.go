@@ -51,16 +51,12 @@ func TestCtrlCLeavesNoChildProcess(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, NetworkFile)); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatalf("network never came up:\n%s", stderr.String())
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !until(2*time.Minute, 100*time.Millisecond, func() bool {
+		_, err := os.Stat(filepath.Join(dir, NetworkFile))
+		return err == nil
+	}) {
+		cmd.Process.Kill()
+		t.Fatalf("network never came up:\n%s", stderr.String())
 	}
 	if n := len(processesUnder(t, filepath.Join(dir, NodesDir))); n != 4 {
 		t.Errorf("%d node processes running, want 4", n)
@@ -96,26 +92,21 @@ func TestKilledRunnerLeavesNoNode(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for len(processesUnder(t, filepath.Join(dir, NodesDir))) < 4 {
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatal("nodes never came up")
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !until(2*time.Minute, 100*time.Millisecond, func() bool {
+		return len(processesUnder(t, filepath.Join(dir, NodesDir))) >= 4
+	}) {
+		cmd.Process.Kill()
+		t.Fatal("nodes never came up")
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
-	deadline = time.Now().Add(30 * time.Second)
-	for {
-		left := processesUnder(t, filepath.Join(dir, NodesDir))
-		if len(left) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("node processes outlived their killed runner:\n%s", strings.Join(left, "\n"))
-		}
-		time.Sleep(100 * time.Millisecond)
+	// The kernel delivers the parent-death signal; the nodes then exit.
+	var left []string
+	if !until(30*time.Second, 100*time.Millisecond, func() bool {
+		left = processesUnder(t, filepath.Join(dir, NodesDir))
+		return len(left) == 0
+	}) {
+		t.Fatalf("node processes outlived their killed runner:\n%s", strings.Join(left, "\n"))
 	}
 	// Its socket directories stay until the next run cleans them.
 	pattern := filepath.Join(os.TempDir(), fmt.Sprintf("valnet-*-%d-*", cmd.Process.Pid))

@@ -5,7 +5,6 @@ import (
 	"math"
 	"path/filepath"
 	"reflect"
-	"sort"
 	"testing"
 	"time"
 
@@ -68,13 +67,12 @@ func TestRunSharedDevice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Each signature's time on the device: from the end of its queue wait
-	// for its modelled service time. Two of them must never overlap.
-	type span struct {
-		from, to time.Time
-		who      string
-	}
-	var spans []span
+	// Every signature of a and b went through the device's queue, and the
+	// device counted each (but those still in it at the end). That no two
+	// ever overlap on the device is the device's own rule
+	// (signers.TestDeviceNeverSignsTwoAtOnce); rebuilt from a real run's
+	// wall-clock times it holds only on a host that kept up
+	// (TestIntegSharedDeviceSpans).
 	signed := 0
 	for _, e := range events {
 		if e.Kind != eventlog.KindSign || (e.Validator != "a" && e.Validator != "b") {
@@ -87,15 +85,10 @@ func TestRunSharedDevice(t *testing.T) {
 			continue
 		}
 		signed++
-		start := e.Time.Add(-time.Duration(e.LatencyMS * float64(time.Millisecond)))
-		from := start.Add(time.Duration(*e.QueueMS * float64(time.Millisecond)))
-		spans = append(spans, span{from, from.Add(time.Duration(e.InjectedMS * float64(time.Millisecond))), e.Validator})
-	}
-	sort.Slice(spans, func(i, j int) bool { return spans[i].from.Before(spans[j].from) })
-	const slack = 2 * time.Millisecond // event times are rounded to microseconds
-	for i := 1; i < len(spans); i++ {
-		if prev, cur := spans[i-1], spans[i]; cur.from.Add(slack).Before(prev.to) {
-			t.Errorf("%s signed on the device from %v while %s held it until %v", cur.who, cur.from, prev.who, prev.to)
+		// A signature's latency holds its wait and its modelled service.
+		if *e.QueueMS < 0 || e.InjectedMS < 40 || e.LatencyMS < *e.QueueMS+e.InjectedMS-0.002 {
+			t.Errorf("%s h%d %s: latency %.3f ms, queue %.3f ms, service %.3f ms: want latency >= queue + service >= 40 ms",
+				e.Validator, e.Height, e.Phase, e.LatencyMS, *e.QueueMS, e.InjectedMS)
 		}
 	}
 	if diff := math.Abs(float64(*d.Signatures - int64(signed))); diff > 2 {

@@ -8,7 +8,7 @@ import (
 // shapeLinks gives every directed link between validators its setting
 // (links.Resolve: the default, then the zone matrix, then the overrides).
 func (r *run) shapeLinks() error {
-	names := r.names()
+	names := r.nodeNames()
 	all, err := links.Resolve(r.plan.Network, names, r.seed)
 	if err != nil {
 		return err
@@ -35,6 +35,15 @@ func (r *run) setLink(from, to string, l network.Link) {
 
 // linkNow is the current setting of a directed link.
 func (r *run) linkNow(from, to string) network.Link { return r.links[[2]string{from, to}] }
+
+// nodeNames are every node's names: the validators, then the others.
+func (r *run) nodeNames() []string {
+	var names []string
+	for _, m := range r.allMembers() {
+		names = append(names, m.plan.Name)
+	}
+	return names
+}
 
 // names are the validators' names, in scenario order.
 func (r *run) names() []string {

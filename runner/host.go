@@ -48,43 +48,61 @@ func startHostMonitor(ctx context.Context, emit func(eventlog.Event)) (stop func
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	var worstLag atomic.Int64 // ns, reset by every sample
+	var lastTick atomic.Int64 // unix ns when the lag ticker last ran
+	lastTick.Store(time.Now().UnixNano())
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		t := time.NewTicker(lagTick)
 		defer t.Stop()
-		last := time.Now()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case now := <-t.C:
-				if lag := now.Sub(last) - lagTick; lag > time.Duration(worstLag.Load()) {
-					worstLag.Store(int64(lag))
+			case <-t.C:
+				// The time it ran, not the tick's: a tick ready on time
+				// whose goroutine waits to be scheduled is late too.
+				now := time.Now().UnixNano()
+				if lag := now - lastTick.Swap(now) - int64(lagTick); lag > worstLag.Load() {
+					worstLag.Store(lag)
 				}
-				last = now
 			}
 		}
 	}()
 	go func() {
 		defer wg.Done()
 		cores := runtime.NumCPU()
-		prev := readHost()
+		prev, prevAt := readHost(), time.Now()
 		t := time.NewTicker(hostEvery)
 		defer t.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case now := <-t.C:
+			case <-t.C:
+				now := time.Now()
+				if now.Sub(prevAt) < hostEvery/2 {
+					// The tick queued while this goroutine was late: the
+					// next sample covers the whole stretch (a sample of a
+					// few ms would read 0 % CPU).
+					continue
+				}
 				cur := readHost()
-				s := hostSample(prev, cur, cores, time.Duration(worstLag.Swap(0)))
-				prev = cur
+				s := hostSample(prev, cur, cores, sampleTickLag(time.Duration(worstLag.Swap(0)), now.Sub(time.Unix(0, lastTick.Load()))))
+				prev, prevAt = cur, now
 				emit(eventlog.Event{Time: now, Kind: eventlog.KindHost, Host: &s})
 			}
 		}
 	}()
 	return func() { cancel(); wg.Wait() }
+}
+
+// sampleTickLag is a second's ticker lateness: the worst gap the ticker
+// saw, or, when it has not run for longer, the gap still open. A ticker
+// starved through the whole second records its gap only when it runs
+// again; counting the open gap puts a stall in every second it spans.
+func sampleTickLag(worst, sinceLastTick time.Duration) time.Duration {
+	return max(worst, sinceLastTick-lagTick)
 }
 
 func readHost() hostReading {

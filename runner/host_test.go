@@ -68,23 +68,21 @@ func TestHistogramDeltaQuantile(t *testing.T) {
 func TestHostMonitorEmitsSamples(t *testing.T) {
 	var mu sync.Mutex
 	var got []eventlog.Event
+	two := make(chan struct{})
 	stop := startHostMonitor(context.Background(), func(e eventlog.Event) {
 		mu.Lock()
-		got = append(got, e)
-		mu.Unlock()
+		defer mu.Unlock()
+		if got = append(got, e); len(got) == 2 {
+			close(two)
+		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	select {
+	case <-two:
+	case <-time.After(30 * time.Second):
 		mu.Lock()
 		n := len(got)
 		mu.Unlock()
-		if n >= 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d host events in 30 s", n)
-		}
-		time.Sleep(50 * time.Millisecond)
+		t.Fatalf("%d host events in 30 s", n)
 	}
 	stop()
 	mu.Lock()

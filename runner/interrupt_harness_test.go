@@ -174,9 +174,9 @@ type moment struct {
 	name    string
 	trigger string
 	after   time.Duration
-	// second: a second SIGINT this long after the first (0: none); the
-	// run then holds at the start of its stop (HoldEnv=stop, a slow stop
-	// of holdFor) unless the second Ctrl-C forces it.
+	// second: > 0, a second SIGINT once the run holds at the start of its
+	// stop after the first (HoldEnv=stop, a slow stop of holdFor), which
+	// it must force; 0: none.
 	second time.Duration
 }
 
@@ -244,7 +244,11 @@ func interruptAt(t *testing.T, bin, backend string, heights int, m moment) inter
 	}
 	var second time.Time
 	if m.second > 0 {
-		time.Sleep(m.second)
+		// The stop the first Ctrl-C began is the slow one to force: the
+		// run says on stderr when it holds there.
+		if !until(2*time.Minute, 20*time.Millisecond, func() bool { return reached(p, eventlog.StageStop) || !p.running() }) {
+			t.Fatalf("%s %s: the run never held in its stop after SIGINT:\n%s", backend, m.name, p.stderr.String())
+		}
 		second = time.Now()
 		_ = p.cmd.Process.Signal(syscall.SIGINT)
 	}
@@ -327,19 +331,17 @@ func startHarnessRun(t *testing.T, bin, backend string, heights int, env []strin
 // returns when its run directory appeared (zero: never).
 func awaitMoment(t *testing.T, p *valnetProc, m moment) time.Time {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
 	var appeared time.Time
-	for p.running() {
+	if !until(3*time.Minute, 20*time.Millisecond, func() bool {
+		if !p.running() {
+			return true
+		}
 		if appeared.IsZero() && reached(p, "rundir") {
 			appeared = time.Now()
 		}
-		if m.trigger != "" && reached(p, m.trigger) || m.trigger == "" && !appeared.IsZero() && time.Since(appeared) >= m.after {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: never reached the moment:\n%s", m.name, p.stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+		return m.trigger != "" && reached(p, m.trigger) || m.trigger == "" && !appeared.IsZero() && time.Since(appeared) >= m.after
+	}) {
+		t.Fatalf("%s: never reached the moment:\n%s", m.name, p.stderr.String())
 	}
 	return appeared
 }
@@ -379,14 +381,11 @@ func readSummary(t *testing.T, dir string) (*results.Summary, []byte) {
 func leaksOf(t *testing.T, p *valnetProc, tmp string, before map[uint64]int) []string {
 	t.Helper()
 	var left []string
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	until(15*time.Second, 200*time.Millisecond, func() bool {
 		left = leftNow(t, p, tmp, before)
-		if len(left) == 0 || time.Now().After(deadline) {
-			return left
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return len(left) == 0
+	})
+	return left
 }
 
 func leftNow(t *testing.T, p *valnetProc, tmp string, before map[uint64]int) []string {

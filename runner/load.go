@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/valnet/valnet/internal/txload"
 	"github.com/valnet/valnet/nodes"
 	"github.com/valnet/valnet/results/eventlog"
@@ -52,6 +54,9 @@ type loadGen struct {
 	emit    func(eventlog.Event)
 	txs     txload.Maker
 	client  *http.Client
+	// clock paces the load (its waits and the rate); the tx events'
+	// times stay on the wall clock, beside the nodes' events.
+	clock clockwork.Clock
 
 	cancel  context.CancelFunc
 	done    chan struct{} // closed once every event is emitted
@@ -61,11 +66,11 @@ type loadGen struct {
 // startLoad starts sending lp once the chain is live (live: it has
 // committed its first block) and no node is in block sync any more (a
 // node refuses transactions while it catches up), or readyWait after the
-// first block, whichever comes first; then after lp.Start. ctx ends it
-// early (Ctrl-C, the end of the run); stop waits for it.
-func startLoad(ctx context.Context, lp scenarios.LoadPlan, seed int64, targets []loadTarget, down func(string) bool, emit func(eventlog.Event), live func() bool) *loadGen {
+// first block, whichever comes first; then after lp.Start, all timed on
+// clk. ctx ends it early (Ctrl-C, the end of the run); stop waits for it.
+func startLoad(ctx context.Context, clk clockwork.Clock, lp scenarios.LoadPlan, seed int64, targets []loadTarget, down func(string) bool, emit func(eventlog.Event), live func() bool) *loadGen {
 	workers := min(maxLoadWorkers, max(1, int(math.Ceil(lp.Rate/txPerWorker))))
-	g := &loadGen{plan: lp, targets: targets, down: down, emit: emit, txs: txload.NewMaker(seed, lp.Size),
+	g := &loadGen{plan: lp, targets: targets, down: down, emit: emit, txs: txload.NewMaker(seed, lp.Size), clock: clk,
 		client: &http.Client{Timeout: loadCallTimeout, Transport: &http.Transport{
 			MaxIdleConns: workers * len(targets), MaxIdleConnsPerHost: workers,
 			IdleConnTimeout: 30 * time.Second, DisableCompression: true,
@@ -117,39 +122,27 @@ const (
 // after the chain is live, until the load's duration is over or ctx ends.
 func (g *loadGen) pace(ctx context.Context, jobs chan<- uint64, live func() bool) {
 	for !live() {
-		if !sleepCtx(ctx, liveEvery) {
+		if !txload.Sleep(ctx, g.clock, liveEvery) {
 			return
 		}
 	}
-	deadline := time.Now().Add(readyWait)
-	for !g.nodesReady(ctx) && time.Now().Before(deadline) {
-		if !sleepCtx(ctx, liveEvery) {
+	deadline := g.clock.Now().Add(readyWait)
+	for !g.nodesReady(ctx) && g.clock.Now().Before(deadline) {
+		if !txload.Sleep(ctx, g.clock, liveEvery) {
 			return
 		}
 	}
-	if !sleepCtx(ctx, g.plan.Start) {
+	if !txload.Sleep(ctx, g.clock, g.plan.Start) {
 		return
 	}
-	began := time.Now()
-	var sent uint64
-	for {
-		wait, stop := txload.Pace(time.Since(began), sent, g.plan.Rate, g.plan.Duration)
-		if stop {
-			return
-		}
-		if wait > 0 {
-			if !sleepCtx(ctx, wait) {
-				return
-			}
-			continue
-		}
+	txload.Pacer{Rate: g.plan.Rate, Duration: g.plan.Duration}.Drive(ctx, g.clock, func(n uint64) bool {
 		select {
-		case jobs <- sent:
-			sent++
+		case jobs <- n: // a worker is free: it sends n
+			return true
 		case <-ctx.Done():
-			return
+			return false
 		}
-	}
+	})
 }
 
 // nodesReady reports whether no node the load sends to says, on /status,
@@ -169,21 +162,6 @@ func (g *loadGen) nodesReady(ctx context.Context) bool {
 		}
 	}
 	return true
-}
-
-// sleepCtx waits d; false if ctx ended first.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // stop ends the load and waits until every call under way has returned

@@ -13,7 +13,6 @@ import (
 	"github.com/cometbft/cometbft/p2p"
 	"github.com/cometbft/cometbft/types"
 
-	"github.com/valnet/valnet/network"
 	"github.com/valnet/valnet/nodes"
 	"github.com/valnet/valnet/scenarios"
 )
@@ -30,6 +29,9 @@ type member struct {
 	// flavor is what runs its node (valnet's own, or a binary of some
 	// CometBFT line).
 	flavor *nodes.Flavor
+	// peer is set for a node that is not a validator (peernodes.go); plan
+	// then holds only its name and node.
+	peer *scenarios.PeerNodePlan
 }
 
 // binary is the validator's own node binary (node.binary, else
@@ -111,7 +113,8 @@ func applyTimeouts(c *cfg.Config, t scenarios.Timeouts) {
 // persistent peers by the scenario's topology (default: a full mesh). With
 // the link fabric, a node dials each peer through that pair's proxy.
 func (r *run) assignPorts() error {
-	for _, m := range r.members {
+	all := r.allMembers()
+	for _, m := range all {
 		if r.addresser != nil {
 			// The backend's addresses (a container's own IP and ports).
 			r.addresser.ConfigureListen(m.config)
@@ -131,34 +134,68 @@ func (r *run) assignPorts() error {
 		m.config.P2P.ListenAddress = fmt.Sprintf("tcp://127.0.0.1:%d", p2pPort)
 		m.config.RPC.ListenAddress = fmt.Sprintf("tcp://127.0.0.1:%d", rpcPort)
 	}
-	names := make([]string, len(r.members))
 	byName := map[string]*member{}
-	for i, m := range r.members {
-		names[i], byName[m.plan.Name] = m.plan.Name, m
+	ids := map[string]string{}
+	sentried := map[string]bool{}
+	for _, m := range all {
+		byName[m.plan.Name], ids[m.plan.Name] = m, nodes.NodeID(m.nodeKey)
+		if m.peer != nil && m.peer.Role == scenarios.RoleSentry {
+			sentried[m.peer.SentryOf] = true
+		}
 	}
-	t := r.plan.Network.Topology
-	peers, err := network.Peers(names, network.Topology{Kind: t.Kind, K: t.K, Explicit: t.Peers}, r.seed)
+	peers, err := r.plan.Layout(r.seed)
 	if err != nil {
 		return fmt.Errorf("topology: %w", err)
 	}
-	for _, m := range r.members {
-		var list []string
-		for _, name := range peers[m.plan.Name] {
-			o := byName[name]
-			addr := strings.TrimPrefix(o.config.P2P.ListenAddress, "tcp://")
-			if r.addresser != nil {
-				addr = r.addresser.PeerAddr(name)
+	addrOf := func(from, to string) (string, error) {
+		o := byName[to]
+		addr := strings.TrimPrefix(o.config.P2P.ListenAddress, "tcp://")
+		if r.addresser != nil {
+			addr = r.addresser.PeerAddr(to)
+		}
+		if r.fabric != nil {
+			var err error
+			if addr, err = r.fabric.Route(from, to, addr); err != nil {
+				return "", err
 			}
-			if r.fabric != nil {
-				if addr, err = r.fabric.Route(m.plan.Name, name, addr); err != nil {
-					return err
+		}
+		return ids[to] + "@" + addr, nil
+	}
+	seeds := r.plan.HasSeeds()
+	for _, m := range all {
+		var list, seedAddrs []string
+		for _, name := range peers[m.plan.Name] {
+			// With seeds, PEX finds the public peers; only a validator's
+			// links to its sentries are persistent.
+			if seeds && !sentried[m.plan.Name] {
+				continue
+			}
+			a, err := addrOf(m.plan.Name, name)
+			if err != nil {
+				return err
+			}
+			list = append(list, a)
+		}
+		if seeds {
+			for _, o := range all {
+				if o.peer != nil && o.peer.Role == scenarios.RoleSeed && o != m {
+					a, err := addrOf(m.plan.Name, o.plan.Name)
+					if err != nil {
+						return err
+					}
+					seedAddrs = append(seedAddrs, a)
 				}
 			}
-			list = append(list, nodes.NodeID(o.nodeKey)+"@"+addr)
 		}
 		m.config.P2P.PersistentPeers = strings.Join(list, ",")
+		configurePeering(m.config, m, r.plan, ids, seedAddrs, sentried[m.plan.Name])
 	}
 	return nil
+}
+
+// allMembers are the validators, then the other nodes.
+func (r *run) allMembers() []*member {
+	return append(append([]*member(nil), r.members...), r.others...)
 }
 
 func releasePorts(m *member) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/cometbft/cometbft/crypto"
 	"github.com/cometbft/cometbft/types"
+	"github.com/jonboulle/clockwork"
 
 	"github.com/valnet/valnet/network"
 	"github.com/valnet/valnet/nodes"
@@ -66,6 +67,9 @@ type NetworkInfo struct {
 	Scenario   string             `json:"scenario"`
 	ChainID    string             `json:"chain_id"`
 	Validators []NetworkValidator `json:"validators"`
+	// Nodes are the nodes that are not validators (full nodes, seeds,
+	// sentries).
+	Nodes []NetworkNode `json:"nodes,omitempty"`
 	// Cleanup removes what the run left in Docker, should valnet be killed
 	// before it could (docker backend only).
 	Cleanup string `json:"cleanup,omitempty"`
@@ -78,6 +82,13 @@ type NetworkValidator struct {
 	RPC     string `json:"rpc"`
 	P2P     string `json:"p2p"`
 	Home    string `json:"home"`
+}
+
+// NetworkNode is a node of network.json that is not a validator.
+type NetworkNode struct {
+	NetworkValidator
+	Role     string `json:"role"`
+	SentryOf string `json:"sentry_of,omitempty"`
 }
 
 // startAttempts bounds retries of a network start whose ports were taken
@@ -109,7 +120,8 @@ func Run(ctx context.Context, plan *scenarios.Plan, opts Options) (*Outcome, err
 	if err != nil {
 		return nil, err
 	}
-	r := &run{plan: plan, seed: seed, opts: opts, rec: newRecorder(w), writer: w, start: time.Now()}
+	clock := clockwork.NewRealClock()
+	r := &run{plan: plan, seed: seed, opts: opts, rec: newRecorder(w), writer: w, clock: clock, start: clock.Now()}
 	r.stage.set(ctx, eventlog.StageSetup)
 	defer context.AfterFunc(ctx, r.stage.interrupt)()
 	// abort ends a run that could not be done before its network started.
@@ -224,12 +236,16 @@ type run struct {
 	sockDir string          // unix sockets of remote signers; removed at the end
 	fabric  *network.Fabric // user-space links; nil when no link is shaped
 	links   map[[2]string]network.Link
-	nodes   []nodes.Node
+	nodes   []nodes.Node // the validators' (in r.members' order), then the others'
+	others  []*member    // the nodes that are not validators (peernodes.go)
 	network NetworkInfo
-	start   time.Time
-	reason  string
-	endErr  string // run_end's error of an interrupted run
-	stage   stageTracker
+	// clock times the poll loop (max_duration, the fault timeline) and
+	// the load's pacing: the real one, a fake in the loop's tests.
+	clock  clockwork.Clock
+	start  time.Time
+	reason string
+	endErr string // run_end's error of an interrupted run
+	stage  stageTracker
 	// runStarted: run_start is recorded; backendName names the backend
 	// when none could be opened (an interrupted docker engine connect).
 	runStarted  bool
@@ -262,12 +278,11 @@ func (r *run) execute(ctx context.Context) error {
 		return err
 	}
 	r.members = members
+	if r.others, err = layoutPeerNodes(r.plan, r.seed, r.opts.OutDir, fl); err != nil {
+		return err
+	}
 	if p, ok := r.backend.(nodes.Preparer); ok {
-		names := make([]string, len(members))
-		for i, m := range members {
-			names[i] = m.plan.Name
-		}
-		if err := p.Prepare(ctx, nodes.Layout{Names: names, NeedsFabric: r.plan.NeedsFabric()}); err != nil {
+		if err := p.Prepare(ctx, nodes.Layout{Names: r.nodeNames(), NeedsFabric: r.plan.NeedsFabric()}); err != nil {
 			return err
 		}
 	}
@@ -312,18 +327,18 @@ func (r *run) execute(ctx context.Context) error {
 	if r.network, err = r.writeNetwork(); err != nil {
 		return err
 	}
-	netStart := time.Now()
+	netStart := r.clock.Now()
 	faults, err := newTimeline(r)
 	if err != nil {
 		return err
 	}
 	if lp := r.plan.Load; lp != nil {
-		targets := make([]loadTarget, len(r.nodes))
-		for i, n := range r.nodes {
+		targets := make([]loadTarget, len(r.members)) // the validators' nodes
+		for i, n := range r.nodes[:len(r.members)] {
 			targets[i] = loadTarget{name: n.Name(), node: n}
 		}
 		live := func() bool { return r.rec.tracker.Snapshot().Height >= 1 }
-		r.load = startLoad(ctx, *lp, r.seed, targets, r.rec.nodeDown, r.rec.Emit, live)
+		r.load = startLoad(ctx, r.clock, *lp, r.seed, targets, r.rec.nodeDown, r.rec.Emit, live)
 	}
 	r.stage.set(ctx, eventlog.StageRun)
 	r.reason = r.wait(ctx, faults, netStart)
@@ -401,7 +416,7 @@ func (r *run) startNodes(ctx context.Context, gen *types.GenesisDoc, names map[s
 }
 
 func (r *run) startAll(ctx context.Context, gen *types.GenesisDoc, names map[string]string) error {
-	for i, m := range r.members {
+	for i, m := range r.allMembers() {
 		spec := nodes.Spec{Name: m.plan.Name, Config: m.config, Genesis: gen, NodeKey: m.nodeKey,
 			Names: names, Sink: r.rec, Binary: m.binary(r.plan), Flavor: m.flavor}
 		if !m.flavor.Own() {
@@ -410,11 +425,20 @@ func (r *run) startAll(ctx context.Context, gen *types.GenesisDoc, names map[str
 		if a := r.plan.App; a != nil {
 			spec.App = &nodes.AppSpec{Command: a.Command, Transport: a.Transport}
 		}
-		if pv := r.signers[i].node; pv != nil {
+		if m.peer != nil {
+			pv := peerNodeSigner(m)
 			spec.Signer = pv
-		}
-		if err := nodes.WriteHome(spec); err != nil {
-			return err
+			if err := nodes.WriteHome(spec); err != nil {
+				return err
+			}
+			pv.Save() // into its home, where a process or a container reads it
+		} else {
+			if pv := r.signers[i].node; pv != nil {
+				spec.Signer = pv
+			}
+			if err := nodes.WriteHome(spec); err != nil {
+				return err
+			}
 		}
 		nb, ok := r.backend.(nodes.Backend)
 		if !ok {
@@ -440,50 +464,21 @@ func (r *run) writeNetwork() (NetworkInfo, error) {
 	if k, ok := r.backend.(nodes.KeepInfo); ok {
 		info.Cleanup = k.KeepCommand()
 	}
+	all := r.allMembers()
 	for i, n := range r.nodes {
 		a := n.Addrs()
-		info.Validators = append(info.Validators, NetworkValidator{Name: n.Name(), Address: r.members[i].address,
-			RPC: a.RPC, P2P: a.P2P, Home: r.members[i].config.RootDir})
+		nv := NetworkValidator{Name: n.Name(), Address: all[i].address, RPC: a.RPC, P2P: a.P2P, Home: all[i].config.RootDir}
+		if p := all[i].peer; p != nil {
+			info.Nodes = append(info.Nodes, NetworkNode{NetworkValidator: nv, Role: p.Role, SentryOf: p.SentryOf})
+			continue
+		}
+		info.Validators = append(info.Validators, nv)
 	}
 	data, err := json.MarshalIndent(info, "", "  ")
 	if err != nil {
 		return info, err
 	}
 	return info, os.WriteFile(filepath.Join(r.opts.OutDir, NetworkFile), append(data, '\n'), 0o644)
-}
-
-// pollEvery is how often the runner looks at observed progress.
-const pollEvery = 100 * time.Millisecond
-
-// wait polls observed progress until the target is reached, the hard
-// deadline passes or ctx ends, and returns the stop reason. The target is
-// the block after run.heights: that block's LastCommit carries the commit
-// signatures of the target height, so every height up to the target has
-// its missed and nil precommits accounted for.
-func (r *run) wait(ctx context.Context, faults *timeline, netStart time.Time) string {
-	status := &statusLine{w: r.opts.Status, terminal: r.opts.Terminal, target: r.plan.Run.Heights, plainEvery: 5 * time.Second}
-	defer status.done()
-	deadline := time.NewTimer(time.Until(r.start.Add(r.plan.Run.MaxDuration)))
-	defer deadline.Stop()
-	tick := time.NewTicker(pollEvery)
-	defer tick.Stop()
-	faults.begin(ctx, netStart)
-	defer faults.close()
-	for {
-		select {
-		case <-ctx.Done():
-			return eventlog.StopInterrupted
-		case <-deadline.C:
-			return eventlog.StopMaxDuration
-		case now := <-tick.C:
-			p := r.rec.tracker.Snapshot()
-			faults.step(now, p.Height)
-			status.update(p, now)
-			if p.Height > r.plan.Run.Heights {
-				return eventlog.StopHeights
-			}
-		}
-	}
 }
 
 // shutdown stops recording, releases any signature still waiting in a
@@ -565,7 +560,7 @@ func (r *run) finish(ctx context.Context, runErr error) (*Outcome, error) {
 	}
 	r.stage.note(ctx)
 	end := eventlog.Event{Time: t, Kind: eventlog.KindRunEnd, StopReason: r.reason, Error: r.endErr,
-		InterruptedStage: r.stage.interruptedAt()}
+		InterruptedStage: r.stage.interruptedAt(), WallMS: max(time.Since(r.start).Milliseconds(), 1)}
 	if runErr != nil {
 		end.StopReason, end.Error = eventlog.StopError, runErr.Error()
 	}

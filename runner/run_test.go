@@ -7,7 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -81,20 +84,21 @@ func TestRunSlowSignerMissesPrecommits(t *testing.T) {
 	if s.Heights.Last <= 10 || s.Heights.Committed < 10 {
 		t.Fatalf("heights %+v, want the target 10 and the block after it", s.Heights)
 	}
-	var slow results.ValidatorSummary
-	maxOther := 0
-	for _, v := range s.Validators {
+	// What load cannot change: the injected delay is never shortened, and
+	// every missed precommit is counted once, with a cause. Which
+	// validators missed how many depends on how fast the host ran the
+	// others: TestIntegSlowSignerTiming checks that on a host that kept up.
+	var slow *results.ValidatorSummary
+	for i, v := range s.Validators {
 		if v.Name == "slow" {
-			slow = v
-			continue
+			slow = &s.Validators[i]
 		}
-		maxOther = max(maxOther, v.MissedPrecommits)
-		if v.SignLatencyMS.Precommit.P50 > 100 {
-			t.Errorf("%s (no injected delay) precommit p50 = %v ms", v.Name, v.SignLatencyMS.Precommit.P50)
+		if v.MissedPrecommits > v.PrecommitsCounted || causesTotal(v.MissedByCause) != v.MissedPrecommits {
+			t.Errorf("%s: missed %d of %d precommits, by cause %+v: do not add up", v.Name, v.MissedPrecommits, v.PrecommitsCounted, v.MissedByCause)
 		}
 	}
-	if slow.MissedPrecommits <= maxOther {
-		t.Errorf("slow missed %d precommits, others up to %d: want more", slow.MissedPrecommits, maxOther)
+	if slow == nil {
+		t.Fatal("no validator slow in the summary")
 	}
 	// slow always precommits, but it may never prevote: the other three
 	// hold +2/3 of the power, so slow is often a height behind, and a
@@ -111,9 +115,12 @@ func TestRunSlowSignerMissesPrecommits(t *testing.T) {
 			t.Logf("slow signed no prevote: it was behind at every height")
 			continue
 		}
-		if st.Count == 0 || st.P50 < 250 || st.P50 > 400 {
-			t.Errorf("slow %s latency %+v: want p50 in [250, 400] ms", phase, st)
+		if st.Count == 0 || st.P50 < 250 {
+			t.Errorf("slow %s latency %+v: want p50 >= the injected 250 ms", phase, st)
 		}
+	}
+	if inj := slow.InjectedLatencyMS; inj.Count == 0 || inj.P50 < 250 {
+		t.Errorf("slow's injected latency %+v, want p50 >= 250 ms", inj)
 	}
 	if s.DoubleSigns != 0 {
 		t.Errorf("double signs: %d", s.DoubleSigns)
@@ -174,22 +181,10 @@ func TestRunInterruptedStopsCleanly(t *testing.T) {
 	plan := parse(t, strings.Replace(e2eYAML, "heights: 10", "heights: 1000", 1))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() {
-		// Interrupt once the network is up and has made progress.
-		deadline := time.Now().Add(2 * time.Minute)
-		for time.Now().Before(deadline) {
-			if evs, err := eventlog.ReadFile(filepath.Join(dir, EventsFile)); err == nil {
-				for _, e := range evs {
-					if e.Kind == eventlog.KindBlock && e.Height >= 2 {
-						cancel()
-						return
-					}
-				}
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}()
-	out, err := Run(ctx, plan, Options{OutDir: dir})
+	// Interrupt once the network has made progress: the live status line,
+	// written at every poll on a terminal, says when height 2 is in.
+	progress := &heightWatch{at: 2, reached: cancel}
+	out, err := Run(ctx, plan, Options{OutDir: dir, Status: progress, Terminal: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,6 +198,36 @@ func TestRunInterruptedStopsCleanly(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, SummaryFile)); err != nil {
 		t.Error(err)
 	}
+}
+
+// causesTotal is the sum of a validator's missed precommits over every
+// cause.
+func causesTotal(m results.MissedByCause) int {
+	total := 0
+	v := reflect.ValueOf(m)
+	for i := range v.NumField() {
+		total += int(v.Field(i).Int())
+	}
+	return total
+}
+
+// heightWatch is a run's status writer that calls reached once the live
+// line shows height at or above at.
+type heightWatch struct {
+	at      int64
+	reached func()
+	once    sync.Once
+}
+
+var statusHeight = regexp.MustCompile(`height (\d+)/`)
+
+func (w *heightWatch) Write(p []byte) (int, error) {
+	for _, m := range statusHeight.FindAllSubmatch(p, -1) {
+		if h, _ := strconv.ParseInt(string(m[1]), 10, 64); h >= w.at {
+			w.once.Do(w.reached)
+		}
+	}
+	return len(p), nil
 }
 
 func TestRunMaxDurationEndsTheRun(t *testing.T) {

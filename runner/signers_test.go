@@ -63,10 +63,10 @@ func TestRunSignerPathsAndFaults(t *testing.T) {
 	}
 	for _, name := range []string{"tcp", "unix", "kf"} {
 		v := byName[name]
+		// Measured at both ends, matched signature by signature. What the
+		// hop costs is the host's: TestIntegRemoteSignerLoopbackHop.
 		if v.TransportOverheadMS == nil || v.TransportOverheadMS.Count < 10 || v.SignerLatencyMS == nil {
 			t.Errorf("%s: remote signer not measured at both ends: overhead %+v", name, v.TransportOverheadMS)
-		} else if v.TransportOverheadMS.P50 > 20 {
-			t.Errorf("%s: transport overhead p50 %.3f ms is not a loopback hop", name, v.TransportOverheadMS.P50)
 		}
 		if !strings.Contains(v.Signer, "via ") {
 			t.Errorf("%s: signer label %q does not say it is remote", name, v.Signer)

@@ -78,7 +78,7 @@ func planRunStart(r *run) eventlog.Event {
 func (r *run) runStart(infos []eventlog.ValidatorInfo) eventlog.Event {
 	halt, explicit := r.plan.HaltAfter()
 	e := eventlog.Event{Time: r.start, Kind: eventlog.KindRunStart, Scenario: r.plan.Name,
-		ChainID: r.plan.ChainID, Seed: r.seed, Heights: r.plan.Run.Heights, Validators: infos,
+		ChainID: r.plan.ChainID, Seed: r.seed, Heights: r.plan.Run.Heights, Validators: infos, Nodes: peerNodeInfos(r.plan),
 		Expect: expectations(r.plan), HaltAfterMS: halt.Milliseconds(), HaltAfterExplicit: explicit, Load: loadInfo(r.plan.Load)}
 	if r.backend != nil {
 		e.Backend = r.backend.Name()

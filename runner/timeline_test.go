@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"errors"
-	"github.com/valnet/valnet/internal/action"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,19 +10,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
+	"github.com/valnet/valnet/internal/action"
 	"github.com/valnet/valnet/internal/nettest"
 	"github.com/valnet/valnet/nodes"
 	"github.com/valnet/valnet/results/eventlog"
 	"github.com/valnet/valnet/scenarios"
 )
 
-// fakeNode is a node whose control operations take the time they are
-// given: block, when set, makes every operation wait until its context ends
-// (a backend that hangs), and slow makes it take that long.
+// fakeNode is a node whose control operations return when the test says:
+// block, when set, makes every operation wait until its context ends (a
+// backend that hangs); gate, when set, makes each wait until it is closed
+// (a slow backend, for as long as the test needs).
 type fakeNode struct {
 	name  string
 	block bool
-	slow  time.Duration
+	gate  chan struct{}
 	fail  map[string]error // operation -> the error it returns
 	rpc   string           // its RPC address (the load tests)
 
@@ -61,9 +64,12 @@ func (n *fakeNode) op(ctx context.Context, name string) error {
 	if err := n.fail[name]; err != nil {
 		return err
 	}
-	var wait <-chan time.Time // nil: forever
-	if !n.block {
-		wait = time.After(n.slow)
+	var wait <-chan struct{} // nil: forever
+	switch {
+	case n.gate != nil:
+		wait = n.gate
+	case !n.block:
+		return nil
 	}
 	select {
 	case <-wait:
@@ -83,7 +89,8 @@ func (n *fakeNode) state() (calls []string, running, cancelled int) {
 }
 
 // timelineRun is a run with fake nodes and no signers, enough for the poll
-// loop and the fault timeline; its events go to a file read by events.
+// loop and the fault timeline, on a fake clock (startLoop drives it); its
+// events go to a file read by events.
 func timelineRun(t *testing.T, maxDuration time.Duration, faults []scenarios.FaultPlan, ns ...*fakeNode) *run {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), EventsFile)
@@ -93,7 +100,8 @@ func timelineRun(t *testing.T, maxDuration time.Duration, faults []scenarios.Fau
 	}
 	t.Cleanup(func() { w.Close() })
 	plan := &scenarios.Plan{Run: scenarios.RunPlan{Heights: 1000, MaxDuration: maxDuration}, Faults: faults}
-	r := &run{plan: plan, rec: newRecorder(w), writer: w, start: time.Now()}
+	clk := clockwork.NewFakeClock()
+	r := &run{plan: plan, rec: newRecorder(w), writer: w, clock: clk, start: clk.Now()}
 	for _, n := range ns {
 		v := scenarios.ValidatorPlan{Name: n.name}
 		plan.Validators = append(plan.Validators, v)
@@ -127,7 +135,8 @@ func faultEvents(t *testing.T, r *run) []string {
 func atHeight(h int64) scenarios.FaultAt { return scenarios.FaultAt{Height: h} }
 
 // TestStopDuringASlowNodeFault: Ctrl-C or max_duration while a node-restart
-// hangs ends the run at once, and the restart is cancelled with the run.
+// hangs ends the run (the restart would never return by itself), and the
+// restart is cancelled with the run.
 func TestStopDuringASlowNodeFault(t *testing.T) {
 	tests := []struct {
 		name        string
@@ -146,23 +155,28 @@ func TestStopDuringASlowNodeFault(t *testing.T) {
 			}, node)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			done := make(chan string, 1)
-			tl := mustTimeline(t, r)
-			go func() { done <- r.wait(ctx, tl, time.Now()) }()
-			nettest.WaitFor(t, 5*time.Second, "the restart to begin", func() bool {
+			l := startLoop(t, ctx, r)
+			l.polls(1) // consensus is at height 1: the restart begins
+			nettest.WaitFor(t, 30*time.Second, "the restart to begin", func() bool {
 				calls, _, _ := node.state()
 				return len(calls) == 1
 			})
 			if tc.interrupt {
 				cancel()
-			}
-			select {
-			case reason := <-done:
-				if reason != tc.want {
-					t.Errorf("stop reason %q, want %q", reason, tc.want)
+			} else {
+				// Polls go on while the restart hangs, up to the deadline.
+				if !l.polls(3) {
+					t.Fatal("the loop ended before max_duration")
 				}
-			case <-time.After(2 * time.Second):
-				t.Fatalf("the run did not stop within 2s of %s while a node-restart hung", tc.name)
+				l.polls(1)
+			}
+			if reason := l.end(); reason != tc.want {
+				t.Errorf("stop reason %q, want %q", reason, tc.want)
+			}
+			if tc.maxDuration < time.Hour {
+				if at := l.clk.Since(r.start); at != tc.maxDuration {
+					t.Errorf("ended %v after the start, want %v", at, tc.maxDuration)
+				}
 			}
 			// Nothing of the fault is left running for the shutdown to race.
 			if _, running, cancelled := node.state(); running != 0 || cancelled != 1 {
@@ -176,11 +190,11 @@ func TestStopDuringASlowNodeFault(t *testing.T) {
 	}
 }
 
-// TestNodeFaultsRunOffTheLoopInOrderPerTarget: a slow kill of v1 holds up
-// neither the poll loop nor v2's fault, v1's way back waits for its kill,
-// and each records its event when it is done.
+// TestNodeFaultsRunOffTheLoopInOrderPerTarget: a kill of v1 that does not
+// return holds up neither the poll loop nor v2's fault, v1's way back
+// waits for its kill, and each records its event when it is done.
 func TestNodeFaultsRunOffTheLoopInOrderPerTarget(t *testing.T) {
-	v1 := &fakeNode{name: "v1", slow: 800 * time.Millisecond}
+	v1 := &fakeNode{name: "v1", gate: make(chan struct{})}
 	v2 := &fakeNode{name: "v2"}
 	r := timelineRun(t, time.Hour, []scenarios.FaultPlan{
 		{Action: action.NodeKill, Target: "v1", At: atHeight(1), Duration: 100 * time.Millisecond},
@@ -188,20 +202,28 @@ func TestNodeFaultsRunOffTheLoopInOrderPerTarget(t *testing.T) {
 	}, v1, v2)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan string, 1)
-	tl := mustTimeline(t, r)
-	go func() { done <- r.wait(ctx, tl, time.Now()) }()
-	nettest.WaitFor(t, 5*time.Second, "v2 paused while v1's kill is still going", func() bool {
-		calls, _, _ := v2.state()
-		v1calls, v1running, _ := v1.state()
-		return len(calls) == 1 && slices.Equal(v1calls, []string{"kill"}) && v1running == 1
+	l := startLoop(t, ctx, r)
+	// 100 ms: v1's kill begins; 200 ms: its duration is over (its way
+	// back is queued behind it) and v2's pause is due.
+	l.polls(2)
+	nettest.WaitFor(t, 30*time.Second, "v2 paused while v1's kill is still going", func() bool {
+		calls, running, _ := v2.state()
+		return len(calls) == 1 && running == 0
 	})
-	nettest.WaitFor(t, 5*time.Second, "v1 started again", func() bool {
+	// The loop still polls while the kill is held.
+	if !l.polls(3) {
+		t.Fatal("the loop ended while v1's kill was held")
+	}
+	if calls, running, _ := v1.state(); !slices.Equal(calls, []string{"kill"}) || running != 1 {
+		t.Fatalf("v1 while its kill is held: operations %v, %d running; want the kill alone, running", calls, running)
+	}
+	close(v1.gate)
+	nettest.WaitFor(t, 30*time.Second, "v1 started again", func() bool {
 		calls, running, _ := v1.state()
 		return len(calls) == 2 && running == 0
 	})
 	cancel()
-	<-done
+	l.end()
 	if calls, _, _ := v1.state(); !slices.Equal(calls, []string{"kill", "restart"}) {
 		t.Errorf("v1 operations %v, want kill then restart", calls)
 	}
@@ -267,18 +289,13 @@ func TestNodeFaultWindows(t *testing.T) {
 			r := timelineRun(t, time.Hour, tt.faults, node)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			done := make(chan string, 1)
-			tl := mustTimeline(t, r)
-			go func() { done <- r.wait(ctx, tl, time.Now()) }()
-			// Every fault and way back is due by 400 ms after the start;
-			// then the node queue drains.
-			start := time.Now()
-			nettest.WaitFor(t, 5*time.Second, "every fault due and the node queue idle", func() bool {
-				_, running, _ := node.state()
-				return time.Since(start) > 600*time.Millisecond && running == 0
-			})
+			l := startLoop(t, ctx, r)
+			// Every fault and way back is due by 400 ms after the start:
+			// six polls step them all; then the node queue drains.
+			l.polls(6)
+			l.nodeQueueIdle()
 			cancel()
-			<-done
+			l.end()
 			if got := faultEvents(t, r); !slices.Equal(got, tt.want) {
 				t.Errorf("fault events\n%q\nwant\n%q", got, tt.want)
 			}

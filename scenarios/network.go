@@ -3,6 +3,7 @@ package scenarios
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -80,11 +81,17 @@ func (t *rawTopology) decodeScalar(d *decoder, n *yaml.Node, key string) {
 }
 
 // resolveNetwork turns the network key into the links' plan.
-func (d *decoder) resolveNetwork(rn *rawNetwork, vals validatorSet) NetworkPlan {
+//
+// Zones and explicit peers may name any node; the topology joins the
+// public nodes (not a validator behind sentries, not a seed), and with
+// seeds there is none to write: peers are found through them.
+func (d *decoder) resolveNetwork(rn *rawNetwork, vals validatorSet, nodes []PeerNodePlan) NetworkPlan {
 	const key = "network"
 	np := NetworkPlan{Topology: TopologyPlan{Kind: TopologyMesh}}
+	all := vals.withNodes(nodes)
+	defer func() { np.Zones = sentriesInTheirZone(np.Zones, nodes) }()
 	if rn == nil {
-		np.Zones = d.resolveZones(key+".zones", nil, vals) // validators' own zone keys
+		np.Zones = d.resolveZones(key+".zones", nil, all) // the entries' own zone keys
 		return np
 	}
 	np.Default.Latency = d.resolveLatencyNoPhases(key+".latency", rn.Latency, linkLatencyNoPhases)
@@ -92,10 +99,34 @@ func (d *decoder) resolveNetwork(rn *rawNetwork, vals validatorSet) NetworkPlan 
 		np.Default.Jitter = *rn.Jitter
 	}
 	np.Default.Bandwidth = d.resolveBandwidth(key+".bandwidth", rn.Bandwidth)
-	np.Zones = d.resolveZones(key+".zones", rn.Zones, vals)
-	np.Links = d.resolveLinks(key+".links", rn.Links, np.Default, vals)
-	np.Topology = d.resolveTopology(key, rn, vals)
+	np.Zones = d.resolveZones(key+".zones", rn.Zones, all)
+	np.Links = d.resolveLinks(key+".links", rn.Links, np.Default, all)
+	seeds := slices.ContainsFunc(nodes, func(n PeerNodePlan) bool { return n.Role == RoleSeed })
+	if seeds && (rn.Topology != nil || rn.Peers != nil) {
+		k := key + ".topology"
+		if rn.Topology == nil {
+			k = key + ".peers"
+		}
+		d.fail(d.keyPos(k), k, "with seed nodes, peers are found through the seeds (each up to p2p.max_num_outbound_peers dials); remove the key, or the seeds")
+		return np
+	}
+	np.Topology = d.resolveTopology(key, rn, vals.public(nodes))
 	return np
+}
+
+// sentriesInTheirZone puts each sentry no zone names in its validator's.
+func sentriesInTheirZone(zones map[string]string, nodes []PeerNodePlan) map[string]string {
+	for _, n := range nodes {
+		if n.Role != RoleSentry {
+			continue
+		}
+		if z, ok := zones[n.SentryOf]; ok {
+			if _, own := zones[n.Name]; !own {
+				zones[n.Name] = z
+			}
+		}
+	}
+	return zones
 }
 
 // resolveBandwidth reads "10mbit", "1.5MB" and the like as bytes per

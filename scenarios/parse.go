@@ -13,8 +13,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 
 	goyaml "github.com/goccy/go-yaml"

@@ -29,7 +29,11 @@ type Plan struct {
 	// own, merged, is ValidatorPlan.Node).
 	Node       NodePlan
 	Validators []ValidatorPlan // expanded, in declaration order
-	Expect     []Expectation
+	// Nodes are the nodes that are not validators (nodes:, and the
+	// validators' sentries), expanded: full nodes and seeds in declaration
+	// order, then the sentries in validator order.
+	Nodes  []PeerNodePlan
+	Expect []Expectation
 	// Profiles defined by the scenario's top-level `profiles:` key, by
 	// name. Built-in profiles are not copied here; SignerPlan.Profile names
 	// either.
@@ -179,6 +183,9 @@ type ValidatorPlan struct {
 	// Node is what runs its node: the top-level node: with the
 	// validator's own over it.
 	Node NodePlan
+	// Sentries are its sentry nodes' names (validators[].sentries), in
+	// Plan.Nodes too; none: it is a public node.
+	Sentries []string
 }
 
 // SignerPlan is the signing backend of one validator.

@@ -47,6 +47,9 @@ type rawScenario struct {
 	Devices map[string]rawDevice `yaml:"devices"`
 	// Required. 1 to 200 validators after count expansion; names unique after expansion.
 	Validators []rawValidator `yaml:"validators" jsonschema:"required,minItems=1,maxItems=200"`
+	// Nodes that are not validators: full nodes and seeds, by entry (a
+	// validator's sentries are its own sentries: key). Default: none.
+	Nodes []rawPeerNode `yaml:"nodes"`
 	// Faults injected into signers, links and nodes during the run, in order. Default: none.
 	Faults []rawFault `yaml:"faults"`
 	// Checks on the run's results. Default: none.
@@ -249,6 +252,28 @@ type rawValidator struct {
 	Zone *string `yaml:"zone"`
 	// This validator's node, over the top-level node (process backend only).
 	Node *rawNode `yaml:"node"`
+	// Default 0. N > 0: each of this entry's validators is reachable only
+	// through its own N sentry nodes, <name>-sentry-1 .. <name>-sentry-N (full
+	// nodes in its zone, CometBFT's sentry layout): it dials them alone,
+	// and they keep its address private.
+	Sentries *int64 `yaml:"sentries" jsonschema:"minimum=0,maximum=8,default=0"`
+}
+
+// rawPeerNode is one nodes entry: non-validator nodes, possibly several.
+type rawPeerNode struct {
+	// Required. With count N > 1, expands to <name>-1 .. <name>-N.
+	Name string `yaml:"name" jsonschema:"required"`
+	// Default 1. N > 1 makes N nodes named <name>-1 .. <name>-N.
+	Count *int64 `yaml:"count" jsonschema:"minimum=1,maximum=1000,default=1"`
+	// Default full: a full node (follows the chain, relays, signs nothing).
+	// seed: a seed node (CometBFT's seed_mode): the others find their peers
+	// through the seeds, each up to p2p.max_num_outbound_peers (10) dials
+	// and p2p.max_num_inbound_peers (40) accepted, instead of
+	// network.topology.
+	Role *string `yaml:"role" jsonschema:"default=full"`
+	// The region of this entry's nodes, as a key of network.zones. Default:
+	// none (or network.zones').
+	Zone *string `yaml:"zone"`
 }
 
 // rawSigner picks a validator's signing backend. Keys that belong to one

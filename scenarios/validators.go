@@ -3,6 +3,7 @@ package scenarios
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/cometbft/cometbft/types"
@@ -18,6 +19,8 @@ type validatorSet struct {
 	// zones are the validators entries' zone keys, in order, for
 	// resolveZones (which knows regions).
 	zones []writtenZone
+	// sentries are the validators' sentry nodes, in validator order.
+	sentries []PeerNodePlan
 }
 
 // writtenZone is one validators entry's zone: key is where it was
@@ -131,13 +134,28 @@ func (d *decoder) resolveValidators(raws []rawValidator, profiles profileSet, de
 			d.fail(d.valuePos(k+".name"), k+".name", d.clashMessage(raws, counts, i, other, clash))
 			continue
 		}
-		if rv.Zone != nil {
-			vs.zones = append(vs.zones, writtenZone{key: k + ".zone", region: *rv.Zone, names: names})
+		var sentries int64
+		if rv.Sentries != nil {
+			if sentries = *rv.Sentries; sentries < 0 || sentries > maxSentries {
+				d.fail(d.valuePos(k+".sentries"), k+".sentries", fmt.Sprintf("must be 0 to %d, got %d", maxSentries, sentries))
+				sentries = 0
+			}
 		}
 		for _, n := range names {
 			owner[n] = i
 			vs.index[n] = len(vs.plans)
-			vs.plans = append(vs.plans, ValidatorPlan{Name: n, Power: power, Signer: signer.clone(), Node: node})
+			vp := ValidatorPlan{Name: n, Power: power, Signer: signer.clone(), Node: node, Sentries: sentryNames(n, sentries)}
+			vs.plans = append(vs.plans, vp)
+			for _, s := range vp.Sentries {
+				vs.sentries = append(vs.sentries, PeerNodePlan{Name: s, Role: RoleSentry, SentryOf: n})
+			}
+		}
+		if rv.Zone != nil {
+			zoned := slices.Clone(names)
+			for _, n := range names {
+				zoned = append(zoned, vs.plans[vs.index[n]].Sentries...)
+			}
+			vs.zones = append(vs.zones, writtenZone{key: k + ".zone", region: *rv.Zone, names: zoned})
 		}
 	}
 	if n := len(vs.plans); n > maxValidatorsFor(run.Backend) {

@@ -61,7 +61,9 @@ func TestThresholdBadInput(t *testing.T) {
 	}
 	// Every problem of the command line at once, as validate does: a bad
 	// range or resolution does not hide the target's typo.
-	typo := func(args []string) []string { return replaceArg(args, "--target", "missed_precommits_rate(slw) <= 0.1") }
+	typo := func(args []string) []string {
+		return replaceArg(args, "--target", "missed_precommits_rate(slw) <= 0.1")
+	}
 	for _, tc := range []struct {
 		name string
 		args []string

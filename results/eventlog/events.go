@@ -174,7 +174,11 @@ type Event struct {
 	Seed       int64           `json:"seed,omitempty"`
 	Heights    int64           `json:"heights,omitempty"`
 	Validators []ValidatorInfo `json:"validators,omitempty"`
-	Expect     []Expectation   `json:"expect,omitempty"`
+	// Nodes are the run's nodes that are not validators (full nodes,
+	// seeds, sentries): their events count for heights and block
+	// latency, never for votes.
+	Nodes  []PeerNodeInfo `json:"nodes,omitempty"`
+	Expect []Expectation  `json:"expect,omitempty"`
 	// HaltAfterMS and HaltAfterExplicit: the scenario's run.halt_after
 	// (explicit: a gap without a commit longer than this is a halt), or the
 	// runner's default from the consensus timeouts, which the summary
@@ -281,6 +285,13 @@ type ValidatorInfo struct {
 	// binary, "cometbft 0.38.26 (v0.38)" (what its version printed, and
 	// its line). "" for valnet's node.
 	Node string `json:"node,omitempty"`
+}
+
+// PeerNodeInfo is a node that is not a validator, as run_start records it.
+type PeerNodeInfo struct {
+	Name     string `json:"name"`
+	Role     string `json:"role"`                // full, seed or sentry
+	SentryOf string `json:"sentry_of,omitempty"` // sentry: the validator it guards
 }
 
 // Expectation is an `expect:` entry as recorded in run_start, so that the
