@@ -200,6 +200,15 @@ func hostText(h *HostSummary) string {
 // overloaded: the run's host was saturated often enough to say so on top.
 func overloaded(s *Summary) bool { return s.Host != nil && s.Host.Overloaded }
 
+// overloadedLine is the notice on top of every report of an overloaded
+// run, with what made it so.
+func overloadedLine(s *Summary) string {
+	if s.Host != nil && s.Host.OverloadedWhy != "" {
+		return OverloadedNotice + " (" + s.Host.OverloadedWhy + ")"
+	}
+	return OverloadedNotice
+}
+
 func roundTo(v float64, decimals int) float64 {
 	p := math.Pow(10, float64(decimals))
 	return math.Round(v*p) / p

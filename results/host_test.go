@@ -1,8 +1,10 @@
 package results
 
 import (
-	"github.com/valnet/valnet/results/eventlog"
+	"strings"
 	"testing"
+
+	"github.com/valnet/valnet/results/eventlog"
 )
 
 func TestSaturated(t *testing.T) {
@@ -87,5 +89,19 @@ func TestJudgeHost(t *testing.T) {
 				t.Fatalf("got %+v\nwant %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestOverloadedLineSaysWhy: the notice on top of the reports names what
+// made the run overloaded.
+func TestOverloadedLineSaysWhy(t *testing.T) {
+	s := &Summary{Scenario: "x", Host: &HostSummary{Samples: 30, Overloaded: true, StalledSeconds: 1, SaturatedSeconds: 1,
+		OverloadedWhy: "the runner stalled for up to 1700 ms in 1 of 30 s (a stall is 1000 ms)"}}
+	var b strings.Builder
+	if err := WriteTable(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	if want := OverloadedNotice + " (the runner stalled for up to 1700 ms"; !strings.Contains(b.String(), want) {
+		t.Errorf("no %q in\n%s", want, b.String())
 	}
 }

@@ -113,7 +113,7 @@ func newHTMLData(s *Summary, cd *chartData) *htmlData {
 	}
 	d.Duration = s.DurationText()
 	if overloaded(s) {
-		d.Overloaded = OverloadedNotice
+		d.Overloaded = overloadedLine(s)
 	}
 	if s.Model != nil {
 		d.Title += " (MODEL)"

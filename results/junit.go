@@ -87,7 +87,7 @@ func junitSuiteOf(s *Summary) junitSuite {
 	}
 	if overloaded(s) {
 		suite.Properties = append(suite.Properties, junitProperty{"warning", OverloadedNotice})
-		suite.SystemOut = OverloadedNotice + "\n" + suite.SystemOut
+		suite.SystemOut = overloadedLine(s) + "\n" + suite.SystemOut
 	}
 	if m := s.Model; m != nil {
 		// A model's verdicts must not pass for a real network's in CI:

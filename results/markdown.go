@@ -21,7 +21,7 @@ func WriteMarkdown(w io.Writer, s *Summary) error {
 		mark = "✅"
 	}
 	if overloaded(s) {
-		p("> ⚠️ **%s**\n\n", OverloadedNotice)
+		p("> ⚠️ **%s**\n\n", overloadedLine(s))
 	}
 	title := mdCell(orDash(s.Scenario))
 	if s.Model != nil {

@@ -20,7 +20,7 @@ func WriteTable(w io.Writer, s *Summary) error {
 	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
 
 	if overloaded(s) {
-		p("%s\n", OverloadedNotice)
+		p("%s\n", overloadedLine(s))
 	}
 	p("Run %s (backend %s, chain %s, seed %d)\n", orDash(s.Scenario), orDash(s.Backend), orDash(s.ChainID), s.Seed)
 	if n := nodesText(s); n != "" {
