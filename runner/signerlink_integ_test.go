@@ -1,3 +1,5 @@
+//go:build integ
+
 package runner
 
 import (
@@ -10,11 +12,11 @@ import (
 	"github.com/valnet/valnet/results/eventlog"
 )
 
-// TestSignerLink: a signer 40 ms away (signer.link, via tcp) pays the
+// TestIntegSignerLink: a signer 40 ms away (signer.link, via tcp) pays the
 // round trip on every signature, which the summary shows as transport,
 // not as the signer's own time; isolating its link (target far.signer)
 // cuts its votes while its node runs on, and it signs again after.
-func TestSignerLink(t *testing.T) {
+func TestIntegSignerLink(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a real network")
 	}

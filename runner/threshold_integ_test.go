@@ -1,3 +1,5 @@
+//go:build integ
+
 package runner
 
 import (
@@ -12,14 +14,14 @@ import (
 	"github.com/valnet/valnet/results/eventlog"
 )
 
-// TestThresholdSigner: a 2-of-3 threshold signer (the protocol MODEL)
+// TestIntegThresholdSigner: a 2-of-3 threshold signer (the protocol MODEL)
 // signs every vote through its cosigners' rounds over the fabric; with
 // cosigner 3 down it still signs (1 and 2 make the threshold); with
 // cosigner 2 isolated as well, the leader's calls to it time out, no
 // quorum forms and the validator misses votes; after both come back it
 // signs again. Its blocks carry its signatures (CometBFT verifies each),
 // and every cosign event says who answered.
-func TestThresholdSigner(t *testing.T) {
+func TestIntegThresholdSigner(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a real network")
 	}
