@@ -22,6 +22,7 @@ import (
 	"github.com/cometbft/cometbft/privval"
 	"github.com/cometbft/cometbft/proxy"
 
+	"github.com/valnet/valnet/internal/testbin"
 	"github.com/valnet/valnet/nodes"
 	"github.com/valnet/valnet/scenarios"
 )
@@ -91,18 +92,22 @@ func overheadChild() bool {
 
 // overheadPlan: n validators at default timeouts, run to `heights`.
 func overheadPlan(n, heights int) *scenarios.Plan {
-	plan, err := scenarios.Parse("overhead.yaml", fmt.Appendf(nil, `
+	plan, err := scenarios.Parse("overhead.yaml", overheadYAML(n, heights))
+	if err != nil {
+		panic(err)
+	}
+	return plan
+}
+
+func overheadYAML(n, heights int) []byte {
+	return fmt.Appendf(nil, `
 name: overhead-%d
 run: {heights: %d, max_duration: 5m}
 validators:
   - {name: v, count: %d}
 expect:
   - {metric: heights_committed, min: %d}
-`, n, heights, n, heights))
-	if err != nil {
-		panic(err)
-	}
-	return plan
+`, n, heights, n, heights)
 }
 
 // bareNetwork starts the same n nodes valnet would (the same homes,
@@ -189,13 +194,24 @@ func bareNetwork(ctx context.Context, n, heights int, dir string) error {
 // childUsage runs one network in a child process and returns its CPU time
 // (user+system) and peak RSS.
 func childUsage(b *testing.B, kind string, n int) (cpu time.Duration, rssMB float64) {
-	exe, err := os.Executable()
-	if err != nil {
-		b.Fatal(err)
+	var cmd *exec.Cmd
+	if kind == "command" {
+		// The whole command a user types, reports and all: the built
+		// binary on the same scenario.
+		file := filepath.Join(b.TempDir(), "overhead.yaml")
+		if err := os.WriteFile(file, overheadYAML(n, overheadHeights), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		cmd = exec.Command(testbin.Valnet(b), "run", file, "--out", filepath.Join(b.TempDir(), kind))
+	} else {
+		exe, err := os.Executable()
+		if err != nil {
+			b.Fatal(err)
+		}
+		cmd = exec.Command(exe, "-test.run=^$")
+		cmd.Env = append(os.Environ(), overheadChildEnv+"="+kind, overheadSizeEnv+"="+strconv.Itoa(n),
+			overheadDirEnv+"="+filepath.Join(b.TempDir(), kind))
 	}
-	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), overheadChildEnv+"="+kind, overheadSizeEnv+"="+strconv.Itoa(n),
-		overheadDirEnv+"="+filepath.Join(b.TempDir(), kind))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("%s network of %d: %v\n%s", kind, n, err, out)
 	}
@@ -212,16 +228,22 @@ func BenchmarkOverhead(b *testing.B) {
 	for _, n := range []int{10} {
 		b.Run(fmt.Sprintf("validators-%d", n), func(b *testing.B) {
 			for b.Loop() {
-				var bareCPU, valCPU []time.Duration
-				var bareMem, valMem []float64
+				var bareCPU, valCPU, cmdCPU []time.Duration
+				var bareMem, valMem, cmdMem []float64
 				for range rounds {
 					c, m := childUsage(b, "bare", n)
 					bareCPU, bareMem = append(bareCPU, c), append(bareMem, m)
 					c, m = childUsage(b, "valnet", n)
 					valCPU, valMem = append(valCPU, c), append(valMem, m)
+					c, m = childUsage(b, "command", n)
+					cmdCPU, cmdMem = append(cmdCPU, c), append(cmdMem, m)
 				}
-				bc, vc := median(bareCPU), median(valCPU)
-				bm, vm := median(bareMem), median(valMem)
+				bc, vc, cc := median(bareCPU), median(valCPU), median(cmdCPU)
+				bm, vm, cm := median(bareMem), median(valMem), median(cmdMem)
+				b.ReportMetric(float64(cc)/float64(bc), "command-cpu-ratio")
+				b.ReportMetric(cm/bm, "command-mem-ratio")
+				fmt.Printf("overhead %d validators × %d heights, the whole valnet run command (reports included): CPU command/bare %.3f (%.2fs / %.2fs), peak RSS command/bare %.3f (%.0f / %.0f MB); runs %v\n",
+					n, overheadHeights, float64(cc)/float64(bc), cc.Seconds(), bc.Seconds(), cm/bm, cm, bm, cmdCPU)
 				b.ReportMetric(bc.Seconds(), "bare-cpu-s")
 				b.ReportMetric(vc.Seconds(), "valnet-cpu-s")
 				b.ReportMetric(bm, "bare-rss-MB")
