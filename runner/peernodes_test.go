@@ -16,21 +16,17 @@ import (
 	"github.com/valnet/valnet/results/eventlog"
 )
 
-// TestRunPeerNodes: a validator behind two sentries and a full node run
+// TestRunPeerNodes runs docs/examples/sentries.yaml: a validator behind two sentries and a full node run
 // as real in-process nodes. The guarded validator dials its sentries
 // alone, who keep it private; every non-validator node follows the
 // chain to the target, is in network.json and summary.json's nodes, and
 // is never counted as a validator.
 func TestRunPeerNodes(t *testing.T) {
-	plan := parse(t, `
-name: peer-nodes
-run: {heights: 4, max_duration: 3m}
-validators:
-  - {name: v, count: 3}
-  - {name: guarded, sentries: 2}
-nodes:
-  - {name: full}
-`)
+	src, err := os.ReadFile("../docs/examples/sentries.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := parse(t, string(src))
 	dir := t.TempDir()
 	showLogsOnFailure(t, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
