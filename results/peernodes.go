@@ -101,7 +101,7 @@ type peerNodeTables struct {
 	Nodes textTable
 }
 
-const peerNodeNote = "nodes that are not validators vote nothing: heights they committed, and commit lag = ms from the first node's commit of a height to its own, p50/p95"
+const peerNodeNote = "they vote nothing: heights they committed, and commit lag = ms from the first node's commit of a height to its own, p50/p95"
 
 func newPeerNodeTables(s *Summary) *peerNodeTables {
 	if len(s.Nodes) == 0 {

@@ -416,7 +416,22 @@ func (r *run) startNodes(ctx context.Context, gen *types.GenesisDoc, names map[s
 }
 
 func (r *run) startAll(ctx context.Context, gen *types.GenesisDoc, names map[string]string) error {
-	for i, m := range r.allMembers() {
+	// The nodes that are not validators start first, as in production: a
+	// guarded validator dials its sentries alone, and everyone dials the
+	// seeds; started after the validators, they would leave a guarded
+	// validator without a peer while the others commit. r.nodes ends in
+	// allMembers' order (the validators', then the others').
+	all := r.allMembers()
+	order := make([]int, 0, len(all))
+	for i := len(r.members); i < len(all); i++ {
+		order = append(order, i)
+	}
+	for i := range r.members {
+		order = append(order, i)
+	}
+	started := make([]nodes.Node, len(all))
+	for _, i := range order {
+		m := all[i]
 		spec := nodes.Spec{Name: m.plan.Name, Config: m.config, Genesis: gen, NodeKey: m.nodeKey,
 			Names: names, Sink: r.rec, Binary: m.binary(r.plan), Flavor: m.flavor}
 		if !m.flavor.Own() {
@@ -448,10 +463,12 @@ func (r *run) startAll(ctx context.Context, gen *types.GenesisDoc, names map[str
 		if err != nil {
 			return err
 		}
-		r.nodes = append(r.nodes, n)
+		r.nodes = append(r.nodes, n) // start order: shutdown stops whatever started
+		started[i] = n
 		a := n.Addrs()
 		r.rec.Emit(eventlog.Event{Time: time.Now(), Kind: eventlog.KindNodeUp, Node: n.Name(), RPC: a.RPC, P2P: a.P2P})
 	}
+	r.nodes = started
 	return nil
 }
 
