@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/rpc"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"sync"
 	"time"
@@ -244,11 +245,18 @@ func (c *Cluster) call(from, to int, method string, args, reply any) error {
 	}
 	t := time.NewTimer(c.cfg.Timeout)
 	defer t.Stop()
-	call := cl.Go(method, args, reply, make(chan *rpc.Call, 1))
+	// The call decodes into a reply of its own: an answer that comes after
+	// the timeout is still written by the client's reader, and must not
+	// land in the caller's reply, which it has moved on with.
+	own := reflect.New(reflect.TypeOf(reply).Elem())
+	call := cl.Go(method, args, own.Interface(), make(chan *rpc.Call, 1))
 	select {
 	case <-call.Done:
 		if errors.Is(call.Error, rpc.ErrShutdown) || isConnErr(call.Error) {
 			c.drop(from, to, cl)
+		}
+		if call.Error == nil {
+			reflect.ValueOf(reply).Elem().Set(own.Elem())
 		}
 		return call.Error
 	case <-t.C:
