@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -215,26 +216,168 @@ func BenchmarkSimEndToEnd(b *testing.B) {
 	for _, sz := range simSizes {
 		plan := benchPlan(b, sz.validators, sz.heights)
 		b.Run(sizeName(sz.validators, sz.heights), func(b *testing.B) {
-			measure(b, sz.goal, func(i int) (int64, int64) {
-				dir := filepath.Join(b.TempDir(), fmt.Sprint("run", i))
-				out, err := runner.Run(context.Background(), plan, runner.Options{OutDir: dir})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if out.Summary.StopReason != eventlog.StopHeights {
-					b.Fatalf("stopped by %q", out.Summary.StopReason)
-				}
-				b.StopTimer()
-				defer b.StartTimer()
-				data, err := os.ReadFile(filepath.Join(dir, runner.EventsFile))
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer os.RemoveAll(dir)
-				return int64(bytes.Count(data, []byte{'\n'})), int64(len(data))
-			})
+			measure(b, sz.goal, func(i int) (int64, int64) { return endToEnd(b, plan, i) })
 		})
 	}
+}
+
+// The sim's speed on the shapes of real chains (docs/bench.md, "sim"):
+// not a full mesh of plain links, where every vote takes the quiet path
+// (quiet.go), but a random topology of ~20 peers a node over the 13
+// regions of CometBFT's latency matrix (1-161 ms one way, 5 % jitter),
+// and a network with faults. Each runs at the same two layers as
+// simSizes: the model alone (encode, discard) and end to end.
+var simShapes = []struct {
+	name string
+	plan func(testing.TB) *scenarios.Plan
+	goal time.Duration
+}{
+	// the built-in, at 1,000 heights instead of its 300
+	{"global175_h1000", func(tb testing.TB) *scenarios.Plan {
+		return builtinPlan(tb, "sim-global-175", scenarios.Setting{Path: "run.heights", Value: "1000"})
+	}, 10 * time.Second},
+	{"random1000_zones_h100", func(tb testing.TB) *scenarios.Plan {
+		return parsePlan(tb, "random1000.yaml", shapeYAML("sim-random-1000", 1000, 100, "topology: {random: 10}", "", ""))
+	}, 60 * time.Second},
+	// a full mesh over the regions: faults keep the quiet path off. A
+	// slow signer throughout, and a partition of the Americas from the
+	// rest at height 300 (neither side holds +2/3: the chain halts
+	// until the heal 20 s later).
+	{"partition_slow175_zones_h1000", func(tb testing.TB) *scenarios.Plan {
+		return parsePlan(tb, "partition175.yaml", shapeYAML("sim-partition-175", 175, 1000, "",
+			"  - name: slow\n    signer: {latency: 300ms}\n",
+			"faults:\n  - {action: partition, at: {height: 300}, duration: 20s, groups: "+partitionGroups(175)+"}\n"))
+	}, 15 * time.Second},
+}
+
+func builtinPlan(tb testing.TB, name string, set ...scenarios.Setting) *scenarios.Plan {
+	tb.Helper()
+	plan, err := scenarios.ResolveWith(name, scenarios.Overrides{Set: set})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return plan
+}
+
+func parsePlan(tb testing.TB, name, text string) *scenarios.Plan {
+	tb.Helper()
+	plan, err := scenarios.Parse(name, []byte(text))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return plan
+}
+
+// shapeRegions are the matrix's 13 regions; shapeYAML puts the
+// validators into them in contiguous blocks, as sim-global-175 does.
+var shapeRegions = []string{"us-east-1", "ca-central-1", "us-west-1", "eu-west-2", "us-west-2", "eu-west-1",
+	"eu-central-1", "sa-east-1", "ap-northeast-1", "ap-south-1", "ap-southeast-2", "ap-northeast-2", "ap-southeast-1"}
+
+// shapeNames are the validators of a shape of n: slow (when first is
+// given) and v-1 .. v-(n-1), or v-1 .. v-n.
+func shapeNames(n int, slow bool) []string {
+	var names []string
+	k := n
+	if slow {
+		names, k = append(names, "slow"), n-1
+	}
+	for i := 1; i <= k; i++ {
+		names = append(names, fmt.Sprint("v-", i))
+	}
+	return names
+}
+
+// shapeYAML is a scenario of n validators over shapeRegions; topology
+// is a network: line ("" a full mesh), first a validators: entry put
+// before the others, faults a faults: block.
+func shapeYAML(name string, n int, heights int64, topology, first, faults string) string {
+	names := shapeNames(n, first != "")
+	var b strings.Builder
+	fmt.Fprintf(&b, "name: %s\nrun: {backend: sim, heights: %d, max_duration: 1000h}\nnetwork:\n", name, heights)
+	if topology != "" {
+		fmt.Fprintf(&b, "  %s\n", topology)
+	}
+	b.WriteString("  zones:\n")
+	for r, region := range shapeRegions {
+		lo, hi := r*len(names)/len(shapeRegions), (r+1)*len(names)/len(shapeRegions)
+		fmt.Fprintf(&b, "    %s: [%s]\n", region, strings.Join(names[lo:hi], ", "))
+	}
+	b.WriteString("validators:\n" + first)
+	fmt.Fprintf(&b, "  - {name: v, count: %d}\n", len(names)-boolInt(first != ""))
+	b.WriteString(faults)
+	return b.String()
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// partitionGroups cuts the Americas (the first three regions, Oregon
+// and Sao Paulo) of a shape of n (with slow) from the rest.
+func partitionGroups(n int) string {
+	names := shapeNames(n, true)
+	var west, rest []string
+	for r := range shapeRegions {
+		lo, hi := r*n/len(shapeRegions), (r+1)*n/len(shapeRegions)
+		switch r {
+		case 0, 1, 2, 4, 7:
+			west = append(west, names[lo:hi]...)
+		default:
+			rest = append(rest, names[lo:hi]...)
+		}
+	}
+	return "[[" + strings.Join(west, ", ") + "], [" + strings.Join(rest, ", ") + "]]"
+}
+
+// BenchmarkSimShapes runs simShapes: the model alone (encode, discard)
+// and end to end (runner.Run, as BenchmarkSimEndToEnd).
+func BenchmarkSimShapes(b *testing.B) {
+	for _, sh := range simShapes {
+		plan := sh.plan(b)
+		for _, mode := range []string{"model-encode", "model-discard", "end-to-end"} {
+			b.Run(sh.name+"/"+mode, func(b *testing.B) {
+				measure(b, sh.goal, func(i int) (int64, int64) {
+					switch mode {
+					case "model-discard":
+						s := &discardSink{}
+						simulate(b, plan, plan.Run.Seed, s)
+						return s.events, 0
+					case "model-encode":
+						s := &encodeSink{buf: make([]byte, 0, 64<<10)}
+						simulate(b, plan, plan.Run.Seed, s)
+						s.flush()
+						return s.events, s.bytes
+					}
+					return endToEnd(b, plan, i)
+				})
+			})
+		}
+	}
+}
+
+// endToEnd is run i of plan through runner.Run into a temp run
+// directory; it returns the events and bytes of events.jsonl (counted
+// off the clock).
+func endToEnd(b *testing.B, plan *scenarios.Plan, i int) (int64, int64) {
+	dir := filepath.Join(b.TempDir(), fmt.Sprint("run", i))
+	out, err := runner.Run(context.Background(), plan, runner.Options{OutDir: dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if out.Summary.StopReason != eventlog.StopHeights {
+		b.Fatalf("stopped by %q", out.Summary.StopReason)
+	}
+	b.StopTimer()
+	defer b.StartTimer()
+	data, err := os.ReadFile(filepath.Join(dir, runner.EventsFile))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	return int64(bytes.Count(data, []byte{'\n'})), int64(len(data))
 }
 
 // BenchmarkSimMemoryFlat checks that the model's memory does not grow

@@ -1,12 +1,13 @@
 package sim
 
-// The message lane of the queue: where a broadcast's messages wait. A
+// The message lane of the queue: where a broadcast's messages wait (a
+// vote to every neighbour, or its relay to peers that lack it). A
 // vote goes to every neighbour at once, ~1,000 messages in a 1,000-node
 // mesh, millions in flight over ~100 ms. As events of their own in the
 // queue's 16 µs buckets, writing each was a cache miss (thousands of
 // buckets written at once); kept together per broadcast, reading each
-// back was. The lane keeps a message in 24 bytes (its time, sequence
-// number, receiver, and the broadcast's header, which holds what every
+// back was. The lane keeps a message in 32 bytes (its time, sequence
+// number, receiver, sender and the vote's header, which holds what every
 // message of it carries) in coarse buckets of ~1 ms: a broadcast writes
 // into ~100 of them, each written in order (its end stays in cache), and
 // a bucket is sorted once, when its time comes, and read in order. The
@@ -18,13 +19,25 @@ type laneMsg struct {
 	seq  uint64
 	hdr  int32 // index into queue.hdrs
 	node int32 // receiver
+	via  int32 // sender
 }
 
+// msgHeader is a vote in flight: what every message of its broadcast and
+// of its relays carries but the sender (via). One header serves every
+// node's relay of the vote while any of its messages is in the lane: a
+// header of each relay (a few messages each) was read back at each pop,
+// a cache miss a message once millions were in flight.
 type msgHeader struct {
-	ev   event // what every message of the broadcast carries
+	ev   event // what every message of the vote carries, via aside
 	refs int32 // its messages in the lane
 	open bool  // still being sent
 }
+
+// voteSlots is the size of the table of votes in flight (lane.byVote).
+const (
+	voteBits  = 14
+	voteSlots = 1 << voteBits
+)
 
 const (
 	laneShift = 20 // a lane bucket is 2^20 ns (1.05 ms) of virtual time
@@ -49,13 +62,30 @@ type lane struct {
 	bufs [][]laneMsg
 	hdrs []msgHeader
 	free []int32
-	out  event // the message popped last
+	// byVote: the header of a vote in flight by a hash of the vote (+1;
+	// 0 none), so its relays share it; a slot taken by another vote just
+	// gives this one a header of its own.
+	byVote []int32
+	out    event // the message popped last
+	n      int   // messages in the lane
 }
 
-// openHeader starts a broadcast of messages carrying ev; pushMsg adds
-// them, closeHeader ends it.
+// openHeader starts a broadcast (or relay) of messages carrying vote ev;
+// pushMsg adds them, closeHeader ends it. The vote's header is used
+// again while it is in the lane.
 func (q *queue) openHeader(ev *event) int32 {
 	l := &q.lane
+	if l.byVote == nil {
+		l.byVote = make([]int32, voteSlots)
+	}
+	slot := voteSlot(ev)
+	if h := l.byVote[slot] - 1; h >= 0 {
+		if hd := &l.hdrs[h]; (hd.refs > 0 || hd.open) && hd.ev.height == ev.height && hd.ev.round == ev.round &&
+			hd.ev.from == ev.from && hd.ev.mk == ev.mk && hd.ev.block == ev.block && hd.ev.arg == ev.arg {
+			hd.open = true
+			return h
+		}
+	}
 	var h int32
 	if k := len(l.free); k > 0 {
 		h = l.free[k-1]
@@ -66,7 +96,14 @@ func (q *queue) openHeader(ev *event) int32 {
 	}
 	l.hdrs[h] = msgHeader{ev: *ev, open: true}
 	l.hdrs[h].ev.kind = evMsg
+	l.byVote[slot] = h + 1
 	return h
+}
+
+// voteSlot is vote ev's slot in lane.byVote.
+func voteSlot(ev *event) uint64 {
+	k := uint64(ev.height)*0x9e3779b97f4a7c15 ^ uint64(uint32(ev.round))<<34 ^ uint64(ev.mk)<<32 ^ uint64(uint32(ev.from))
+	return (k * 0xbf58476d1ce4e5b9) >> (64 - voteBits)
 }
 
 func (q *queue) closeHeader(h int32) {
@@ -80,18 +117,21 @@ func (q *queue) closeHeader(h int32) {
 // pushMsg queues broadcast h's message to node, arriving at at, with the
 // next sequence number. One outside the lane's buckets ahead goes into
 // the queue as an event of its own, with the same key.
-func (q *queue) pushMsg(h int32, at int64, node int32) {
+func (q *queue) pushMsg(h int32, at int64, node, via int32) {
 	q.seq++
 	l := &q.lane
+	if l.ring == nil {
+		l.ring, l.full = make([][]laneMsg, laneSize), newOccupancy(laneSize)
+	}
+	if l.n == 0 && q.now>>laneShift-1 > l.base {
+		l.restart(q.now>>laneShift - 1)
+	}
 	b := at >> laneShift
 	if b <= l.base || b >= l.base+laneSize {
 		e := l.hdrs[h].ev
-		e.at, e.due, e.seq, e.node = at, at, q.seq, node
+		e.at, e.due, e.seq, e.node, e.via = at, at, q.seq, node, via
 		q.pushKept(&e)
 		return
-	}
-	if l.ring == nil {
-		l.ring, l.full = make([][]laneMsg, laneSize), make(occupancy, laneSize/64)
 	}
 	i := b & laneMask
 	if l.ring[i] == nil {
@@ -99,9 +139,23 @@ func (q *queue) pushMsg(h int32, at int64, node int32) {
 			l.ring[i], l.bufs = l.bufs[k-1], l.bufs[:k-1]
 		}
 	}
-	l.ring[i] = append(l.ring[i], laneMsg{at: at, seq: q.seq, hdr: h, node: node})
+	l.ring[i] = append(l.ring[i], laneMsg{at: at, seq: q.seq, hdr: h, node: node, via: via})
 	l.full.set(i)
 	l.hdrs[h].refs++
+	l.n++
+}
+
+// restart makes the empty lane's buckets start after base. Its buckets
+// are those of the 1.07 s after the last message it had: after a quiet
+// spell (timeout_commit, a halted chain) every message fell beyond them
+// and bypassed the lane, for good, into the queue's chunks. No message
+// is due before now, so an empty lane can start again at now.
+func (l *lane) restart(base int64) {
+	if l.cur != nil {
+		l.bufs = append(l.bufs, l.cur[:0]) // drained: its array serves again
+	}
+	l.ring[l.base&laneMask] = nil
+	l.cur, l.pos, l.base = nil, 0, base
 }
 
 // peekMsg is the lane's first message; nil when it is empty.
@@ -132,9 +186,10 @@ func (l *lane) peekMsg() *laneMsg {
 func (l *lane) popMsg() *event {
 	m := &l.cur[l.pos]
 	l.pos++
+	l.n--
 	hd := &l.hdrs[m.hdr]
 	l.out = hd.ev
-	l.out.at, l.out.due, l.out.seq, l.out.node = m.at, m.at, m.seq, m.node
+	l.out.at, l.out.due, l.out.seq, l.out.node, l.out.via = m.at, m.at, m.seq, m.node, m.via
 	if hd.refs--; hd.refs == 0 && !hd.open {
 		l.free = append(l.free, m.hdr)
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/valnet/valnet/internal/links"
 	"github.com/valnet/valnet/latency"
 	"github.com/valnet/valnet/network"
+	"github.com/valnet/valnet/scenarios"
 )
 
 // The network in virtual time. A message from i to j leaves when i's
@@ -59,6 +60,11 @@ type netModel struct {
 	flush int64
 	cap   float64
 	rng   *rand.Rand // flush timer phases (the event loop's own: no lock)
+	// fast: the links' normal delays drawn in place (fastdraw.go), n*n
+	// like links, beside them rather than in them (a mesh of plain
+	// links has none, and a larger link entry slowed its sends); nil:
+	// none. A link drawing in place has delay &fast[from*n+to].
+	fast []fastNormal
 	// blocked counts the links a partition or isolation has cut: while
 	// none is, a message's arrival does not look its link up (1,000
 	// nodes' links are ~100 MB; a lookup per message cost 2.5x the run).
@@ -82,7 +88,7 @@ func (nm *netModel) setBlocked(from, to int32, blocked bool) {
 	}
 }
 
-func newNet(p Params, names []string, all map[links.Pair]network.Link, peers map[string][]string, mesh bool, seed int64) *netModel {
+func newNet(p Params, nw scenarios.NetworkPlan, names []string, all map[links.Pair]network.Link, peers map[string][]string, mesh bool, seed int64) *netModel {
 	n := len(names)
 	nm := &netModel{n: n, mesh: mesh, links: make([]link, n*n), sleep: p.GossipSleep.Nanoseconds(),
 		flush: p.FlushThrottle.Nanoseconds(), cap: p.SendRate}
@@ -102,6 +108,7 @@ func newNet(p Params, names []string, all map[links.Pair]network.Link, peers map
 			}
 		}
 	}
+	nm.drawInPlace(nw, names, seed)
 	if !mesh {
 		idx := map[string]int32{}
 		for i, name := range names {
@@ -115,6 +122,46 @@ func newNet(p Params, names []string, all map[links.Pair]network.Link, peers map
 		}
 	}
 	return nm
+}
+
+// drawInPlace makes every link whose delay is a plain normal draw it in
+// place (fastdraw.go), when a sample of them (the first links and every
+// overridden one) draws as a fresh resolve's models do.
+func (nm *netModel) drawInPlace(nw scenarios.NetworkPlan, names []string, seed int64) {
+	var sample [][2]string
+	for _, o := range nw.Links {
+		sample = append(sample, [2]string{o.From, o.To})
+	}
+	for i := 0; i < len(names) && len(sample) < len(nw.Links)+8; i++ {
+		for j := 0; j < len(names) && len(sample) < len(nw.Links)+8; j++ {
+			if i != j {
+				if _, _, ok := fastNormalOf(nm.link(int32(i), int32(j)).delay); ok {
+					sample = append(sample, [2]string{names[i], names[j]})
+				}
+			}
+		}
+	}
+	resolve := func(from, to string) latency.Model {
+		all, err := links.Resolve(nw, []string{from, to}, seed)
+		if err != nil {
+			return nil
+		}
+		return all[links.Pair{from, to}].Latency
+	}
+	if len(sample) == len(nw.Links) || !fastDrawsMatch(sample, seed, resolve) {
+		return // none to draw in place, or they would not draw the same
+	}
+	nm.fast = make([]fastNormal, len(nm.links))
+	for i, from := range names {
+		for j, to := range names {
+			lk := nm.link(int32(i), int32(j))
+			if mean, sd, ok := fastNormalOf(lk.delay); i != j && ok {
+				f := &nm.fast[i*nm.n+j]
+				f.init(mean, sd, seed, from, to)
+				lk.delay = f
+			}
+		}
+	}
 }
 
 // setLink gives the directed link its setting (latency and bandwidth).
@@ -205,7 +252,7 @@ func (w *world) deliver(from *node, j int32, e *event, size int, ch int) {
 	}
 	e.at, e.kind, e.node, e.via = at, evMsg, j, from.i
 	if w.broadcasting >= 0 {
-		w.q.pushMsg(w.broadcasting, at, j)
+		w.q.pushMsg(w.broadcasting, at, j, from.i)
 		return
 	}
 	w.q.pushNew(e)
@@ -226,13 +273,20 @@ func (w *world) relayVote(n *node, e *event) {
 	if w.net.mesh {
 		return
 	}
-	relay := event{mk: e.mk, from: e.from, height: e.height, round: e.round, block: e.block}
+	// The relays go into the queue's message lane as a broadcast of the
+	// vote (msglane.go): ~20 copies a node, over a random topology the
+	// bulk of the queue, are 32 bytes each there, in coarse buckets that
+	// stay in cache. The same keys, so the same order.
+	relay := event{mk: e.mk, from: e.from, via: n.i, height: e.height, round: e.round, block: e.block}
+	w.broadcasting = w.q.openHeader(&relay)
 	for _, j := range w.net.peers[n.i] {
 		if !w.lacksVote(j, e) {
 			continue
 		}
 		w.deliver(n, j, &relay, voteBytes, chVotes)
 	}
+	w.q.closeHeader(w.broadcasting)
+	w.broadcasting = -1
 }
 
 // lacksVote reports whether node j does not have vote e yet, as its

@@ -89,7 +89,8 @@ const (
 	ringBits    = 15 // the ring holds 2^15 buckets: 0.54 s ahead
 	ringSize    = 1 << ringBits
 	ringMask    = ringSize - 1
-	chunkLen    = 15 // events per chunk
+	chunkLen    = 15   // events per chunk
+	slabLen     = 1024 // chunks per allocation
 )
 
 // chunk is a piece of a bucket; chunks are named by index + 1 (0: none).
@@ -107,11 +108,15 @@ type queue struct {
 	// base is the current bucket (time >> bucketShift); ring[b&ringMask]
 	// holds the events of bucket b for base < b < base+ringSize, and
 	// full marks the ring's non-empty buckets.
-	base   int64
-	ring   []bucket
-	full   occupancy
-	chunks []chunk
-	free   []int32 // chunks not in use, last freed last
+	base int64
+	ring []bucket
+	full occupancy
+	// chunks are allocated a slab at a time and never move: a burst of
+	// events grew one slice of them by copying, an eighth of a
+	// partitioned run's time.
+	chunks  []*[slabLen]chunk
+	nchunks int32
+	free    []int32 // chunks not in use, last freed last
 	// cur is the current bucket, sorted; cur[pos:] still queued. It is
 	// the bucket's only chunk, or a copy of its chunks in buf.
 	cur       []event
@@ -123,8 +128,9 @@ type queue struct {
 	far       eventHeap // beyond the ring
 	idx, idx2 []int32   // scratch for sorting a large bucket
 	tmp       []event
-	lane      lane // broadcasts' messages (msglane.go)
-	peekSide  bool // peekEvent's event is side's
+	lane      lane  // broadcasts' messages (msglane.go)
+	now       int64 // the time of the event popped last
+	peekSide  bool  // peekEvent's event is side's
 }
 
 func bucketOf(at int64) int64 { return at >> bucketShift }
@@ -157,7 +163,7 @@ func (q *queue) pushKept(e *event) {
 // add appends e to ring bucket i.
 func (q *queue) add(i int64, e *event) {
 	if q.ring == nil {
-		q.ring, q.full = make([]bucket, ringSize), make(occupancy, ringSize/64)
+		q.ring, q.full = make([]bucket, ringSize), newOccupancy(ringSize)
 	}
 	bk := &q.ring[i]
 	switch {
@@ -167,10 +173,10 @@ func (q *queue) add(i int64, e *event) {
 		q.full.set(i)
 	case bk.n == chunkLen:
 		c := q.chunk()
-		q.chunks[bk.tail-1].next = c
+		q.chunkAt(bk.tail).next = c
 		bk.tail, bk.n = c, 0
 	}
-	q.chunks[bk.tail-1].evs[bk.n] = *e
+	q.chunkAt(bk.tail).evs[bk.n] = *e
 	bk.n++
 }
 
@@ -181,9 +187,15 @@ func (q *queue) chunk() int32 {
 		q.free = q.free[:k-1]
 		return c
 	}
-	q.chunks = append(q.chunks, chunk{})
-	return int32(len(q.chunks))
+	if q.nchunks%slabLen == 0 {
+		q.chunks = append(q.chunks, new([slabLen]chunk))
+	}
+	q.nchunks++
+	return q.nchunks
 }
+
+// chunkAt is chunk c (index + 1).
+func (q *queue) chunkAt(c int32) *chunk { return &q.chunks[(c-1)/slabLen][(c-1)%slabLen] }
 
 // pop takes the first event off the queue, of its events and the
 // lane's messages; nil when it is empty. The event stays valid until
@@ -192,11 +204,13 @@ func (q *queue) pop() *event {
 	m := q.lane.peekMsg()
 	e := q.peekEvent()
 	if m != nil && (e == nil || m.before(e)) {
+		q.now = m.at
 		return q.lane.popMsg()
 	}
 	if e == nil {
 		return nil
 	}
+	q.now = e.at
 	if q.peekSide {
 		q.last = q.side.pop()
 		return &q.last
@@ -256,12 +270,12 @@ func (q *queue) advance() bool {
 	if bk.head == bk.tail {
 		// one chunk: sorted and popped where it is
 		q.curc = bk.head
-		q.cur = q.chunks[bk.head-1].evs[:bk.n]
+		q.cur = q.chunkAt(bk.head).evs[:bk.n]
 	} else {
 		q.curc = 0
 		q.buf = q.buf[:0]
 		for c := bk.head; c != 0; {
-			ch := &q.chunks[c-1]
+			ch := q.chunkAt(c)
 			n := int32(chunkLen)
 			if c == bk.tail {
 				n = bk.n
@@ -348,29 +362,69 @@ func insertionSort(s []event) {
 	}
 }
 
-// occupancy marks the non-empty slots of a ring of len*64 buckets
-// (slot: bucket mod the ring's size).
-type occupancy []uint64
+// occupancy marks the non-empty slots of a ring of buckets (slot:
+// bucket mod the ring's size), with a summary bit per word of marks: a
+// sparse ring (a quiet gap between heights, timeouts far ahead) is
+// searched a summary word at a time instead of a mark word at a time,
+// which was a fifth of a large run's time.
+type occupancy struct {
+	words []uint64 // bit s%64 of words[s/64]: slot s is marked
+	sum   []uint64 // bit w%64 of sum[w/64]: words[w] != 0
+}
 
-func (o occupancy) set(slot int64)   { o[slot/64] |= 1 << (slot % 64) }
-func (o occupancy) clear(slot int64) { o[slot/64] &^= 1 << (slot % 64) }
+func newOccupancy(slots int) occupancy {
+	n := slots / 64
+	return occupancy{words: make([]uint64, n), sum: make([]uint64, (n+63)/64)}
+}
+
+func (o *occupancy) set(slot int64) {
+	w := slot / 64
+	o.words[w] |= 1 << (slot % 64)
+	o.sum[w/64] |= 1 << (w % 64)
+}
+
+func (o *occupancy) clear(slot int64) {
+	w := slot / 64
+	if o.words[w] &^= 1 << (slot % 64); o.words[w] == 0 {
+		o.sum[w/64] &^= 1 << (w % 64)
+	}
+}
+
+// next is the first marked slot at or after from (no wrap); -1: none.
+func (o *occupancy) next(from int64) int64 {
+	w := from / 64
+	if w >= int64(len(o.words)) {
+		return -1
+	}
+	if word := o.words[w] &^ (1<<(from%64) - 1); word != 0 {
+		return w*64 + int64(bits.TrailingZeros64(word))
+	}
+	w++ // the first word after w with a mark, by the summary
+	for s := w / 64; s < int64(len(o.sum)); s++ {
+		sw := o.sum[s]
+		if s == w/64 {
+			sw &^= 1<<(w%64) - 1
+		}
+		if sw != 0 {
+			k := s*64 + int64(bits.TrailingZeros64(sw))
+			return k*64 + int64(bits.TrailingZeros64(o.words[k]))
+		}
+	}
+	return -1
+}
 
 // after is the first bucket after base whose slot is marked; false when
 // none is.
-func (o occupancy) after(base int64) (int64, bool) {
-	mask := int64(len(o))*64 - 1
+func (o *occupancy) after(base int64) (int64, bool) {
+	mask := int64(len(o.words))*64 - 1
 	start := (base + 1) & mask
-	w := start / 64
-	word := o[w] &^ (1<<(start%64) - 1)
-	for k := 0; k <= len(o); k++ {
-		if word != 0 {
-			i := w*64 + int64(bits.TrailingZeros64(word))
-			return base + 1 + (i-start)&mask, true
+	i := o.next(start)
+	if i < 0 {
+		if i = o.next(0); i < 0 {
+			return 0, false
 		}
-		w = (w + 1) % int64(len(o))
-		word = o[w]
 	}
-	return 0, false
+	return base + 1 + (i-start)&mask, true
 }
 
 // eventHeap is a binary min-heap of events by key.

@@ -36,6 +36,7 @@ func TestQueuePopsInKeyOrder(t *testing.T) {
 		{"broadcasts", 200e6, 200},
 		{"lane broadcasts", 300e6, 30},
 		{"lane beyond its buckets", 3 * laneSize << laneShift, 20},
+		{"lane after quiet spells", 5e9, 2}, // empties, then starts again
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(1, uint64(tc.spread)))
@@ -53,7 +54,7 @@ func TestQueuePopsInKeyOrder(t *testing.T) {
 						if rng.IntN(8) == 0 {
 							e.at = now
 						}
-						q.pushMsg(h, e.at, e.node)
+						q.pushMsg(h, e.at, e.node, e.via)
 						e.due, e.seq = e.at, q.seq
 						heap.Push(ref, e)
 					}
@@ -132,6 +133,43 @@ func TestWaitQueueKeepsDueOrder(t *testing.T) {
 	for i := range want {
 		if got[i] != want[i] {
 			t.Fatalf("got %v, want %v", got, want)
+		}
+	}
+}
+
+// TestOccupancyAfter: the summarised search finds what a scan of every
+// slot from base+1 round the ring finds.
+func TestOccupancyAfter(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, slots := range []int{64, laneSize, ringSize} {
+		o := newOccupancy(slots)
+		marked := make([]bool, slots)
+		for step := range 20000 {
+			s := rng.Int64N(int64(slots))
+			if rng.IntN(3) == 0 {
+				o.clear(s)
+				marked[s] = false
+			} else if step%7 != 0 {
+				o.set(s)
+				marked[s] = true
+			}
+			base := rng.Int64N(1 << 40)
+			want, wantOK := int64(0), false
+			for d := int64(1); d <= int64(slots); d++ {
+				if marked[(base+d)%int64(slots)] {
+					want, wantOK = base+d, true
+					break
+				}
+			}
+			if got, ok := o.after(base); got != want || ok != wantOK {
+				t.Fatalf("slots %d, base %d: after = %d %v, want %d %v", slots, base, got, ok, want, wantOK)
+			}
+			if rng.IntN(500) == 0 { // empty it now and then
+				for i := range marked {
+					o.clear(int64(i))
+					marked[i] = false
+				}
+			}
 		}
 	}
 }

@@ -84,8 +84,12 @@ type world struct {
 	curDue int64
 	curSeq uint64
 
-	sink       func(eventlog.Event)
-	voteEvents bool
+	// spends: spent votes are dropped on arrival (spent.go);
+	// spentDropped counts them.
+	spends       bool
+	spentDropped int64
+	sink         func(eventlog.Event)
+	voteEvents   bool
 	// burst: quiet votes may be handled ahead of the queue (quiet.go);
 	// quietHandled counts them.
 	burst        bool
@@ -163,13 +167,18 @@ func newWorld(plan *scenarios.Plan, p Params, seed int64, keys []crypto.PubKey, 
 		}
 		peers = undirected(dials)
 	}
-	w.net = newNet(p, w.names, all, peers, mesh, seed)
+	w.net = newNet(p, plan.Network, w.names, all, peers, mesh, seed)
 	if w.timeline, err = newTimeline(w); err != nil {
 		return nil, err
 	}
 	if plan.Load != nil {
 		w.load = newLoad(w, *plan.Load)
 	}
+	var actions []string
+	for _, f := range plan.Faults {
+		actions = append(actions, f.Action)
+	}
+	w.spends = !mesh && spendsVotes(actions) // a mesh has no relays: copies are rare
 	w.burst = quietBursts && len(plan.Faults) == 0 && w.net.mesh && w.cores == nil && !w.voteEvents
 	return w, nil
 }
@@ -480,6 +489,10 @@ func (w *world) dispatch(e *event) {
 	}
 	if !n.up {
 		return // a down node neither sends nor receives; its timers died with it
+	}
+	if w.spends && e.kind == evMsg && (n.busy <= e.at || !n.catchUpPending) && w.spentVote(n, e) {
+		w.spentDropped++
+		return // a copy of a vote n has (spent.go)
 	}
 	if n.busy > e.at {
 		if w.burst && n.waiting.len() == 0 && w.quietVote(n, e) {
