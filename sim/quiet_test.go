@@ -106,28 +106,8 @@ func quietRun(t *testing.T, plan *scenarios.Plan, bursts bool) ([]byte, int64) {
 	old := quietBursts
 	quietBursts = bursts
 	defer func() { quietBursts = old }()
-	p, err := LoadParams(plan.Run.Sim.Calibration)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys := make([]crypto.PubKey, len(plan.Validators))
-	for i, v := range plan.Validators {
-		keys[i] = ed25519.GenPrivKeyFromSecret([]byte(v.Name)).PubKey()
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	w, err := newWorld(plan, p, plan.Run.Seed, keys, plan.Run.Sim.SharedCores, func(e eventlog.Event) {
-		if err := enc.Encode(e); err != nil {
-			t.Fatal(err)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if reason, err := w.run(context.Background()); err != nil || reason != eventlog.StopHeights {
-		t.Fatalf("stopped by %q, %v", reason, err)
-	}
-	return buf.Bytes(), w.quietHandled
+	data, w := runToJSON(t, plan)
+	return data, w.quietHandled
 }
 
 // roundChanged: some node entered a round above 0.
@@ -160,4 +140,32 @@ func around(b []byte, i int) string {
 		return string(b[lo:])
 	}
 	return fmt.Sprint(string(b[lo : i+hi]))
+}
+
+// runToJSON runs plan to its heights and returns its events as JSON lines
+// and the world, for a test to compare runs with a mechanism on and off.
+func runToJSON(t *testing.T, plan *scenarios.Plan) ([]byte, *world) {
+	t.Helper()
+	p, err := LoadParams(plan.Run.Sim.Calibration)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := make([]crypto.PubKey, len(plan.Validators))
+	for i, v := range plan.Validators {
+		keys[i] = ed25519.GenPrivKeyFromSecret([]byte(v.Name)).PubKey()
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	w, err := newWorld(plan, p, plan.Run.Seed, keys, plan.Run.Sim.SharedCores, func(e eventlog.Event) {
+		if err := enc.Encode(e); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reason, err := w.run(context.Background()); err != nil || reason != eventlog.StopHeights {
+		t.Fatalf("stopped by %q, %v", reason, err)
+	}
+	return buf.Bytes(), w
 }

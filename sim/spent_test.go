@@ -2,17 +2,11 @@ package sim
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/cometbft/cometbft/crypto"
-	"github.com/cometbft/cometbft/crypto/ed25519"
-
-	"github.com/valnet/valnet/results/eventlog"
 	"github.com/valnet/valnet/scenarios"
 )
 
@@ -108,26 +102,6 @@ func spentRun(t *testing.T, plan *scenarios.Plan, drop bool) ([]byte, int64) {
 	old := dropSpent
 	dropSpent = drop
 	defer func() { dropSpent = old }()
-	p, err := LoadParams(plan.Run.Sim.Calibration)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys := make([]crypto.PubKey, len(plan.Validators))
-	for i, v := range plan.Validators {
-		keys[i] = ed25519.GenPrivKeyFromSecret([]byte(v.Name)).PubKey()
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	w, err := newWorld(plan, p, plan.Run.Seed, keys, plan.Run.Sim.SharedCores, func(e eventlog.Event) {
-		if err := enc.Encode(e); err != nil {
-			t.Fatal(err)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if reason, err := w.run(context.Background()); err != nil || reason != eventlog.StopHeights {
-		t.Fatalf("stopped by %q, %v", reason, err)
-	}
-	return buf.Bytes(), w.spentDropped
+	data, w := runToJSON(t, plan)
+	return data, w.spentDropped
 }
