@@ -22,26 +22,44 @@ test:
 	$(GO) vet $(PKGS)
 	$(GO) test $(TESTFLAGS) $(PKGS)
 
-# Slower end-to-end checks: every built-in scenario at full size, a stock
-# cometbft node signing through valnet signer serve, a stock cometbft as one
-# of four validators (process backend), valnet sweep and threshold on the
-# process and docker backends, and a crosscheck of the sim MODEL against
-# in-process nodes on four cases of the default grid. The interrupt
-# harness's sample (Ctrl-C at 6 observed moments per backend) and the
-# killed-runner test are in ./runner/ (TestInterruptInteg,
-# TestKilledRunnerInteg). Then each fuzz target for FUZZTIME_INTEG (make
-# fuzz below; about 3 minutes in all). One package at a time (-p 1):
-# these tests measure the host (every built-in must find it not
-# overloaded) and compare real runs' timings with the sim's, which two
-# packages' networks sharing the 2 cores would falsify.
+# Slower end-to-end checks, bounded for CI (.ci/run; about 15 minutes on
+# 2 cores): a sample of the built-ins at full size (INTEG_BUILTINS: the
+# quickstart, each real signer part a built-in alone exercises, a network
+# fault, and sparse-50, which calibrates the host monitor against
+# TestIntegHostOverloaded's mesh), stock cometbft of the lines in
+# INTEG_LINES (the oldest, the v0.38 dialect's production line, v1) on
+# the process backend and v0.38 in docker, a stock node signing through
+# valnet signer serve, own apps, external and threshold signers, valnet
+# sweep and threshold on every backend, the interrupt harness's sample
+# (Ctrl-C at 6 observed moments per backend) and the killed runner, a
+# crosscheck of the sim MODEL against in-process nodes, SOAK_INTEG of
+# soak, the race detector on the concurrent packages, and each fuzz target
+# for FUZZTIME_INTEG. One package at a time (-p 1): these tests measure the
+# host (a timing check counts only on a host that kept up) and compare real
+# runs' timings with the sim's, which two packages' networks sharing the 2
+# cores would falsify. The whole matrices are their own targets, outside
+# CI: make builtins, make versions, make race, make torture, make
+# crosscheck, make soak, make fuzz.
+INTEG_BUILTINS ?= quickstart,hsm-vs-local,gnokms-gnokey,ledger-validator,partition-heal,sparse-50
+INTEG_LINES    ?= v0.37,v0.38,v1.0
+SOAK_INTEG     ?= 60s
 integ:
-	$(GO) test -tags integ -p 1 -timeout 50m -run 'Integ|UserBinary' -v ./runner/ ./nodes/ ./sweep/ ./crosscheck/ ./calibrate/
-	$(GO) test -tags integ -timeout 15m -run 'Integ' -v ./soak/
-	$(GO) test -race -timeout 20m ./network/ ./signers/... ./soak/
-	$(GO) test -race -timeout 20m -run '$(RACE_RESULTS)' ./results/
-	$(GO) test -race -timeout 20m -run '$(RACE_NODES)' ./nodes/
-	$(GO) test -race -timeout 20m -run '$(RACE_RUNNER)' ./runner/
+	VALNET_INTEG_BUILTINS=$(INTEG_BUILTINS) VALNET_INTEG_LINES=$(INTEG_LINES) \
+		$(GO) test -tags integ -p 1 -timeout 40m -run 'Integ|UserBinary' -v ./runner/ ./nodes/ ./sweep/ ./crosscheck/ ./calibrate/
+	VALNET_SOAK_DURATION=$(SOAK_INTEG) $(GO) test -tags integ -timeout 15m -run 'Integ' -v ./soak/
+	$(MAKE) race RACE_RUNNER='$(RACE_RUNNER_INTEG)'
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME_INTEG)
+
+# Every built-in scenario at full size on its real backend, each also on
+# the sim MODEL with the same verdicts, and every one found not overloaded
+# on this host (about 12 minutes on 2 cores).
+builtins:
+	VALNET_INTEG_BUILTINS=all $(GO) test -tags integ -count=1 -timeout 40m -run 'TestIntegBuiltinScenarios|TestIntegHostOverloaded' -v ./runner/
+
+# Every supported CometBFT line's stock binary (built from the Go module
+# proxy, once per machine) on the process backend, and v0.38 in docker.
+versions:
+	VALNET_INTEG_LINES=all $(GO) test -tags integ -count=1 -timeout 40m -run 'TestIntegUserBinaryVersions' -v ./runner/
 
 # Fuzzing (docs/reliability.md#fuzzing): each target for FUZZTIME, one at
 # a time (go test -fuzz takes one target per run), on one worker. The last
@@ -50,7 +68,7 @@ integ:
 # "context deadline exceeded" having written no input is Go 1.26's race at
 # the end of -fuzztime (golang/go#75804), not a finding, and passes.
 FUZZTIME       ?= 5m
-FUZZTIME_INTEG ?= 30s
+FUZZTIME_INTEG ?= 15s
 FUZZ_TARGETS   := scenarios:FuzzScenario latency:FuzzParse sweep:FuzzSetFlags results:FuzzEvents signers:FuzzServeFrames
 fuzz:
 	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; dir=$$pkg/testdata/fuzz/$$fn; \
@@ -74,15 +92,24 @@ torture:
 	VALNET_TORTURE_MOMENTS=$(TORTURE_MOMENTS) VALNET_TORTURE_TABLE=$(CURDIR)/runs/torture.md \
 		$(GO) test -tags integ -count=1 -timeout 90m -run 'TestInterruptTorture' -v ./runner/
 
-# The race detector on the concurrent packages (lines of make integ):
-# network, signers (pkcs11 and ledger included) and soak whole, the
-# results writer and live tracker, the nodes' event socket and lifecycle,
-# and the runner tests that drive real in-process networks through signer,
-# node and network faults, Ctrl-C, a shared device, load and live metrics
-# (~2 minutes on 2 cores with a warm build cache, ~5 cold).
+# The race detector on the concurrent packages: network, signers (pkcs11
+# and ledger included) and soak whole, the results writer and live
+# tracker, the nodes' event socket and lifecycle, and RACE_RUNNER's
+# runner tests that drive real in-process networks through signer, node
+# and network faults, Ctrl-C, a shared device, load and live metrics.
+# make integ runs RACE_RUNNER_INTEG of them: the recorder, the loop's
+# abilities, every signer path and fault, Ctrl-C, a slow node fault and
+# load (the others' concurrency is theirs: the monitor, live metrics).
 RACE_RESULTS := Writer|Tracker|Stream|Read
 RACE_NODES   := Listener|Lifecycle|Incarnations
-RACE_RUNNER  := TestRecorder|TestNodeFaultsRunOffTheLoopInOrderPerTarget|TestRequestNoter|TestRunSignerPathsAndFaults|TestStopDuringASlowNodeFault|TestHostMonitor|TestLoadGenerator|TestRunInterruptedStopsCleanly|TestRunDrivesBackendAbilities|TestRunMaxDurationEndsTheRun|TestLiveMetricsServeTheRun|TestRunSharedDevice|TestRunLoadAccounting
+RACE_RUNNER  ?= TestRecorder|TestNodeFaultsRunOffTheLoopInOrderPerTarget|TestRequestNoter|TestRunSignerPathsAndFaults|TestStopDuringASlowNodeFault|TestHostMonitor|TestLoadGenerator|TestRunInterruptedStopsCleanly|TestRunDrivesBackendAbilities|TestRunMaxDurationEndsTheRun|TestLiveMetricsServeTheRun|TestRunSharedDevice|TestRunLoadAccounting
+RACE_RUNNER_INTEG := TestRecorder|TestNodeFaultsRunOffTheLoopInOrderPerTarget|TestRequestNoter|TestRunSignerPathsAndFaults|TestStopDuringASlowNodeFault|TestRunInterruptedStopsCleanly|TestRunDrivesBackendAbilities|TestRunLoadAccounting
+.PHONY: race builtins versions
+race:
+	$(GO) test -race -timeout 20m ./network/ ./signers/... ./soak/
+	$(GO) test -race -timeout 20m -run '$(RACE_RESULTS)' ./results/
+	$(GO) test -race -timeout 20m -run '$(RACE_NODES)' ./nodes/
+	$(GO) test -race -timeout 20m -run '$(RACE_RUNNER)' ./runner/
 
 # A long soak (docs/reliability.md#soak): random faults of every family
 # from a seed on 7 in-process validators, invariants checked as it goes;

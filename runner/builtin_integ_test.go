@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/valnet/valnet/internal/nettest"
 	"github.com/valnet/valnet/results"
 	"github.com/valnet/valnet/scenarios"
 )
@@ -24,12 +25,17 @@ var simCannot = map[string]string{
 // requires its own expectations to hold and no double signing. Each also
 // runs on the sim MODEL (--backend sim), whose every expectation must
 // give the same verdict as the real run's (issue 13: the sim agrees with
-// real runs where both can run).
+// real runs where both can run). VALNET_INTEG_BUILTINS selects some of
+// them (make integ runs CI's sample; make builtins runs them all).
 func TestIntegBuiltinScenarios(t *testing.T) {
 	t.Setenv("VALNET_PASSPHRASE", "integ-passphrase") // gnokms-gnokey's key file
+	var names []string
 	for _, b := range scenarios.Builtins() {
-		t.Run(b.Name, func(t *testing.T) {
-			plan, err := scenarios.Builtin(b.Name)
+		names = append(names, b.Name)
+	}
+	for _, name := range nettest.Selected(t, "VALNET_INTEG_BUILTINS", names) {
+		t.Run(name, func(t *testing.T) {
+			plan, err := scenarios.Builtin(name)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -45,25 +51,25 @@ func TestIntegBuiltinScenarios(t *testing.T) {
 			}
 			s := out.Summary
 			t.Logf("%s: %s; heights %d, round changes %d, block interval p50 %.0f ms",
-				b.Name, results.ResultLine(s), s.Heights.Committed, s.Rounds.HeightsWithRoundChange, s.BlockIntervalMS.P50)
+				name, results.ResultLine(s), s.Heights.Committed, s.Rounds.HeightsWithRoundChange, s.BlockIntervalMS.P50)
 			if !s.OK {
-				t.Errorf("%s failed: %s %+v", b.Name, results.ResultLine(s), s.Failed())
+				t.Errorf("%s failed: %s %+v", name, results.ResultLine(s), s.Failed())
 			}
 			if s.DoubleSigns != 0 {
-				t.Errorf("%s: %d double signs", b.Name, s.DoubleSigns)
+				t.Errorf("%s: %d double signs", name, s.DoubleSigns)
 			}
 			if s.Model == nil {
-				sameVerdictsOnSim(t, b.Name, s)
+				sameVerdictsOnSim(t, name, s)
 			}
 			// Calibration of the host measure: every built-in fits this
 			// 2-core machine. A MODEL run (the sim) has no host to measure:
 			// its nodes run in virtual time.
 			if s.Model != nil {
 				if s.Host != nil {
-					t.Errorf("%s: a model run with a host measure %+v", b.Name, s.Host)
+					t.Errorf("%s: a model run with a host measure %+v", name, s.Host)
 				}
 			} else if s.Host == nil || s.Host.Overloaded {
-				t.Errorf("%s: host %+v, want measured and not overloaded", b.Name, s.Host)
+				t.Errorf("%s: host %+v, want measured and not overloaded", name, s.Host)
 			}
 		})
 	}

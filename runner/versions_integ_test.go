@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/valnet/valnet/internal/cmtversion"
+	"github.com/valnet/valnet/internal/nettest"
 	"github.com/valnet/valnet/internal/testbin"
 	"github.com/valnet/valnet/results"
 )
@@ -33,8 +34,11 @@ func TestIntegUserBinaryVersions(t *testing.T) {
 		backend string
 		line    cmtversion.Line
 	}
+	// VALNET_INTEG_LINES selects lines (make integ: CI's sample; make
+	// versions: every line).
 	var cases []tc
-	for _, l := range cmtversion.Lines() {
+	for _, name := range nettest.Selected(t, "VALNET_INTEG_LINES", cmtversion.Names()) {
+		l, _ := cmtversion.Lookup(name)
 		cases = append(cases, tc{"process", l})
 	}
 	// The docker backend builds an image of the stock binary (its shared
