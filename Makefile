@@ -27,9 +27,10 @@ test:
 # quickstart, each real signer part a built-in alone exercises, a network
 # fault, and sparse-50, which calibrates the host monitor against
 # TestIntegHostOverloaded's mesh), stock cometbft of the lines in
-# INTEG_LINES (the oldest, the v0.38 dialect's production line, v1) on
+# INTEG_LINES (v0.38, the dialect most chains run, and v1) on
 # the process backend and v0.38 in docker, a stock node signing through
-# valnet signer serve, own apps, external and threshold signers, valnet
+# valnet signer serve, the docker backend's engine tests, own apps,
+# external and threshold signers, valnet
 # sweep and threshold on every backend, the interrupt harness's sample
 # (Ctrl-C at 6 observed moments per backend) and the killed runner, a
 # crosscheck of the sim MODEL against in-process nodes, SOAK_INTEG of
@@ -37,18 +38,32 @@ test:
 # for FUZZTIME_INTEG. One package at a time (-p 1): these tests measure the
 # host (a timing check counts only on a host that kept up) and compare real
 # runs' timings with the sim's, which two packages' networks sharing the 2
-# cores would falsify. The whole matrices are their own targets, outside
+# cores would falsify; in ./runner/ the tests whose checks are load-proof
+# (stock lines, the stock signer, external signers: t.Parallel) run two at
+# a time once the sequential ones have had the host. The whole matrices are their own targets, outside
 # CI: make builtins, make versions, make race, make torture, make
 # crosscheck, make soak, make fuzz.
 INTEG_BUILTINS ?= quickstart,hsm-vs-local,gnokms-gnokey,ledger-validator,partition-heal,sparse-50
-INTEG_LINES    ?= v0.37,v0.38,v1.0
-SOAK_INTEG     ?= 60s
+INTEG_LINES    ?= v0.38,v1.0
+SOAK_INTEG     ?= 3m
 integ:
 	VALNET_INTEG_BUILTINS=$(INTEG_BUILTINS) VALNET_INTEG_LINES=$(INTEG_LINES) \
-		$(GO) test -tags integ -p 1 -timeout 40m -run 'Integ|UserBinary' -v ./runner/ ./nodes/ ./sweep/ ./crosscheck/ ./calibrate/
+		$(GO) test -tags integ -p 1 -timeout 40m -run 'Integ|UserBinary' -v ./runner/ ./nodes/ ./docker/ ./sweep/ ./crosscheck/ ./calibrate/
 	VALNET_SOAK_DURATION=$(SOAK_INTEG) $(GO) test -tags integ -timeout 15m -run 'Integ' -v ./soak/
 	$(MAKE) race RACE_RUNNER='$(RACE_RUNNER_INTEG)'
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME_INTEG)
+
+# What make integ would build, built ahead: the stock cometbft of
+# INTEG_LINES (v0.38 and v1.0 are also the stock-signer test's) into
+# their cache, and into the Go build cache the static node binary (docker
+# backend, interrupt harness) and make integ's integ and race test
+# binaries. .ci/run runs it at the lowest CPU priority beside make test
+# and waits for it before make integ.
+prebuild:
+	$(GO) run ./internal/testbin/prebuild -lines $(INTEG_LINES)
+	CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/valnet
+	$(GO) test -tags integ -count=1 -run '^$$' ./runner/ ./nodes/ ./sweep/ ./crosscheck/ ./calibrate/ ./docker/ ./soak/
+	$(GO) test -race -count=1 -run '^$$' ./network/ ./signers/... ./soak/ ./results/ ./nodes/ ./runner/
 
 # Every built-in scenario at full size on its real backend, each also on
 # the sim MODEL with the same verdicts, and every one found not overloaded
@@ -104,7 +119,7 @@ RACE_RESULTS := Writer|Tracker|Stream|Read
 RACE_NODES   := Listener|Lifecycle|Incarnations
 RACE_RUNNER  ?= TestRecorder|TestNodeFaultsRunOffTheLoopInOrderPerTarget|TestRequestNoter|TestRunSignerPathsAndFaults|TestStopDuringASlowNodeFault|TestHostMonitor|TestLoadGenerator|TestRunInterruptedStopsCleanly|TestRunDrivesBackendAbilities|TestRunMaxDurationEndsTheRun|TestLiveMetricsServeTheRun|TestRunSharedDevice|TestRunLoadAccounting
 RACE_RUNNER_INTEG := TestRecorder|TestNodeFaultsRunOffTheLoopInOrderPerTarget|TestRequestNoter|TestRunSignerPathsAndFaults|TestStopDuringASlowNodeFault|TestRunInterruptedStopsCleanly|TestRunDrivesBackendAbilities|TestRunLoadAccounting
-.PHONY: race builtins versions
+.PHONY: race builtins versions prebuild
 race:
 	$(GO) test -race -timeout 20m ./network/ ./signers/... ./soak/
 	$(GO) test -race -timeout 20m -run '$(RACE_RESULTS)' ./results/

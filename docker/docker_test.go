@@ -1,3 +1,5 @@
+//go:build integ
+
 package docker
 
 import (
@@ -8,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,29 +23,9 @@ import (
 	"github.com/valnet/valnet/signers"
 )
 
-// assertNoLeftovers checks that no container or network carries the label
-// of run id (what `docker ps -a --filter label=valnet.run=<id>` shows).
-func assertNoLeftovers(t testing.TB, c *dc.Client, id string) {
-	t.Helper()
-	cs, err := c.ListContainers(dc.ListContainersOptions{All: true, Filters: map[string][]string{"label": {LabelRun + "=" + id}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ct := range cs {
-		t.Errorf("container %v (%s) of run %s left behind", ct.Names, ct.State, id)
-	}
-	nets, err := c.FilteredListNetworks(dc.NetworkFilterOpts{"label": {LabelRun + "=" + id: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range nets {
-		t.Errorf("network %s of run %s left behind", n.Name, id)
-	}
-}
-
 // The image is built once per binary and reused while its tag exists;
 // what it holds runs.
-func TestImageBuildAndReuse(t *testing.T) {
+func TestIntegImageBuildAndReuse(t *testing.T) {
 	bin := engine(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -111,7 +92,7 @@ func TestImageBuildAndReuse(t *testing.T) {
 // With no binary given, the node binary comes from $VALNET_DOCKER_BINARY,
 // else from building valnet's module: reproducibly, so the image tag of
 // unchanged code stays the same.
-func TestResolveBinary(t *testing.T) {
+func TestIntegResolveBinary(t *testing.T) {
 	bin, want, goos, goarch := nodeBinaryTarget(t)
 	ctx := context.Background()
 	for _, env := range []string{"", bin} {
@@ -148,31 +129,6 @@ func uniqueBinary(t *testing.T, bin string) string {
 	return dst
 }
 
-// What cannot run in a scratch image is refused before any build.
-func TestBinaryChecks(t *testing.T) {
-	if err := checkStatic("/bin/sh", runtime.GOARCH); err == nil || !strings.Contains(err.Error(), "dynamically linked") {
-		if _, statErr := os.Stat("/bin/sh"); statErr == nil {
-			t.Errorf("/bin/sh: %v, want dynamically linked", err)
-		}
-	}
-	if err := checkStatic(os.Args[0], "s390x"); err == nil {
-		t.Error("an executable of another architecture was accepted")
-	}
-	if err := checkStatic("docker_test.go", runtime.GOARCH); err == nil {
-		t.Error("a text file was accepted")
-	}
-	c, err := dc.NewClient("tcp://127.0.0.1:2375")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !engineRemote(c) {
-		t.Error("a tcp engine is not taken for a remote one")
-	}
-	if _, err := connect(context.Background(), "ssh://user@host"); err == nil || !strings.Contains(err.Error(), "ssh://") {
-		t.Errorf("an ssh engine: %v", err)
-	}
-}
-
 // Four validators, each in its container, peers through the link fabric
 // on the bridge gateway; v0 and v1 sign with the FilePV of their homes, v2
 // and v3 on the host, over priv_validator_laddr (a unix socket in the
@@ -180,7 +136,7 @@ func TestBinaryChecks(t *testing.T) {
 // paused node stops and catches up once resumed; a killed node (v3, and a
 // paused v2) restarts from its home and signs again. Nothing of the run
 // is left.
-func TestDockerNetwork(t *testing.T) {
+func TestIntegDockerNetwork(t *testing.T) {
 	root := t.TempDir()
 	nettest.ShowLogsOnFailure(t, root, "node.log", nodes.StderrFile)
 	testStart := time.Now()
@@ -268,7 +224,7 @@ func TestDockerNetwork(t *testing.T) {
 // What a killed runner left (a network and a container labelled with a
 // dead pid on this host, or with a pid since reused) is removed; what a
 // live runner, or another host's, owns stays.
-func TestCleanupLeftovers(t *testing.T) {
+func TestIntegCleanupLeftovers(t *testing.T) {
 	bin := engine(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -381,7 +337,7 @@ func TestCleanupLeftovers(t *testing.T) {
 // signer port published on the engine host (127.0.0.1 here); v2 asks for
 // a unix signer and gets TCP through the relay, v3 signs over TCP. Height
 // 5, a kill and restart of v3 (new published ports), full cleanup.
-func TestDockerRemoteEngine(t *testing.T) {
+func TestIntegDockerRemoteEngine(t *testing.T) {
 	engine(t)
 	endpoint := socatEngine(t)
 	testStart := time.Now()

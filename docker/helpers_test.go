@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cometbft/cometbft/crypto/ed25519"
+	dc "github.com/ory/dockertest/v3/docker"
 
 	"github.com/valnet/valnet/internal/nettest"
 	"github.com/valnet/valnet/network"
@@ -198,4 +199,24 @@ func (tn *testNet) stopClean() {
 	start := time.Now()
 	tn.Stop()
 	tn.T.Logf("clean stop of %d containers in %v", len(tn.Nodes), time.Since(start).Round(time.Millisecond))
+}
+
+// assertNoLeftovers checks that no container or network carries the label
+// of run id (what `docker ps -a --filter label=valnet.run=<id>` shows).
+func assertNoLeftovers(t testing.TB, c *dc.Client, id string) {
+	t.Helper()
+	cs, err := c.ListContainers(dc.ListContainersOptions{All: true, Filters: map[string][]string{"label": {LabelRun + "=" + id}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ct := range cs {
+		t.Errorf("container %v (%s) of run %s left behind", ct.Names, ct.State, id)
+	}
+	nets, err := c.FilteredListNetworks(dc.NetworkFilterOpts{"label": {LabelRun + "=" + id: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nets {
+		t.Errorf("network %s of run %s left behind", n.Name, id)
+	}
 }

@@ -1,3 +1,5 @@
+//go:build integ
+
 package docker
 
 import (
@@ -30,7 +32,7 @@ func nodeBinaryTarget(t *testing.T) (bin, sha, goos, goarch string) {
 // binary: it builds one from the tree it was built from (SourceDir, set by
 // make build), the same bytes as a build in the tree; without that tree it
 // says what to do.
-func TestResolveBinaryOutsideTheSourceTree(t *testing.T) {
+func TestIntegResolveBinaryOutsideTheSourceTree(t *testing.T) {
 	_, want, goos, goarch := nodeBinaryTarget(t)
 	ctx := context.Background()
 	root, err := valnetModuleRoot(ctx)

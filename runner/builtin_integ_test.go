@@ -136,4 +136,7 @@ validators:
 	if h := out.Summary.Host; h == nil || !h.Overloaded {
 		t.Fatalf("50 validators in a mesh on %d cores: host %+v, want overloaded", runtime.NumCPU(), h)
 	}
+	h := out.Summary.Host
+	t.Logf("host: %d of %d seconds saturated, %d stalled, busy p95 %.0f %%, tick lag max %.0f ms; %s",
+		h.SaturatedSeconds, h.Samples, h.StalledSeconds, 100*h.CPUBusyP95, h.TickLagMaxMS, h.OverloadedWhy)
 }

@@ -22,6 +22,11 @@ import (
 // its outage is cut at the node's end, and it comes back. On the process
 // backend valnet's listener relays to the node's own process.
 func TestIntegExternalValnetSignerServe(t *testing.T) {
+	// Parallel: its checks are load-proof (heights, signatures, /commit
+	// agreement, lower bounds), so it runs beside the other parallel
+	// tests of make integ after the sequential ones (the host-judged
+	// timing tests and the leak searches) have had the host alone.
+	t.Parallel()
 	bin := valnetBinary(t)
 	for _, backend := range []string{"inprocess", "process"} {
 		t.Run(backend, func(t *testing.T) {
@@ -98,6 +103,11 @@ func TestIntegExternalValnetSignerServe(t *testing.T) {
 // dialing the node over tcp (SecretConnection, its identity pinned) and
 // over a unix socket.
 func TestIntegExternalCometBFTSignerServer(t *testing.T) {
+	// Parallel: its checks are load-proof (heights, signatures, /commit
+	// agreement, lower bounds), so it runs beside the other parallel
+	// tests of make integ after the sequential ones (the host-judged
+	// timing tests and the leak searches) have had the host alone.
+	t.Parallel()
 	bin := testbin.Build(t, "./runner/testdata/extsigner")
 	for _, network := range []string{"tcp", "unix"} {
 		t.Run(network, func(t *testing.T) {

@@ -34,6 +34,11 @@ import (
 // signatures were accepted. The node is then restarted, and the signer
 // must redial it and keep the chain going.
 func TestIntegStockCometBFTSignsWithValnetSigner(t *testing.T) {
+	// Parallel: its checks are load-proof (heights, signatures, /commit
+	// agreement, lower bounds), so it runs beside the other parallel
+	// tests of make integ after the sequential ones (the host-judged
+	// timing tests and the leak searches) have had the host alone.
+	t.Parallel()
 	for _, version := range []string{"v0.38.26", "v1.0.1"} {
 		t.Run(version, func(t *testing.T) { stockSignsWithValnetSigner(t, version) })
 	}

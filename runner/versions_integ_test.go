@@ -30,6 +30,11 @@ import (
 // missed precommits and commit rounds must be what each node's own
 // /commit says, height by height.
 func TestIntegUserBinaryVersions(t *testing.T) {
+	// Parallel: its checks are load-proof (heights, signatures, /commit
+	// agreement, lower bounds), so it runs beside the other parallel
+	// tests of make integ after the sequential ones (the host-judged
+	// timing tests and the leak searches) have had the host alone.
+	t.Parallel()
 	type tc struct {
 		backend string
 		line    cmtversion.Line
