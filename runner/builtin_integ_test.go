@@ -4,6 +4,7 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -50,8 +51,8 @@ func TestIntegBuiltinScenarios(t *testing.T) {
 				t.Fatal(err)
 			}
 			s := out.Summary
-			t.Logf("%s: %s; heights %d, round changes %d, block interval p50 %.0f ms",
-				name, results.ResultLine(s), s.Heights.Committed, s.Rounds.HeightsWithRoundChange, s.BlockIntervalMS.P50)
+			t.Logf("%s: %s; heights %d, round changes %d, block interval p50 %.0f ms; %s",
+				name, results.ResultLine(s), s.Heights.Committed, s.Rounds.HeightsWithRoundChange, s.BlockIntervalMS.P50, hostLine(s.Host))
 			if !s.OK {
 				t.Errorf("%s failed: %s %+v", name, results.ResultLine(s), s.Failed())
 			}
@@ -136,7 +137,15 @@ validators:
 	if h := out.Summary.Host; h == nil || !h.Overloaded {
 		t.Fatalf("50 validators in a mesh on %d cores: host %+v, want overloaded", runtime.NumCPU(), h)
 	}
-	h := out.Summary.Host
-	t.Logf("host: %d of %d seconds saturated, %d stalled, busy p95 %.0f %%, tick lag max %.0f ms; %s",
-		h.SaturatedSeconds, h.Samples, h.StalledSeconds, 100*h.CPUBusyP95, h.TickLagMaxMS, h.OverloadedWhy)
+	t.Logf("%s", hostLine(out.Summary.Host))
+}
+
+// hostLine is the host monitor's figures for a test log (the calibration's
+// record: docs/results.md's host table).
+func hostLine(h *results.HostSummary) string {
+	if h == nil {
+		return "host: not measured"
+	}
+	return fmt.Sprintf("host: %d of %d seconds saturated, %d stalled, busy p95 %.0f %%, sched lag p99 %.0f ms, tick lag max %.0f ms, overloaded %v %s",
+		h.SaturatedSeconds, h.Samples, h.StalledSeconds, 100*h.CPUBusyP95, h.SchedLagP99MS, h.TickLagMaxMS, h.Overloaded, h.OverloadedWhy)
 }
