@@ -38,10 +38,12 @@ func Valnet(t testing.TB) string {
 
 // ValnetStatic is Valnet built with CGO_ENABLED=0: a static Linux binary
 // that the docker backend puts into its node image as it is (no second
-// build), and that runs every backend but pkcs11.
+// build), and that runs every backend but pkcs11. It is built as the
+// docker backend builds its own (-trimpath, docker/image.go buildBinary),
+// so that one of them, or make prebuild, compiles for both.
 func ValnetStatic(t testing.TB) string {
 	t.Helper()
-	return buildOnce(t, "./cmd/valnet", "static", "CGO_ENABLED=0")
+	return buildOnce(t, "./cmd/valnet", "static", []string{"-trimpath"}, "CGO_ENABLED=0")
 }
 
 // ABCICLI builds CometBFT's abci-cli (the version in go.mod, from the
@@ -58,12 +60,12 @@ func ABCICLI(t testing.TB) string {
 // returns the binary's path. Call Cleanup from TestMain after m.Run.
 func Build(t testing.TB, pkg string) string {
 	t.Helper()
-	return buildOnce(t, pkg, "")
+	return buildOnce(t, pkg, "", nil)
 }
 
-// buildOnce builds pkg with env once per (pkg, variant); variant names the
-// build's own subdirectory.
-func buildOnce(t testing.TB, pkg, variant string, env ...string) string {
+// buildOnce builds pkg with go build's flags and env once per (pkg,
+// variant); variant names the build's own subdirectory.
+func buildOnce(t testing.TB, pkg, variant string, flags []string, env ...string) string {
 	t.Helper()
 	key := pkg + "\x00" + variant
 	mu.Lock()
@@ -73,14 +75,14 @@ func buildOnce(t testing.TB, pkg, variant string, env ...string) string {
 		builds[key] = b
 	}
 	mu.Unlock()
-	b.once.Do(func() { b.bin, b.err = build(pkg, variant, env) })
+	b.once.Do(func() { b.bin, b.err = build(pkg, variant, flags, env) })
 	if b.err != nil {
 		t.Fatal(b.err)
 	}
 	return b.bin
 }
 
-func build(pkg, variant string, env []string) (string, error) {
+func build(pkg, variant string, flags, env []string) (string, error) {
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
 		return "", fmt.Errorf("go env GOMOD: %w", err)
@@ -102,7 +104,7 @@ func build(pkg, variant string, env []string) (string, error) {
 		}
 	}
 	bin := filepath.Join(d, filepath.Base(pkg))
-	cmd := exec.Command("go", "build", "-o", bin, pkg)
+	cmd := exec.Command("go", append(append([]string{"build"}, flags...), "-o", bin, pkg)...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), env...)
 	if out, err := cmd.CombinedOutput(); err != nil {
