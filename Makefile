@@ -31,8 +31,9 @@ test:
 # the process backend and v0.38 in docker, a stock node signing through
 # valnet signer serve, the docker backend's engine tests, own apps,
 # external and threshold signers, valnet
-# sweep and threshold on every backend, the interrupt harness's sample
-# (Ctrl-C at 6 observed moments per backend) and the killed runner, a
+# sweep and threshold on the process backend, the interrupt harness's sample
+# (Ctrl-C at 6 observed moments in-process; on process and docker at the
+# 4 where their nodes are up) and the killed runner, a
 # crosscheck of the sim MODEL against in-process nodes, SOAK_INTEG of
 # soak, the race detector on the concurrent packages, and each fuzz target
 # for FUZZTIME_INTEG. One package at a time (-p 1): these tests measure the
@@ -55,13 +56,14 @@ integ:
 
 # What make integ would build, built ahead: the stock cometbft of
 # INTEG_LINES (v0.38 and v1.0 are also the stock-signer test's) into
-# their cache, and into the Go build cache the static node binary (docker
-# backend, interrupt harness) and make integ's integ and race test
+# their cache, and into the Go build cache the static node binary (built
+# as the docker backend builds it, -trimpath, which the interrupt harness
+# shares) and make integ's integ and race test
 # binaries. .ci/run runs it at the lowest CPU priority beside make test
 # and waits for it before make integ.
 prebuild:
 	$(GO) run ./internal/testbin/prebuild -lines $(INTEG_LINES)
-	CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/valnet
+	CGO_ENABLED=0 $(GO) build -trimpath -o /dev/null ./cmd/valnet
 	$(GO) test -tags integ -count=1 -run '^$$' ./runner/ ./nodes/ ./sweep/ ./crosscheck/ ./calibrate/ ./docker/ ./soak/
 	$(GO) test -race -count=1 -run '^$$' ./network/ ./signers/... ./soak/ ./results/ ./nodes/ ./runner/
 
@@ -83,7 +85,7 @@ versions:
 # "context deadline exceeded" having written no input is Go 1.26's race at
 # the end of -fuzztime (golang/go#75804), not a finding, and passes.
 FUZZTIME       ?= 5m
-FUZZTIME_INTEG ?= 15s
+FUZZTIME_INTEG ?= 10s
 FUZZ_TARGETS   := scenarios:FuzzScenario latency:FuzzParse sweep:FuzzSetFlags results:FuzzEvents signers:FuzzServeFrames
 fuzz:
 	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; dir=$$pkg/testdata/fuzz/$$fn; \

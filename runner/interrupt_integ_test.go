@@ -20,12 +20,15 @@ import (
 // harnessHeights is the harness scenario's length: both faults fall in it.
 const harnessHeights = 8
 
-// TestInterruptInteg is make integ's sample of the interrupt harness: on
-// each backend, Ctrl-C as the run directory appears, while the first node
-// is up and the others start, during a fault, while the nodes stop after
-// the last height, while the report is written, and a second Ctrl-C
-// during a fault. make torture adds moments
-// spread over the whole run (TestInterruptTorture).
+// TestInterruptInteg is make integ's sample of the interrupt harness:
+// Ctrl-C as the run directory appears, while the first node is up and the
+// others start, during a fault, while the nodes stop after the last
+// height, while the report is written, and a second Ctrl-C during a
+// fault. In-process takes all six; process and docker the four where
+// their nodes are up (the other two are the runner's alone, before the
+// backend's Start and after its Stop). make torture takes every moment on
+// every backend and adds moments spread over the whole run
+// (TestInterruptTorture).
 func TestInterruptInteg(t *testing.T) {
 	interruptMatrix(t, 0, harnessHeights)
 }
