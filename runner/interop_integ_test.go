@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/valnet/valnet/internal/testbin"
 	"github.com/valnet/valnet/latency"
+	"github.com/valnet/valnet/nodes"
 	"github.com/valnet/valnet/signers"
 )
 
@@ -280,17 +280,13 @@ func editStockConfig(t *testing.T, path string, edits map[string]string) {
 func interopPorts(t *testing.T, n int) []int {
 	t.Helper()
 	var ports []int
-	var lns []net.Listener
 	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		port, err := nodes.FreePort()
 		if err != nil {
 			t.Fatal(err)
 		}
-		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	for _, ln := range lns {
-		ln.Close()
+		t.Cleanup(func() { nodes.ReleasePort(port) })
+		ports = append(ports, port)
 	}
 	return ports
 }
