@@ -46,7 +46,7 @@ test:
 # crosscheck, make soak, make fuzz.
 INTEG_BUILTINS ?= quickstart,hsm-vs-local,gnokms-gnokey,ledger-validator,partition-heal,sparse-50
 INTEG_LINES    ?= v0.38,v1.0
-SOAK_INTEG     ?= 3m
+SOAK_INTEG     ?= 2m
 integ:
 	VALNET_INTEG_BUILTINS=$(INTEG_BUILTINS) VALNET_INTEG_LINES=$(INTEG_LINES) \
 		$(GO) test -tags integ -p 1 -timeout 40m -run 'Integ|UserBinary' -v ./runner/ ./nodes/ ./docker/ ./sweep/ ./crosscheck/ ./calibrate/
@@ -59,13 +59,18 @@ integ:
 # their cache, and into the Go build cache the static node binary (built
 # as the docker backend builds it, -trimpath, which the interrupt harness
 # shares) and make integ's integ and race test
-# binaries. .ci/run runs it at the lowest CPU priority beside make test
+# binaries, and each fuzz target's instrumented build (make fuzz builds
+# every package again with coverage counters: ~2 minutes cold; run for one
+# input here). .ci/run runs it at the lowest CPU priority beside make test
 # and waits for it before make integ.
 prebuild:
 	$(GO) run ./internal/testbin/prebuild -lines $(INTEG_LINES)
 	CGO_ENABLED=0 $(GO) build -trimpath -o /dev/null ./cmd/valnet
 	$(GO) test -tags integ -count=1 -run '^$$' ./runner/ ./nodes/ ./sweep/ ./crosscheck/ ./calibrate/ ./docker/ ./soak/
 	$(GO) test -race -count=1 -run '^$$' ./network/ ./signers/... ./soak/ ./results/ ./nodes/ ./runner/
+	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
+	  $(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime 1x -parallel 1 ./$$pkg/ > /dev/null || exit 1; \
+	done
 
 # Every built-in scenario at full size on its real backend, each also on
 # the sim MODEL with the same verdicts, and every one found not overloaded
@@ -130,7 +135,7 @@ race:
 
 # A long soak (docs/reliability.md#soak): random faults of every family
 # from a seed on 7 in-process validators, invariants checked as it goes;
-# make integ runs 3 minutes of it. Exit 1: an invariant was violated (the
+# make integ runs 2 minutes of it. Exit 1: an invariant was violated (the
 # seed and schedule that reproduce it are printed).
 SOAK_SCENARIO ?= baseline
 SOAK_DURATION ?= 30m
