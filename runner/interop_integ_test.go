@@ -136,8 +136,8 @@ func stockSignsWithValnetSigner(t *testing.T, version string) {
 			}
 		}
 	}
-	if strings.Contains(text, " ERROR ") {
-		t.Errorf("refused signatures in the signer's records")
+	for _, bad := range unexplainedRefusals(text) {
+		t.Errorf("refused signature in the signer's records: %s", bad)
 	}
 	signerLog, _ := os.ReadFile(filepath.Join(tmp, "signer.log"))
 	if !strings.Contains(string(signerLog), "reconnected to the node") {
