@@ -4,11 +4,13 @@ import (
 	"context"
 	"time"
 
+	"github.com/valnet/valnet/internal/faultcore"
 	"github.com/valnet/valnet/results/eventlog"
 )
 
-// pollEvery is how often the runner looks at observed progress.
-const pollEvery = 100 * time.Millisecond
+// pollEvery is how often the runner looks at observed progress, the fault
+// core's step cadence (the sim steps its faults on the same grid).
+const pollEvery = faultcore.StepEvery
 
 // wait polls observed progress until the target is reached, the hard
 // deadline passes or ctx ends, and returns the stop reason. The target is

@@ -14,6 +14,7 @@ import (
 	"github.com/cometbft/cometbft/crypto/ed25519"
 	"github.com/cometbft/cometbft/types"
 
+	"github.com/valnet/valnet/internal/faultcore"
 	"github.com/valnet/valnet/results/eventlog"
 	"github.com/valnet/valnet/scenarios"
 )
@@ -213,6 +214,35 @@ faults:
 	}
 	if b4 := blocks(events)[4]; b4.LastCommitRound == 0 {
 		t.Errorf("height 3 committed in round 0; after the heal its round 0 had a split prevote, so it needs round 1")
+	}
+}
+
+// TestFaultsStepOnTheRunnersGrid: the sim starts faults where the runner
+// does, on its poll grid (faultcore.StepEvery from the start): a fault at
+// a time on the first step at or after it, a fault at a height on the
+// first step after that height's first commit.
+func TestFaultsStepOnTheRunnersGrid(t *testing.T) {
+	events, _ := simRun(t, `name: grid
+run: {backend: sim, heights: 6, max_duration: 5m, sim: {calibration: CALIBRATION}}
+validators:
+  - {name: v, count: 4}
+faults:
+  - {action: signer-delay, target: v-1, at: {time: 1650ms}, duration: 1s, latency: 1ms}
+  - {action: signer-delay, target: v-2, at: {height: 3}, duration: 1s, latency: 1ms}
+`, exactCalibration)
+	starts := map[string]time.Time{}
+	for _, e := range events {
+		if e.Kind == eventlog.KindFault && e.State == eventlog.FaultStart {
+			starts[e.Validator] = e.Time
+		}
+	}
+	if got, want := starts["v-1"].Sub(Epoch), 1700*time.Millisecond; got != want {
+		t.Errorf("the fault at 1650ms started at %v, want the next step, %v", got, want)
+	}
+	committed := blocks(events)[2].Time.Sub(Epoch)
+	got := starts["v-2"].Sub(Epoch)
+	if got%faultcore.StepEvery != 0 || got < committed || got >= committed+faultcore.StepEvery {
+		t.Errorf("the fault at height 3 started at %v; height 2 was committed at %v: want the first step after it", got, committed)
 	}
 }
 

@@ -58,15 +58,27 @@ func (t *timeline) wake(e event) {
 
 // step starts and ends what is due now, with consensus at the height
 // after the last committed one, and queues a wake-up for the next time.
+// Steps fall on the grid of faultcore.StepEvery from the epoch, as the
+// runner's polls do (faultcore.StepEvery says why it matters).
 func (t *timeline) step() {
 	w := t.w
 	t.core.Step(w.at(w.now), w.committed+1)
 	if next, ok := t.core.Next(); ok {
-		at := max(next.Sub(w.epoch).Nanoseconds(), w.now)
-		if t.woken < 0 || at < t.woken {
-			t.woken = at
-			w.q.push(event{at: at, kind: evWake})
-		}
+		t.wakeAt(max(next.Sub(w.epoch).Nanoseconds(), w.now))
+	}
+}
+
+// committed: a height was committed; the next step (on the grid) sees it.
+func (t *timeline) committed() { t.wakeAt(t.w.now) }
+
+// wakeAt queues a step at the first grid time at or after at, unless one
+// is queued by then.
+func (t *timeline) wakeAt(at int64) {
+	grid := faultcore.StepEvery.Nanoseconds()
+	at = (at + grid - 1) / grid * grid
+	if t.woken < 0 || at < t.woken {
+		t.woken = at
+		t.w.q.push(event{at: at, kind: evWake})
 	}
 }
 

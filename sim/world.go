@@ -400,7 +400,7 @@ func (w *world) committedBy(n *node, h int64, r int32, block int32) {
 	if h > w.plan.Run.Heights {
 		w.stop = eventlog.StopHeights
 	}
-	w.timeline.step()
+	w.timeline.committed()
 }
 
 // work spends cost of CPU on node n: its own core, or one of the shared

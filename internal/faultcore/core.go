@@ -30,6 +30,20 @@ import (
 	"github.com/valnet/valnet/signers/threshold"
 )
 
+// StepEvery is the cadence at which a driver steps the Core. The runner's
+// poll loop looks at observed progress this often (runner/wait.go), so a
+// fault at a height starts on the first step after that height's first
+// commit, up to StepEvery later, and a fault at a time on the first step
+// at or after it. The sim steps on the same grid of its virtual time, so a
+// fault lands where in a height it lands in a real run: stepped at the
+// instant of the first commit instead, a partition at height 5 cut the
+// other validators off from height 4's precommits, and height 5 went
+// through in round 0 after the heal, where real nodes, already in height
+// 5's commit timeout, prevote nil on a held proposal and need a round
+// more (crosscheck, partition: model 0.0 against real 2.1 round changes
+// per 20 heights).
+const StepEvery = 100 * time.Millisecond
+
 // Fault event states (eventlog.FaultStart, FaultEnd, FaultInstant; the
 // results package is not imported here: a signer knows no report).
 const (
