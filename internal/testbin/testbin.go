@@ -56,11 +56,12 @@ func ABCICLI(t testing.TB) string {
 
 // Build builds the main package at pkg (a path relative to the module
 // root, e.g. ./runner/testdata/extsigner, or a module's package path)
-// once per test binary and
-// returns the binary's path. Call Cleanup from TestMain after m.Run.
+// once per test binary and returns the binary's path. Call Cleanup from
+// TestMain after m.Run. It builds with -trimpath, as make does, so the
+// build cache serves any checkout of the same source.
 func Build(t testing.TB, pkg string) string {
 	t.Helper()
-	return buildOnce(t, pkg, "", nil)
+	return buildOnce(t, pkg, "", []string{"-trimpath"})
 }
 
 // buildOnce builds pkg with go build's flags and env once per (pkg,
