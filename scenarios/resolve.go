@@ -89,17 +89,8 @@ func (d *decoder) resolve(raw *rawScenario) *Plan {
 	p.validatorGroups = vals.groups
 	p.Nodes = d.resolvePeerNodes(raw.Nodes, &vals, p.Run)
 	p.Network = d.resolveNetwork(raw.Network, vals, p.Nodes)
-	switch {
-	case len(p.Nodes) > 0 && p.Run.Backend == BackendSim:
-		// The MODEL's peers are validators only (sim/net.go): a full
-		// node or sentry there would be a relay it does not time.
-		key := "nodes"
-		if len(raw.Nodes) == 0 {
-			key = "validators"
-		}
-		d.fail(d.valuePos(key), key, "the sim MODEL does not model nodes that are not validators (full nodes, seeds, sentries) yet; run this scenario on inprocess, process or docker")
-	case p.HasSeeds() && p.NeedsFabric():
-		d.fail(d.valuePos("nodes"), "nodes", "seed nodes with shaped links (network latency, bandwidth, zones, links or a network fault): on real nodes peers found through seeds dial the addresses nodes advertise, which valnet's user-space links cannot sit between; give a topology instead of seeds")
+	if p.HasSeeds() && p.NeedsFabric() && p.Run.Backend != BackendSim {
+		d.fail(d.valuePos("nodes"), "nodes", "seed nodes with shaped links (network latency, bandwidth, zones, links or a network fault): on real nodes peers found through seeds dial the addresses nodes advertise, which valnet's user-space links cannot sit between; give a topology instead of seeds (the sim MODEL takes both)")
 	}
 	p.Faults = d.resolveFaults(raw.Faults, vals, p.Run)
 	p.Load = d.resolveLoad(raw.Load, vals)

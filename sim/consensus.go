@@ -425,6 +425,9 @@ func (w *world) addVote(n *node, e *event) {
 // signVote follows signAddVote: sign (the routine waits), then the vote
 // reaches the node's own receive routine and its peers.
 func (w *world) signVote(n *node, h int64, r int32, precommit bool, block int32) {
+	if n.i >= int32(w.n) {
+		return // not a validator: "If the node not in the validator set, do nothing" (signAddVote)
+	}
 	ph, mk := phase.Prevote, mPrevote
 	if precommit {
 		ph, mk = phase.Precommit, mPrecommit

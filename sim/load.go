@@ -96,8 +96,9 @@ func (l *loadModel) target() *node {
 		}
 		return nil
 	}
-	for range w.nodes {
-		n := w.nodes[l.rr%len(w.nodes)]
+	vals := w.nodes[:w.n] // round robin over the validators (scenarios.LoadToAll)
+	for range vals {
+		n := vals[l.rr%len(vals)]
 		l.rr++
 		if n.up {
 			return n

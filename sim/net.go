@@ -219,7 +219,7 @@ func (nm *netModel) send(from, to int32, t int64, size int, ch int) (int64, bool
 // otherwise.
 func (w *world) neighbours(i int32, f func(j int32)) {
 	if w.net.mesh {
-		for j := int32(0); j < int32(w.n); j++ {
+		for j := int32(0); j < int32(len(w.nodes)); j++ {
 			if j != i {
 				f(j)
 			}

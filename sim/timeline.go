@@ -35,7 +35,9 @@ func newTimeline(w *world) (*timeline, error) {
 	for i, name := range w.names {
 		t.idx[name] = int32(i)
 	}
-	core, err := faultcore.New(w.plan.Faults, w.names, w.seed, t)
+	// The core's names are the validators, as the runner's (r.members):
+	// partitions and link faults are between validators.
+	core, err := faultcore.New(w.plan.Faults, w.names[:w.n], w.seed, t)
 	if err != nil {
 		return nil, err
 	}

@@ -146,6 +146,15 @@ func newWorld(plan *scenarios.Plan, p Params, seed int64, keys []crypto.PubKey, 
 		w.signers = append(w.signers, s)
 		w.nodes = append(w.nodes, &node{i: int32(i), name: v.Name, up: true})
 	}
+	// The nodes that are not validators (full nodes, seeds, sentries)
+	// come after them: the same consensus state machine with no key, so
+	// they vote and propose nothing (state.go signAddVote: "If the node
+	// not in the validator set, do nothing"; isProposer) and relay and
+	// commit as any node.
+	for k, pn := range plan.Nodes {
+		w.names = append(w.names, pn.Name)
+		w.nodes = append(w.nodes, &node{i: int32(w.n + k), name: pn.Name, up: true})
+	}
 	// The genesis set as state.MakeGenesisState builds it: height 1 is
 	// NewValidatorSet's (which increments once).
 	vs := types.NewValidatorSet(vals)
@@ -158,9 +167,18 @@ func newWorld(plan *scenarios.Plan, p Params, seed int64, keys []crypto.PubKey, 
 		return nil, err
 	}
 	topo := plan.Network.Topology
-	mesh := topo.Kind == "" || topo.Kind == scenarios.TopologyMesh
+	mesh := (topo.Kind == "" || topo.Kind == scenarios.TopologyMesh) && len(plan.Nodes) == 0
 	var peers map[string][]string // a mesh needs no list: everyone is a peer
-	if !mesh {
+	switch {
+	case len(plan.Nodes) > 0:
+		// Sentries, full nodes and seeds: whom each node dials is the
+		// real backends' layout (Plan.Layout), one graph for both.
+		dials, err := plan.Layout(seed)
+		if err != nil {
+			return nil, err
+		}
+		peers = undirected(dials)
+	case !mesh:
 		dials, err := network.Peers(w.names, network.Topology{Kind: topo.Kind, K: topo.K, Explicit: topo.Peers}, seed)
 		if err != nil {
 			return nil, err
