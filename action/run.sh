@@ -41,9 +41,11 @@ read -r -d '' -a scenarios <<<"$VALNET_SCENARIOS"
 # shellcheck disable=SC2086
 read -r -d '' -a args <<<"${VALNET_ARGS:-}"
 errlog="$bin/stderr"
-"$bin/valnet" run --suite "${scenarios[@]}" --out "$out" "${args[@]}" 2> >(tee "$errlog" >&2)
-code=$?
-wait # for tee
+# stderr goes to the log through tee in a pipeline, which the shell waits
+# for (stdout stays stdout via fd 3). A process substitution's tee was not
+# waited for: under load the summary below read an empty log.
+{ "$bin/valnet" run --suite "${scenarios[@]}" --out "$out" "${args[@]}" 2>&1 1>&3 3>&- | tee "$errlog" >&2; } 3>&1
+code=${PIPESTATUS[0]}
 if [ -n "${GITHUB_OUTPUT:-}" ]; then
 	{
 		echo "exit-code=$code"
