@@ -369,6 +369,7 @@ func (w *world) addVote(n *node, e *event) {
 		if n.lastCommit.add(e.from, w.power[e.from], e.block) {
 			w.work(n, w.p.VoteCost)
 			w.voteEvent(n, e)
+			w.relayLastCommitVote(n, e)
 		}
 		return
 	}

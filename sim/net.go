@@ -289,6 +289,40 @@ func (w *world) relayVote(n *node, e *event) {
 	w.broadcasting = -1
 }
 
+// relayLastCommitVote passes on a precommit of the height before n's,
+// which n took into its LastCommit (a sparse topology's gossip): to a peer
+// at n's height still in new_height with the same LastCommit round
+// (pickVoteCurrentHeight, reactor.go 949-956), and to a peer lagging by
+// one height, still collecting that height's precommits (pickVoteToSend
+// 902-908). So a validator behind sentries whose precommit reaches them
+// after they committed the height still gets it to the next proposer
+// before timeout_commit ends, as on real nodes.
+func (w *world) relayLastCommitVote(n *node, e *event) {
+	if w.net.mesh {
+		return
+	}
+	relay := event{mk: e.mk, from: e.from, via: n.i, height: e.height, round: e.round, block: e.block}
+	w.broadcasting = w.q.openHeader(&relay)
+	for _, j := range w.net.peers[n.i] {
+		p := w.nodes[j]
+		switch {
+		case p.h == e.height:
+			if !w.lacksVote(j, e) {
+				continue
+			}
+		case p.h == n.h:
+			if p.step != stepNewHeight || p.lastCommit == nil || p.lastCommitRound != e.round || p.lastCommit.has(e.from) {
+				continue
+			}
+		default:
+			continue
+		}
+		w.deliver(n, j, &relay, voteBytes, chVotes)
+	}
+	w.q.closeHeader(w.broadcasting)
+	w.broadcasting = -1
+}
+
 // lacksVote reports whether node j does not have vote e yet, as its
 // peer state tells.
 func (w *world) lacksVote(j int32, e *event) bool {
