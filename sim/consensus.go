@@ -369,7 +369,7 @@ func (w *world) addVote(n *node, e *event) {
 		if n.lastCommit.add(e.from, w.power[e.from], e.block) {
 			w.work(n, w.p.VoteCost)
 			w.voteEvent(n, e)
-			w.relayLastCommitVote(n, e)
+			w.relayVote(n, e, true)
 		}
 		return
 	}
@@ -382,7 +382,7 @@ func (w *world) addVote(n *node, e *event) {
 	}
 	w.work(n, w.p.VoteCost)
 	w.voteEvent(n, e)
-	w.relayVote(n, e)
+	w.relayVote(n, e, false)
 	h := n.h
 	if !precommit {
 		if b, ok := vs.majority(w.total); ok && b != noBlock && n.validRound < e.round && e.round == n.r {

@@ -268,8 +268,10 @@ func (w *world) broadcastVote(n *node, mk msgKind, h int64, r int32, block int32
 }
 
 // relayVote passes a vote on to peers that lack it (a sparse topology's
-// gossip; in a mesh every peer has it from its voter).
-func (w *world) relayVote(n *node, e *event) {
+// gossip; in a mesh every peer has it from its voter). With lastCommit,
+// e is a precommit of the height before n's that n took into its
+// LastCommit (lacksLastCommitVote says who gets it).
+func (w *world) relayVote(n *node, e *event, lastCommit bool) {
 	if w.net.mesh {
 		return
 	}
@@ -280,7 +282,7 @@ func (w *world) relayVote(n *node, e *event) {
 	relay := event{mk: e.mk, from: e.from, via: n.i, height: e.height, round: e.round, block: e.block}
 	w.broadcasting = w.q.openHeader(&relay)
 	for _, j := range w.net.peers[n.i] {
-		if !w.lacksVote(j, e) {
+		if lastCommit && !w.lacksLastCommitVote(n, j, e) || !lastCommit && !w.lacksVote(j, e) {
 			continue
 		}
 		w.deliver(n, j, &relay, voteBytes, chVotes)
@@ -289,38 +291,23 @@ func (w *world) relayVote(n *node, e *event) {
 	w.broadcasting = -1
 }
 
-// relayLastCommitVote passes on a precommit of the height before n's,
-// which n took into its LastCommit (a sparse topology's gossip): to a peer
-// at n's height still in new_height with the same LastCommit round
-// (pickVoteCurrentHeight, reactor.go 949-956), and to a peer lagging by
-// one height, still collecting that height's precommits (pickVoteToSend
-// 902-908). So a validator behind sentries whose precommit reaches them
-// after they committed the height still gets it to the next proposer
-// before timeout_commit ends, as on real nodes.
-func (w *world) relayLastCommitVote(n *node, e *event) {
-	if w.net.mesh {
-		return
+// lacksLastCommitVote: whether n, which took precommit e of the height
+// before its own into its LastCommit, sends it to peer j: a peer at n's
+// height still in new_height with the same LastCommit round
+// (pickVoteCurrentHeight, reactor.go 949-956), or a peer lagging by one
+// height that lacks it (pickVoteToSend 902-908). So a validator behind
+// sentries whose precommit reaches them after they committed the height
+// still gets it to the next proposer before timeout_commit ends, as on
+// real nodes.
+func (w *world) lacksLastCommitVote(n *node, j int32, e *event) bool {
+	p := w.nodes[j]
+	switch p.h {
+	case e.height:
+		return w.lacksVote(j, e)
+	case n.h:
+		return p.step == stepNewHeight && p.lastCommit != nil && p.lastCommitRound == e.round && !p.lastCommit.has(e.from)
 	}
-	relay := event{mk: e.mk, from: e.from, via: n.i, height: e.height, round: e.round, block: e.block}
-	w.broadcasting = w.q.openHeader(&relay)
-	for _, j := range w.net.peers[n.i] {
-		p := w.nodes[j]
-		switch {
-		case p.h == e.height:
-			if !w.lacksVote(j, e) {
-				continue
-			}
-		case p.h == n.h:
-			if p.step != stepNewHeight || p.lastCommit == nil || p.lastCommitRound != e.round || p.lastCommit.has(e.from) {
-				continue
-			}
-		default:
-			continue
-		}
-		w.deliver(n, j, &relay, voteBytes, chVotes)
-	}
-	w.q.closeHeader(w.broadcasting)
-	w.broadcasting = -1
+	return false
 }
 
 // lacksVote reports whether node j does not have vote e yet, as its
