@@ -57,7 +57,7 @@ integ:
 	VALNET_INTEG_BUILTINS=$(INTEG_BUILTINS) VALNET_INTEG_LINES=$(INTEG_LINES) \
 		$(GO) test -tags integ -p 1 -timeout 40m -run 'Integ|UserBinary' -v ./runner/ ./nodes/ ./docker/ ./sweep/ ./crosscheck/ ./calibrate/
 	VALNET_SOAK_DURATION=$(SOAK_INTEG) $(GO) test -tags integ -timeout 15m -run 'Integ' -v ./soak/
-	$(MAKE) race RACE_RUNNER='$(RACE_RUNNER_INTEG)'
+	$(MAKE) race RACE_RUNNER='$(RACE_RUNNER_INTEG)' RACE_GUARD_CRASHES=$(RACE_GUARD_CRASHES_INTEG)
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME_INTEG)
 
 # What make integ would build, built ahead: the stock cometbft of
@@ -128,13 +128,19 @@ torture:
 # make integ runs RACE_RUNNER_INTEG of them: the recorder, the loop's
 # abilities, every signer path and fault, Ctrl-C, a slow node fault and
 # load (the others' concurrency is theirs: the monitor, live metrics).
+# TestGuardSurvivesKill9 kills a signer process RACE_GUARD_CRASHES times
+# per backend; under -race 200 take ~108 s of the ~122 s of ./signers/,
+# so make integ runs 20 (the same crash points' code under the detector;
+# make test runs all 200 without it).
+RACE_GUARD_CRASHES       ?= 200
+RACE_GUARD_CRASHES_INTEG ?= 20
 RACE_RESULTS := Writer|Tracker|Stream|Read
 RACE_NODES   := Listener|Lifecycle|Incarnations
 RACE_RUNNER  ?= TestRecorder|TestNodeFaultsRunOffTheLoopInOrderPerTarget|TestRequestNoter|TestRunSignerPathsAndFaults|TestStopDuringASlowNodeFault|TestHostMonitor|TestLoadGenerator|TestRunInterruptedStopsCleanly|TestRunDrivesBackendAbilities|TestRunMaxDurationEndsTheRun|TestLiveMetricsServeTheRun|TestRunSharedDevice|TestRunLoadAccounting
 RACE_RUNNER_INTEG := TestRecorder|TestNodeFaultsRunOffTheLoopInOrderPerTarget|TestRequestNoter|TestRunSignerPathsAndFaults|TestStopDuringASlowNodeFault|TestRunInterruptedStopsCleanly|TestRunDrivesBackendAbilities|TestRunLoadAccounting
 .PHONY: race builtins versions prebuild
 race:
-	$(GO) test -race -timeout 20m ./network/ ./signers/... ./soak/
+	VALNET_GUARD_CRASHES=$(RACE_GUARD_CRASHES) $(GO) test -race -timeout 20m ./network/ ./signers/... ./soak/
 	$(GO) test -race -timeout 20m -run '$(RACE_RESULTS)' ./results/
 	$(GO) test -race -timeout 20m -run '$(RACE_NODES)' ./nodes/
 	$(GO) test -race -timeout 20m -run '$(RACE_RUNNER)' ./runner/
