@@ -16,8 +16,9 @@ const (
 	NodeUp                          // the node runs again
 )
 
-// NodeChangeOf is the one definition of "node down" that the recorder's
-// live missed events and the report's node-down cause share. For a fault
+// NodeChangeOf is the one definition of "node down" that the runner's
+// live view (the load generator skips a node that is down) and the
+// report's node-down cause share. For a fault
 // event on a validator:
 //   - node-stop, node-kill, node-pause and node-restart starting take the
 //     node down; their end brings it back. A node-restart is down until its

@@ -1,6 +1,9 @@
 package results
 
 import (
+	"bytes"
+	"encoding/json"
+
 	"github.com/valnet/valnet/internal/action"
 	"github.com/valnet/valnet/results/eventlog"
 	"strings"
@@ -123,6 +126,38 @@ func TestNodeRestartMissesAreNodeDown(t *testing.T) {
 	}
 	if strings.Join(causes, " ") != "node-down node-down unknown" {
 		t.Errorf("missed.csv causes %v", causes)
+	}
+}
+
+// TestLegacyMissedLinesChangeNothing: streams written before the recorder
+// stopped classifying hold "missed" lines (cause node-down, by another
+// rule than missed.csv's); a report of such a stream ignores them.
+func TestLegacyMissedLinesChangeNothing(t *testing.T) {
+	evs := []eventlog.Event{runStart("v1", "v2", "v3", "v4"),
+		block(1, 1000, 0, nil, nil),
+		faultAt(1500, "v4", action.NodeKill, eventlog.FaultStart),
+		block(2, 2000, 0, nil, nil),
+		block(3, 3000, 0, []string{"v4"}, nil),
+		faultAt(3500, "v4", action.NodeKill, eventlog.FaultEnd),
+		block(4, 4000, 0, []string{"v4"}, nil),
+		runEnd(4500, eventlog.StopHeights)}
+	var legacy []eventlog.Event
+	for _, e := range evs {
+		legacy = append(legacy, e)
+		if e.Kind == eventlog.KindBlock && e.Height == 3 {
+			legacy = append(legacy, eventlog.Event{Time: e.Time, Kind: "missed", Validator: "v4", Height: 2})
+		}
+	}
+	want, err := json.Marshal(Summarize(evs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := json.Marshal(Summarize(legacy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("a legacy missed line changed the summary:\n%s\nwant\n%s", got, want)
 	}
 }
 

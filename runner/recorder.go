@@ -20,7 +20,7 @@ type recorder struct {
 	mu     sync.Mutex
 	blocks map[int64]bool
 	sealed bool
-	downs  results.NodeDowns // validators whose node a fault has taken down
+	downs  results.NodeDowns // validators whose node a fault has taken down now
 
 	// Signers report through a queue: encoding and writing an event must
 	// not sit inside a signature (it would be counted as transport time,
@@ -90,16 +90,11 @@ func (r *recorder) Emit(e eventlog.Event) {
 	// Writing under the lock keeps the file in the order events were
 	// accepted, so a block line never precedes the run_start line.
 	r.w.Emit(e)
-	switch e.Kind {
-	case eventlog.KindFault:
+	// The load generator asks which nodes are down (nodeDown). A missed
+	// precommit is never classified here: missed.csv does that from the
+	// stream, by one rule, so no live copy can disagree with it.
+	if e.Kind == eventlog.KindFault {
 		r.downs.Observe(&e)
-	case eventlog.KindBlock:
-		for _, v := range e.LastCommitAbsent {
-			if r.downs.Down(v) {
-				r.w.Emit(eventlog.Event{Time: e.Time, Kind: eventlog.KindMissed, Validator: v,
-					Height: e.Height - 1, Cause: results.CauseNodeDown})
-			}
-		}
 	}
 	r.mu.Unlock()
 	r.tracker.Observe(e)

@@ -48,11 +48,10 @@ const (
 	// KindFault: a scenario fault on Validator (the target) changed State
 	// ("start" or "end"): Action (e.g. signer-delay), Detail (what it does).
 	KindFault Kind = "fault"
-	// KindMissed: Validator's precommit for Height is absent from the next
-	// block while its node was down (Cause "node-down": see NodeChangeOf),
-	// recorded as it happens. Every other cause is
-	// derived at report time from the observations (missed.csv).
-	KindMissed Kind = "missed"
+	// No kind records a missed precommit or its cause: both are derived at
+	// report time from blocks, signatures and faults (missed.csv), so a
+	// better classifier re-reads old runs. Streams written before 2026-12
+	// hold "missed" lines (with "cause"); readers keep and ignore them.
 	// KindNodeError: something went wrong inside node Node (Error), e.g. an
 	// event subscription that CometBFT cancelled; events may be missing.
 	KindNodeError Kind = "node_error"
@@ -197,9 +196,6 @@ type Event struct {
 	// time, no real nodes), nil for real nodes. Every report says so, and
 	// what the model did not record is reported as unknown (see ModelInfo).
 	Model *ModelInfo `json:"model,omitempty"`
-
-	// missed
-	Cause string `json:"cause,omitempty"`
 
 	// fault
 	Action string `json:"action,omitempty"`
