@@ -41,8 +41,9 @@ func Constant(d time.Duration) Model { return constant(d) }
 
 type constant time.Duration
 
-func (c constant) Draw() time.Duration { return time.Duration(c) }
-func (c constant) String() string      { return Spec{Dist: Fixed, Value: time.Duration(c)}.String() }
+func (c constant) Draw() time.Duration   { return time.Duration(c) }
+func (c constant) String() string        { return Spec{Dist: Fixed, Value: time.Duration(c)}.String() }
+func (c constant) Median() time.Duration { return time.Duration(c) }
 
 type model struct {
 	spec      Spec
@@ -80,6 +81,22 @@ func duration(ns float64) time.Duration {
 }
 
 func (m *model) String() string { return m.spec.String() }
+
+func (m *model) Median() time.Duration { return m.spec.Median() }
+
+// Medianer is a model that knows its median (Spec.Median).
+type Medianer interface{ Median() time.Duration }
+
+// Typical is m's median delay when m knows it (every model New and
+// Constant make does), else 0: the delay a message typically takes, for
+// a model that needs one figure rather than a draw (the sim's view of
+// how late a peer's state reaches a node).
+func Typical(m Model) time.Duration {
+	if md, ok := m.(Medianer); ok {
+		return md.Median()
+	}
+	return 0
+}
 
 // Serialer is a model that can stop locking its draws.
 type Serialer interface{ Serial() }

@@ -86,6 +86,12 @@ type node struct {
 	commitBlock int32
 
 	catchUpPending bool // a block fetch is queued (catchUp)
+	// seen: the node's last round states, newest last, with when it
+	// entered each; partAt: when it added each part of partsFor (0:
+	// not yet). Its peers' gossip routines know both a link delay late
+	// (gossip.go).
+	seen   [seenLen]roundState
+	partAt []int64
 
 	// held are messages for a later round or height, handed in when the
 	// node gets there (a peer's gossip sends them once the peer state
@@ -109,6 +115,9 @@ func (w *world) enterNewRound(n *node, h int64, r int32) {
 			Proposer: w.names[w.proposer(h, r)]})
 	}
 	w.releaseHeld(n)
+	if r > 0 {
+		w.moved(n)
+	}
 	w.enterPropose(n, h, r)
 }
 
@@ -210,7 +219,7 @@ func (w *world) enterPrecommit(n *node, h int64, r int32) {
 		default:
 			// a polka for a block we do not have: fetch it, precommit nil
 			if n.partsFor != b {
-				n.wantParts(b)
+				w.collect(n, b)
 				n.propBlock = noBlock
 			}
 		}
@@ -246,7 +255,7 @@ func (w *world) enterCommit(n *node, h int64, r int32, block int32) {
 		// EventValidBlock, whose NewValidBlockMessage tells the peers
 		// which parts the node lacks; they send them (gossipDataRoutine,
 		// gossipDataForCatchup for a peer already past h).
-		n.wantParts(block)
+		w.collect(n, block)
 		w.fetchParts(n, h, block)
 	}
 	w.tryFinalize(n)
@@ -276,6 +285,7 @@ func (w *world) finalizeCommit(n *node) {
 func (w *world) newHeight(n *node, h int64, commitTime int64) {
 	w.newHeightQuiet(n, h, commitTime)
 	w.stepEvent(n)
+	w.moved(n)
 	// Votes of the new height are taken at once, in new_height too
 	// (addVote: vote.Height == cs.Height).
 	w.releaseHeld(n)
@@ -307,7 +317,7 @@ func (w *world) addProposal(n *node, e event) {
 	}
 	w.work(n, w.p.ProposalCost)
 	n.proposal, n.polRound = e.block, e.polRound()
-	n.wantParts(e.block)
+	w.collect(n, e.block)
 	w.relayProposal(n, e)
 }
 
@@ -326,12 +336,21 @@ func (w *world) addPart(n *node, e event, all bool) {
 	}
 	if all {
 		n.partsGot = b.parts
+		if w.g != nil {
+			for k := range b.parts {
+				n.setPartAt(k)
+			}
+			w.armOut(n, chData, n.t)
+		}
 	} else {
 		if !n.gotPart(e.partIndex()) {
 			return // PartSet.AddPart: a part it has is dropped
 		}
 		w.work(n, w.p.PartCost)
 		n.partsGot++
+		if w.g != nil {
+			n.setPartAt(e.partIndex())
+		}
 		w.relayPart(n, e)
 	}
 	if n.partsGot < b.parts {
@@ -391,7 +410,7 @@ func (w *world) addVote(n *node, e *event) {
 			} else {
 				n.propBlock = noBlock
 			}
-			n.wantParts(b)
+			w.collect(n, b)
 		}
 		switch {
 		case n.r < e.round && vs.anyTwoThirds(w.total):
@@ -441,6 +460,7 @@ func (w *world) signVote(n *node, h int64, r int32, precommit bool, block int32)
 }
 
 func (w *world) stepEvent(n *node) {
+	n.noteState()
 	if w.recordNode(n) {
 		s := stepNames[n.step]
 		w.emit(eventlog.Event{Time: w.at(n.t), Kind: eventlog.KindStep, Node: n.name, Height: n.h, Round: n.r, Step: s})
@@ -469,7 +489,43 @@ func (n *node) wantParts(block int32) {
 	if n.partsFor != block {
 		n.partsFor, n.partsGot = block, 0
 		clear(n.partsSeen)
+		clear(n.partAt)
 	}
+}
+
+// collect is wantParts; on a sparse topology a new part set is news to
+// n's peers (its part-set header: the proposal, NewValidBlock), whose
+// data routines then send the parts.
+func (w *world) collect(n *node, block int32) {
+	if n.partsFor == block {
+		return
+	}
+	n.wantParts(block)
+	if w.g != nil && block != noBlock {
+		w.armIn(n, chData)
+	}
+}
+
+// moved: n entered a new height or round. On a sparse topology its
+// routines may have something for its peers now, and its peers for it
+// once its NewRoundStep reaches them.
+func (w *world) moved(n *node) {
+	if w.g == nil {
+		return
+	}
+	for ch := range 2 {
+		w.armOut(n, ch, n.t)
+		w.armIn(n, ch)
+	}
+}
+
+// setPartAt records that part k of partsFor was added now (its
+// HasProposalBlockPart).
+func (n *node) setPartAt(k int32) {
+	if int(k) >= len(n.partAt) {
+		n.partAt = append(n.partAt, make([]int64, int(k)+1-len(n.partAt))...)
+	}
+	n.partAt[k] = max(n.t, 1)
 }
 
 // gotPart marks part k of partsFor as received; false when it was.

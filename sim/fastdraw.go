@@ -45,6 +45,8 @@ func (f *fastNormal) Draw() time.Duration {
 	return time.Duration(ns)
 }
 
+func (f *fastNormal) Median() time.Duration { return f.mean }
+
 func (f *fastNormal) String() string {
 	return latency.Spec{Dist: latency.Normal, Mean: f.mean, Stddev: f.sd}.String()
 }

@@ -1,7 +1,8 @@
 package sim
 
 // The message lane of the queue: where a broadcast's messages wait (a
-// vote to every neighbour, or its relay to peers that lack it). A
+// vote to every neighbour of a full mesh; a sparse topology's gossip
+// sends bursts, gossip.go, as events). A
 // vote goes to every neighbour at once, ~1,000 messages in a 1,000-node
 // mesh, millions in flight over ~100 ms. As events of their own in the
 // queue's 16 µs buckets, writing each was a cache miss (thousands of

@@ -43,12 +43,21 @@ type link struct {
 	delay   latency.Model // nil: 0
 	rate    float64       // bytes per second: the link's bandwidth, capped at send_rate
 	blocked bool
-	// routine wake-up grid of the vote and data routines i->j, the
-	// connection's serialiser, pending flush and last arrival (order).
+	// per channel (vote, data): the routine's wake-up grid i->j, the
+	// serialiser, the pending flush and the last arrival (order). An
+	// MConnection sends its channels' packets interleaved by priority
+	// (p2p/conn/connection.go sendSomePacketMsgs: the channel with the
+	// least recently sent per priority goes next, 1 KiB packets), so a
+	// vote does not wait behind a block's parts: each channel has its
+	// own queue and order here.
 	nextCheck [2]int64
-	free      int64
-	flushAt   int64
-	last      int64
+	free      [2]int64
+	flushAt   [2]int64
+	last      [2]int64
+	// typical is the link's median delay (latency.Typical): how late
+	// the sender's state (its NewRoundStep, HasVote) reaches the other
+	// end, for the gossip routines' view of their peer (gossip.go).
+	typical int64
 }
 
 type netModel struct {
@@ -168,6 +177,10 @@ func (nm *netModel) drawInPlace(nw scenarios.NetworkPlan, names []string, seed i
 func (nm *netModel) setLink(from, to int32, l network.Link) {
 	lk := nm.link(from, to)
 	lk.delay = l.Latency
+	lk.typical = 0
+	if lk.delay != nil {
+		lk.typical = latency.Typical(lk.delay).Nanoseconds()
+	}
 	latency.MakeSerial(lk.delay) // built for the sim alone, drawn by its loop alone
 	lk.rate = nm.cap
 	if l.Bandwidth > 0 && l.Bandwidth < lk.rate {
@@ -198,20 +211,20 @@ func (nm *netModel) send(from, to int32, t int64, size int, ch int) (int64, bool
 		s += (t - s + nm.sleep - 1) / nm.sleep * nm.sleep
 	}
 	lk.nextCheck[ch] = s
-	start := max(s, lk.free)
-	lk.free = start + int64(float64(size)/lk.rate*1e9)
-	if lk.flushAt < lk.free {
+	start := max(s, lk.free[ch])
+	lk.free[ch] = start + int64(float64(size)/lk.rate*1e9)
+	if lk.flushAt[ch] < lk.free[ch] {
 		// The connection's flush timer is set by every write, consensus
 		// chatter (HasVote, NewRoundStep) included, which the model does
 		// not send: it fires somewhere within flush_throttle.
-		lk.flushAt = lk.free + int64(nm.rng.Float64()*float64(nm.flush))
+		lk.flushAt[ch] = lk.free[ch] + int64(nm.rng.Float64()*float64(nm.flush))
 	}
-	arrive := lk.flushAt
+	arrive := lk.flushAt[ch]
 	if lk.delay != nil {
 		arrive += lk.delay.Draw().Nanoseconds()
 	}
-	arrive = max(arrive, lk.last)
-	lk.last = arrive
+	arrive = max(arrive, lk.last[ch])
+	lk.last[ch] = arrive
 	return arrive, true
 }
 
@@ -258,8 +271,13 @@ func (w *world) deliver(from *node, j int32, e *event, size int, ch int) {
 	w.q.pushNew(e)
 }
 
-// broadcastVote sends n's own vote to every neighbour.
+// broadcastVote sends n's own vote to every neighbour of a full mesh; on
+// a sparse topology the vote routines send it once n's receive routine
+// has counted it (addVote, relayVote), as any vote.
 func (w *world) broadcastVote(n *node, mk msgKind, h int64, r int32, block int32) {
+	if w.g != nil {
+		return
+	}
 	e := event{mk: mk, from: n.i, via: n.i, height: h, round: r, block: block}
 	w.broadcasting = w.q.openHeader(&e)
 	w.neighbours(n.i, func(j int32) { w.deliver(n, j, &e, voteBytes, chVotes) })
@@ -267,65 +285,21 @@ func (w *world) broadcastVote(n *node, mk msgKind, h int64, r int32, block int32
 	w.broadcasting = -1
 }
 
-// relayVote passes a vote on to peers that lack it (a sparse topology's
-// gossip; in a mesh every peer has it from its voter). With lastCommit,
-// e is a precommit of the height before n's that n took into its
-// LastCommit (lacksLastCommitVote says who gets it).
-func (w *world) relayVote(n *node, e *event, lastCommit bool) {
-	if w.net.mesh {
-		return
+// relayVote: n counted vote e (with lastCommit, into its LastCommit). In
+// a full mesh every peer has it from its voter; on a sparse topology n's
+// vote routines send it to the peers that lack it (gossip.go).
+func (w *world) relayVote(n *node, _ *event, _ bool) {
+	if w.g != nil {
+		w.armOut(n, chVotes, n.t)
 	}
-	// The relays go into the queue's message lane as a broadcast of the
-	// vote (msglane.go): ~20 copies a node, over a random topology the
-	// bulk of the queue, are 32 bytes each there, in coarse buckets that
-	// stay in cache. The same keys, so the same order.
-	relay := event{mk: e.mk, from: e.from, via: n.i, height: e.height, round: e.round, block: e.block}
-	w.broadcasting = w.q.openHeader(&relay)
-	for _, j := range w.net.peers[n.i] {
-		if lastCommit && !w.lacksLastCommitVote(n, j, e) || !lastCommit && !w.lacksVote(j, e) {
-			continue
-		}
-		w.deliver(n, j, &relay, voteBytes, chVotes)
-	}
-	w.q.closeHeader(w.broadcasting)
-	w.broadcasting = -1
-}
-
-// lacksLastCommitVote: whether n, which took precommit e of the height
-// before its own into its LastCommit, sends it to peer j: a peer at n's
-// height still in new_height with the same LastCommit round
-// (pickVoteCurrentHeight, reactor.go 949-956), or a peer lagging by one
-// height that lacks it (pickVoteToSend 902-908). So a validator behind
-// sentries whose precommit reaches them after they committed the height
-// still gets it to the next proposer before timeout_commit ends, as on
-// real nodes.
-func (w *world) lacksLastCommitVote(n *node, j int32, e *event) bool {
-	p := w.nodes[j]
-	switch p.h {
-	case e.height:
-		return w.lacksVote(j, e)
-	case n.h:
-		return p.step == stepNewHeight && p.lastCommit != nil && p.lastCommitRound == e.round && !p.lastCommit.has(e.from)
-	}
-	return false
-}
-
-// lacksVote reports whether node j does not have vote e yet, as its
-// peer state tells.
-func (w *world) lacksVote(j int32, e *event) bool {
-	p := w.nodes[j]
-	switch {
-	case p.h > e.height:
-		return false
-	case p.h < e.height:
-		return true
-	}
-	return !p.votes.set(e.round, e.mk == mPrecommit).has(e.from)
 }
 
 // broadcastProposal sends the proposal, then its parts, to every
 // neighbour: the data routine sends them one after the other.
 func (w *world) broadcastProposal(n *node, h int64, r int32, block, pol int32) {
+	if w.g != nil {
+		return // its data routines send it once n has it (addProposal)
+	}
 	b := w.block(h, block)
 	if b == nil {
 		return // a lagging proposer's block of a settled height: nobody needs it
@@ -340,31 +314,15 @@ func (w *world) broadcastProposal(n *node, h int64, r int32, block, pol int32) {
 
 // relayProposal and relayPart gossip what a node got to peers that lack
 // it (sparse topologies).
-func (w *world) relayProposal(n *node, e event) {
-	if w.net.mesh || e.from == n.i {
-		return
-	}
-	for _, j := range w.net.peers[n.i] {
-		p := w.nodes[j]
-		if p.h < e.height || p.h == e.height && p.proposal == noBlock {
-			w.deliver(n, j, &event{mk: mProposal, from: n.i, height: e.height, round: e.round, block: e.block, arg: e.arg}, proposalBytes, chData)
-		}
+func (w *world) relayProposal(n *node, _ event) {
+	if w.g != nil {
+		w.armOut(n, chData, n.t)
 	}
 }
 
-func (w *world) relayPart(n *node, e event) {
-	if w.net.mesh {
-		return
-	}
-	for _, j := range w.net.peers[n.i] {
-		p := w.nodes[j]
-		b := w.block(e.height, e.block)
-		if b == nil {
-			return
-		}
-		if p.h < e.height || p.h == e.height && p.propBlock != e.block && (p.partsFor != e.block || p.partsGot < b.parts) {
-			w.deliver(n, j, &event{mk: mPart, from: n.i, height: e.height, round: e.round, block: e.block, arg: e.arg}, partSize(b, e.partIndex()), chData)
-		}
+func (w *world) relayPart(n *node, _ event) {
+	if w.g != nil {
+		w.armOut(n, chData, n.t)
 	}
 }
 
@@ -373,6 +331,17 @@ func (w *world) relayPart(n *node, e event) {
 // and parts of j's round, when j lacks them.
 func (w *world) resync(i, j int32) {
 	src, dst := w.nodes[i], w.nodes[j]
+	if w.g != nil {
+		if src.up && dst.up {
+			for _, c := range w.g.byNode[i] {
+				if w.g.conns[c].to == j {
+					w.arm(c, chVotes, w.now)
+					w.arm(c, chData, w.now)
+				}
+			}
+		}
+		return
+	}
 	if !src.up || !dst.up || src.h != dst.h {
 		return
 	}

@@ -33,32 +33,12 @@ func TestSentriedValidatorOnlyThroughSentries(t *testing.T) {
 	if reason != eventlog.StopHeights {
 		t.Fatalf("stopped: %s", reason)
 	}
-	type voteKey struct {
-		validator string
-		height    int64
-		round     int32
-		phase     string
-	}
-	own := map[voteKey]time.Time{} // a vote at its own validator's node
-	for _, e := range events {
-		if e.Kind == eventlog.KindVote && e.Node == e.Validator {
-			own[voteKey{e.Validator, e.Height, e.Round, e.Phase}] = e.Time
-		}
-	}
 	var viaSentry, direct int
-	for _, e := range events {
-		if e.Kind != eventlog.KindVote || e.Node == e.Validator {
-			continue
-		}
-		signed, ok := own[voteKey{e.Validator, e.Height, e.Round, e.Phase}]
-		if !ok {
-			continue
-		}
-		took := e.Time.Sub(signed)
+	voteTravels(events, func(e eventlog.Event, took time.Duration) {
 		switch {
 		case e.Node == "guarded" || e.Validator == "guarded":
 			if e.Node == "guarded-sentry-1" || e.Node == "guarded-sentry-2" {
-				continue // the validator's own link to its sentry
+				return // the validator's own link to its sentry
 			}
 			if contains([]string{"v-1", "v-2", "v-3", "v-4", "guarded"}, e.Node) {
 				viaSentry++
@@ -72,7 +52,7 @@ func TestSentriedValidatorOnlyThroughSentries(t *testing.T) {
 				t.Errorf("%s's %s at h%d r%d reached %s in %v, want the direct link's %v", e.Validator, e.Phase, e.Height, e.Round, e.Node, took, peerLink)
 			}
 		}
-	}
+	})
 	if viaSentry == 0 || direct == 0 {
 		t.Fatalf("votes seen: %d through sentries, %d direct; want some of each", viaSentry, direct)
 	}
@@ -109,5 +89,31 @@ func TestPeerNodesSignNothingAndFollow(t *testing.T) {
 	}
 	if got := len(committed["seed"]); got != 0 {
 		t.Errorf("the seed committed %d heights; it carries no consensus traffic", got)
+	}
+}
+
+// voteTravels calls f for every receipt of a vote at a node other than
+// its validator's, with how long the vote took from its own node's
+// receipt (its signing) to that node.
+func voteTravels(events []eventlog.Event, f func(e eventlog.Event, took time.Duration)) {
+	type voteKey struct {
+		validator string
+		height    int64
+		round     int32
+		phase     string
+	}
+	own := map[voteKey]time.Time{} // a vote at its own validator's node
+	for _, e := range events {
+		if e.Kind == eventlog.KindVote && e.Node == e.Validator {
+			own[voteKey{e.Validator, e.Height, e.Round, e.Phase}] = e.Time
+		}
+	}
+	for _, e := range events {
+		if e.Kind != eventlog.KindVote || e.Node == e.Validator {
+			continue
+		}
+		if signed, ok := own[voteKey{e.Validator, e.Height, e.Round, e.Phase}]; ok {
+			f(e, e.Time.Sub(signed))
+		}
 	}
 }

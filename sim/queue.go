@@ -27,6 +27,7 @@ const (
 	evCatchUp                // a lagging node has fetched the next committed block
 	evRestart                // a restarted node is up again
 	evInternal               // a node's own vote or proposal reaches its receive routine
+	evGossip                 // a gossip routine of a connection wakes (gossip.go)
 )
 
 // msgKind is what a message carries.
@@ -37,6 +38,7 @@ const (
 	mPart
 	mPrevote
 	mPrecommit
+	mVotes // a burst of votes (gossip.go): arg names it
 )
 
 type event struct {

@@ -17,7 +17,7 @@ package sim
 //   - handling it changes only what no one else reads before the node's
 //     next event: its vote sets and its own clock. Another node reads a
 //     node's vote sets of its height only to gossip on a sparse topology
-//     (lacksVote) and to resync after a fault (resync); its LastCommit
+//     (gossip.go's votesOf) and to resync after a fault (resync); its LastCommit
 //     when it sends it to a node one height behind (catchUpOnly), which
 //     asks lastCommitHas: a precommit counted ahead of its time is not
 //     there yet. Vote events are recorded only up to VoteEventsMax

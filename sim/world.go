@@ -84,12 +84,11 @@ type world struct {
 	curDue int64
 	curSeq uint64
 
-	// spends: spent votes are dropped on arrival (spent.go);
-	// spentDropped counts them.
-	spends       bool
-	spentDropped int64
-	sink         func(eventlog.Event)
-	voteEvents   bool
+	// g: the connections' gossip routines of a sparse topology
+	// (gossip.go); nil in a full mesh.
+	g          *gossip
+	sink       func(eventlog.Event)
+	voteEvents bool
 	// burst: quiet votes may be handled ahead of the queue (quiet.go);
 	// quietHandled counts them.
 	burst        bool
@@ -192,11 +191,9 @@ func newWorld(plan *scenarios.Plan, p Params, seed int64, keys []crypto.PubKey, 
 	if plan.Load != nil {
 		w.load = newLoad(w, *plan.Load)
 	}
-	var actions []string
-	for _, f := range plan.Faults {
-		actions = append(actions, f.Action)
+	if !mesh {
+		w.g = newGossip(w)
 	}
-	w.spends = !mesh && spendsVotes(actions) // a mesh has no relays: copies are rare
 	w.burst = quietBursts && len(plan.Faults) == 0 && w.net.mesh && w.cores == nil && !w.voteEvents
 	return w, nil
 }
@@ -476,6 +473,9 @@ func (w *world) run(ctx context.Context) (string, error) {
 
 func (w *world) dispatch(e *event) {
 	switch e.kind {
+	case evGossip:
+		w.gossipWake(e)
+		return
 	case evWake:
 		w.timeline.wake(*e)
 		return
@@ -495,6 +495,7 @@ func (w *world) dispatch(e *event) {
 		// A cut holds what was in flight on the link (network/pipe.go
 		// keeps its bytes until the heal); the heal's resync then sends
 		// what the node still lacks at its height.
+		w.dropped(e)
 		return
 	}
 	if e.proxy {
@@ -506,11 +507,8 @@ func (w *world) dispatch(e *event) {
 		defer w.nextWaiting(n, e.at)
 	}
 	if !n.up {
+		w.dropped(e)
 		return // a down node neither sends nor receives; its timers died with it
-	}
-	if w.spends && e.kind == evMsg && (n.busy <= e.at || !n.catchUpPending) && w.spentVote(n, e) {
-		w.spentDropped++
-		return // a copy of a vote n has (spent.go)
 	}
 	if n.busy > e.at {
 		if w.burst && n.waiting.len() == 0 && w.quietVote(n, e) {
@@ -594,7 +592,13 @@ func (w *world) takeDown(n *node) {
 // for a later height, or a proposal for a later round, waits until the
 // node gets there.
 func (w *world) handleMsg(n *node, e *event) {
-	if e.height > n.h || e.height == n.h && e.round > n.r && (e.mk == mProposal || e.mk == mPart) {
+	if e.mk == mVotes {
+		w.handleBurst(n, e)
+		return
+	}
+	// (On a sparse topology a routine sends only what its peer's round
+	// state lets it use: nothing is held.)
+	if w.g == nil && (e.height > n.h || e.height == n.h && e.round > n.r && (e.mk == mProposal || e.mk == mPart)) {
 		n.held = append(n.held, *e)
 		return
 	}
@@ -658,6 +662,10 @@ func (w *world) fetchParts(n *node, h int64, block int32) {
 	b := w.block(h, block)
 	if b == nil {
 		w.scheduleCatchUp(n) // the model no longer has it: fetched whole, as blocksync would
+		return
+	}
+	if w.g != nil {
+		w.armIn(n, chData) // its NewValidBlock: the peers' data routines send the parts
 		return
 	}
 	var parts []event
@@ -759,6 +767,7 @@ func (w *world) catchUpOnly(p *node, h int64, msgs []event) []event {
 // first height starts before valnet listens, as with real nodes).
 func (w *world) newHeightQuiet(n *node, h int64, commitTime int64) {
 	n.h, n.r, n.step = h, 0, stepNewHeight
+	n.noteState()
 	n.startTime = commitTime + w.timeouts.commit
 	n.votes.reset(w.n, n.lastCommit)
 	n.proposal, n.polRound, n.propBlock = noBlock, -1, noBlock

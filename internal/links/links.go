@@ -43,6 +43,15 @@ func (d Delay) Draw() time.Duration {
 	return max(t, 0)
 }
 
+// Median is the base's median (latency.Typical); the jitter, a normal
+// about zero clamped at zero in the sum, adds none to the median.
+func (d Delay) Median() time.Duration {
+	if d.Base == nil {
+		return 0
+	}
+	return latency.Typical(d.Base)
+}
+
 func (d Delay) String() string {
 	switch {
 	case d.Base != nil && d.Jitter != nil:

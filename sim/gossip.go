@@ -1,0 +1,483 @@
+package sim
+
+import (
+	"math/bits"
+	"math/rand/v2"
+
+	"github.com/valnet/valnet/latency"
+)
+
+// Gossip on a sparse topology (random, ring, explicit, sentries, seeds),
+// as CometBFT's consensus reactor does it: each connection has a vote
+// routine and a data routine (internal/consensus/reactor.go
+// gossipVotesRoutine 646-704, gossipDataRoutine 590-644). A routine
+// wakes, sends in one burst everything its peer lacks by what it knows of
+// the peer (pickVoteToSend 887-937 and pickVoteCurrentHeight 939-1000 for
+// votes; pickPartToSend 808-855, pickPartForCatchup 857-885 and the
+// proposal for data), then sleeps peer_gossip_sleep_duration once it
+// finds nothing (the calibration's gossip_sleep). The model wakes a
+// routine only when it may find something (its node got a vote, a
+// proposal or a part; its peer moved to a new height or round, or
+// collects another block's parts; a link opened again): a routine
+// asleep with nothing to send changes nothing.
+//
+// What a routine knows of its peer (PeerState):
+//   - the peer's height, round and step as of one link delay ago (its
+//     NewRoundStep messages): node.seen keeps each node's recent states
+//     with the time it entered them;
+//   - the votes it sent the peer, and the peer's votes as they are (its
+//     HasVote messages, taken as instant: a vote is 180 bytes, and a
+//     copy the peer has already is dropped unverified by
+//     VoteSet.addVote);
+//   - the parts it sent the peer, and the parts the peer had one link
+//     delay ago (HasProposalBlockPart, reactor.go 525-536): a 64 KiB
+//     part sent twice costs the link ~13 ms, so the lag is kept.
+//
+// A burst of votes is one message on the wire (serialised, flushed and
+// delayed once: the MConnection writes them back to back); its votes
+// are handled one after the other. Parts go one message each, serialised
+// at the connection's rate, in an order drawn per burst (PickRandom).
+//
+// In a full mesh every node hears each vote from its voter and the model
+// sends it there only (net.go deliver, broadcastVote): the Notes say so.
+
+// conn is node i's connection to one peer: its two routines' state and
+// what it has sent the peer.
+type conn struct {
+	from, to int32
+	rev      int32    // the connection to -> from
+	wake     [2]int64 // the routine's queued wake-up; -1: asleep
+	sent     [4]sentVotes
+	sentNext uint8 // the sent set to reuse next
+	// the proposal sent for (propH, propR), and the parts sent of block
+	// partsB of height partsH (bitset)
+	propH     int64
+	propR     int32
+	partsB    int32
+	partsH    int64
+	sentParts []uint64
+}
+
+// sentVotes are the votes of one height, round and type a connection
+// sent its peer.
+type sentVotes struct {
+	h    int64
+	r    int32
+	pc   bool
+	bits []uint64
+}
+
+// segment is the votes of a burst of one height, round, type and block
+// (a LastCommit precommit is of the height before the peer's): a bitset
+// of voters, words [off, off+g.words) of the burst's bits.
+type segment struct {
+	h     int64
+	round int32
+	block int32
+	off   int32
+	pc    bool
+}
+
+// burst is the votes a routine sent in one wake-up, as bitsets: the
+// receiver skips the ones it has with a word operation, as CometBFT's
+// VoteSet.addVote drops a known vote before verifying it.
+type burst struct {
+	segs []segment
+	bits []uint64
+}
+
+// roundState is a node's height, round and step, and when it got there.
+type roundState struct {
+	at   int64
+	h    int64
+	r    int32
+	step uint8
+}
+
+const seenLen = 4
+
+type gossip struct {
+	conns []conn
+	// byNode[i] are the indexes of node i's connections, as
+	// net.peers[i] orders its peers
+	byNode [][]int32
+	// asleep[ch][i]: node i's routines on ch with no wake-up queued
+	asleep [2][]int32
+	// bursts in flight (an evMsg mVotes names one by arg), and free
+	// slots
+	bursts    []burst
+	freeBurst []int32
+	words     int // bitset words of a vote set
+	order     *rand.Rand
+	perm      []int32
+}
+
+func newGossip(w *world) *gossip {
+	g := &gossip{words: (w.n + 63) / 64, order: latency.NewStream(w.seed, "sim/part-order")}
+	nn := len(w.nodes)
+	g.byNode = make([][]int32, nn)
+	g.asleep[0], g.asleep[1] = make([]int32, nn), make([]int32, nn)
+	idx := map[[2]int32]int32{}
+	for i := range nn {
+		for _, j := range w.net.peers[i] {
+			c := int32(len(g.conns))
+			g.conns = append(g.conns, conn{from: int32(i), to: j, wake: [2]int64{-1, -1}, propH: -1, partsH: -1})
+			g.byNode[i] = append(g.byNode[i], c)
+			idx[[2]int32{int32(i), j}] = c
+		}
+		g.asleep[0][i], g.asleep[1][i] = int32(len(g.byNode[i])), int32(len(g.byNode[i]))
+	}
+	for k := range g.conns {
+		c := &g.conns[k]
+		c.rev = idx[[2]int32{c.to, c.from}]
+	}
+	return g
+}
+
+// noteState records n's round state as it is now (its NewRoundStep).
+func (n *node) noteState() {
+	last := &n.seen[seenLen-1]
+	if last.h == n.h && last.r == n.r && last.step == n.step {
+		return
+	}
+	copy(n.seen[:], n.seen[1:])
+	n.seen[seenLen-1] = roundState{at: n.t, h: n.h, r: n.r, step: n.step}
+}
+
+// stateAt is n's round state as a peer knows it at t: the last one it
+// entered by t (the oldest kept, if none).
+func (n *node) stateAt(t int64) roundState {
+	for k := seenLen - 1; k > 0; k-- {
+		if n.seen[k].at <= t && n.seen[k].h != 0 {
+			return n.seen[k]
+		}
+	}
+	if n.seen[0].h == 0 {
+		return n.seen[seenLen-1]
+	}
+	return n.seen[0]
+}
+
+// armOut wakes n's routines on ch that sleep: n has something new (a
+// vote, the proposal, a part) or moved on. Each wakes at its next
+// look, at or after t.
+func (w *world) armOut(n *node, ch int, t int64) {
+	g := w.g
+	if g.asleep[ch][n.i] == 0 {
+		return
+	}
+	for _, c := range g.byNode[n.i] {
+		w.arm(c, ch, t)
+	}
+}
+
+// armIn wakes the routines of n's peers towards n on ch when n's new
+// round state (or part set) reaches them, a link delay after now.
+func (w *world) armIn(n *node, ch int) {
+	g := w.g
+	for _, c := range g.byNode[n.i] {
+		r := g.conns[c].rev
+		w.arm(r, ch, n.t+w.net.link(n.i, g.conns[c].to).typical)
+	}
+}
+
+// arm queues the wake-up of connection c's routine on ch at its first
+// look at or after t, unless one is queued by then.
+func (w *world) arm(ci int32, ch int, t int64) {
+	g := w.g
+	c := &g.conns[ci]
+	at := w.net.wake(c.from, c.to, max(t, w.now), ch)
+	if c.wake[ch] >= 0 && c.wake[ch] <= at {
+		return
+	}
+	if c.wake[ch] < 0 {
+		g.asleep[ch][c.from]--
+	}
+	c.wake[ch] = at
+	w.q.push(event{at: at, kind: evGossip, node: c.from, arg: ci, step: uint8(ch)})
+}
+
+// gossipWake runs a routine's wake-up: it sends its peer what the peer
+// lacks, as far as it knows.
+func (w *world) gossipWake(e *event) {
+	g := w.g
+	c := &g.conns[e.arg]
+	ch := int(e.step)
+	if c.wake[ch] == e.at {
+		c.wake[ch] = -1
+		g.asleep[ch][c.from]++
+	}
+	i, j := w.nodes[c.from], w.nodes[c.to]
+	if !i.up || !j.up || w.net.link(c.from, c.to).blocked {
+		return // a reconnect wakes it again (resync)
+	}
+	view := j.stateAt(e.at - w.net.link(c.to, c.from).typical)
+	if ch == chVotes {
+		w.sendVotes(i, j, c, e.at, view)
+		return
+	}
+	w.sendData(i, j, c, e.at, view)
+}
+
+// sendVotes sends j, in one burst, the votes i has that j lacks, of the
+// sets pickVoteToSend looks at for j's round state view: its LastCommit
+// (j in new_height, or one height behind), the prevotes of j's POL round
+// and round and the precommits of its round (same height), the seen
+// commit of j's height (further behind).
+func (w *world) sendVotes(i, j *node, c *conn, at int64, view roundState) {
+	g := w.g
+	bi := g.newBurst()
+	b := &g.bursts[bi]
+	switch {
+	case view.h == i.h:
+		if view.step == stepNewHeight && i.lastCommit != nil {
+			w.pickFrom(b, c, j, i.lastCommit, i.h-1, i.lastCommitRound, true)
+		}
+		if view.r <= i.r {
+			pol := int32(-1)
+			if j.h == i.h && j.proposal != noBlock {
+				pol = j.polRound
+			}
+			if pol >= 0 && view.step <= stepPropose && int(pol) < len(i.votes.rounds) {
+				w.pickFrom(b, c, j, i.votes.set(pol, false), i.h, pol, false)
+			}
+			if int(view.r) < len(i.votes.rounds) {
+				pv, pc := i.votes.set(view.r, false), i.votes.set(view.r, true)
+				if view.step <= stepPrevoteWait {
+					w.pickFrom(b, c, j, pv, i.h, view.r, false)
+					w.pickFrom(b, c, j, pc, i.h, view.r, true)
+				} else {
+					w.pickFrom(b, c, j, pc, i.h, view.r, true)
+					w.pickFrom(b, c, j, pv, i.h, view.r, false)
+				}
+			}
+		}
+	case view.h == i.h-1:
+		if i.lastCommit != nil {
+			w.pickFrom(b, c, j, i.lastCommit, view.h, i.lastCommitRound, true)
+		}
+	case view.h < i.h-1:
+		if sc, ok := w.commits[view.h]; ok {
+			w.pickFrom(b, c, j, sc.votes, view.h, sc.round, true)
+		}
+	}
+	if len(b.segs) == 0 {
+		g.release(bi)
+		return
+	}
+	count := 0
+	for _, word := range b.bits {
+		count += bits.OnesCount64(word)
+	}
+	arrive, ok := w.net.send(i.i, j.i, at, count*voteBytes, chVotes)
+	if !ok {
+		g.release(bi)
+		return
+	}
+	w.q.push(event{at: arrive, kind: evMsg, mk: mVotes, node: j.i, via: i.i, from: i.i, height: view.h, arg: bi})
+}
+
+// pickFrom adds to burst b the votes of src (i's votes of height h,
+// round r, type pc) that j lacks and c has not sent it, one segment per
+// block, and marks them sent.
+func (w *world) pickFrom(b *burst, c *conn, j *node, src *voteSet, h int64, r int32, pc bool) {
+	if src == nil || src.count == 0 {
+		return
+	}
+	has, all := w.votesOf(j, h, r, pc)
+	if all {
+		return
+	}
+	g := w.g
+	sent := g.sentSet(c, h, r, pc)
+	for _, bp := range src.byBlock {
+		off := int32(len(b.bits))
+		any := uint64(0)
+		for k, word := range bp.voters {
+			m := word &^ sent[k]
+			if has != nil {
+				m &^= has[k]
+			}
+			b.bits = append(b.bits, m)
+			any |= m
+		}
+		if any == 0 {
+			b.bits = b.bits[:off]
+			continue
+		}
+		for k := range bp.voters {
+			sent[k] |= b.bits[int(off)+k]
+		}
+		b.segs = append(b.segs, segment{h: h, round: r, block: bp.block, off: off, pc: pc})
+	}
+}
+
+// votesOf is who of height h, round r, type pc node j has (nil: none),
+// or all when j can use none of them any more (it has moved past them).
+func (w *world) votesOf(j *node, h int64, r int32, pc bool) (has []uint64, all bool) {
+	switch {
+	case j.h == h:
+		if int(r) >= len(j.votes.rounds) {
+			return nil, false
+		}
+		return j.votes.set(r, pc).have, false
+	case j.h == h+1 && pc && j.step == stepNewHeight && j.lastCommit != nil && j.lastCommitRound == r:
+		return j.lastCommit.have, false // addVote takes it into the LastCommit
+	case j.h < h:
+		return nil, false
+	}
+	return nil, true
+}
+
+// sentSet is the bitset of the votes of h, r, pc that c has sent; a new
+// key takes the oldest slot.
+func (g *gossip) sentSet(c *conn, h int64, r int32, pc bool) []uint64 {
+	for k := range c.sent {
+		s := &c.sent[k]
+		if s.h == h && s.r == r && s.pc == pc && s.bits != nil {
+			return s.bits
+		}
+	}
+	s := &c.sent[c.sentNext]
+	c.sentNext = (c.sentNext + 1) % uint8(len(c.sent))
+	if len(s.bits) != g.words {
+		s.bits = make([]uint64, g.words)
+	} else {
+		clear(s.bits)
+	}
+	s.h, s.r, s.pc = h, r, pc
+	return s.bits
+}
+
+// sendData sends j the proposal of its round if it lacks it, then the
+// parts of the block j collects that i has and j lacks (pickPartToSend),
+// or, j being behind, the parts of the block j's height committed
+// (pickPartForCatchup).
+func (w *world) sendData(i, j *node, c *conn, at int64, view roundState) {
+	switch {
+	case view.h == i.h:
+		block := j.partsFor
+		if view.r == i.r && i.proposal != noBlock && i.r == j.r && j.h == i.h && j.proposal == noBlock &&
+			(c.propH != i.h || c.propR != i.r) {
+			// the proposal first; the peer then has its part-set header
+			c.propH, c.propR = i.h, i.r
+			arrive, ok := w.net.send(i.i, j.i, at, proposalBytes, chData)
+			if !ok {
+				return
+			}
+			w.q.push(event{at: arrive, kind: evMsg, mk: mProposal, node: j.i, via: i.i, from: i.i,
+				height: i.h, round: i.r, block: i.proposal, arg: i.polRound})
+			block = i.proposal
+		}
+		if block == noBlock || block != i.partsFor || j.h != i.h || j.propBlock == block {
+			return
+		}
+		w.sendParts(i, j, c, at, i.h, block, func(k int32) bool {
+			return i.propBlock == block || int(k/64) < len(i.partsSeen) && i.partsSeen[k/64]&(1<<(k%64)) != 0
+		})
+	case view.h < i.h:
+		sc, ok := w.commits[view.h]
+		if !ok || j.h != view.h || j.partsFor != sc.block || j.propBlock == sc.block {
+			return
+		}
+		w.sendParts(i, j, c, at, view.h, sc.block, func(int32) bool { return true })
+	}
+}
+
+// sendParts sends j the parts of block (of height h) that i has and j
+// lacks as far as c knows: not sent by c, and not announced by j a link
+// delay ago. They go in an order drawn for the burst, serialised one
+// after the other on the data channel.
+func (w *world) sendParts(i, j *node, c *conn, at, h int64, block int32, iHas func(int32) bool) {
+	b := w.block(h, block)
+	if b == nil {
+		return // settled long ago: a node that far behind fetches whole blocks (catchUp)
+	}
+	if c.partsH != h || c.partsB != block {
+		c.partsH, c.partsB = h, block
+		clear(c.sentParts)
+	}
+	if need := int(b.parts+63) / 64; len(c.sentParts) < need {
+		c.sentParts = append(c.sentParts, make([]uint64, need-len(c.sentParts))...)
+	}
+	known := at - w.net.link(j.i, i.i).typical
+	g := w.g
+	g.perm = g.perm[:0]
+	for k := int32(0); k < b.parts; k++ {
+		bit := uint64(1) << (k % 64)
+		if c.sentParts[k/64]&bit != 0 || !iHas(k) {
+			continue
+		}
+		if k < int32(len(j.partAt)) && j.partAt[k] != 0 && j.partAt[k] <= known {
+			continue
+		}
+		g.perm = append(g.perm, k)
+	}
+	if len(g.perm) == 0 {
+		return
+	}
+	g.order.Shuffle(len(g.perm), func(x, y int) { g.perm[x], g.perm[y] = g.perm[y], g.perm[x] })
+	for _, k := range g.perm {
+		arrive, ok := w.net.send(i.i, j.i, at, partSize(b, k), chData)
+		if !ok {
+			return
+		}
+		c.sentParts[k/64] |= 1 << (k % 64)
+		w.q.push(event{at: arrive, kind: evMsg, mk: mPart, node: j.i, via: i.i, from: i.i,
+			height: h, round: b.round, block: block, arg: k})
+	}
+}
+
+func (g *gossip) newBurst() int32 {
+	if k := len(g.freeBurst); k > 0 {
+		bi := g.freeBurst[k-1]
+		g.freeBurst = g.freeBurst[:k-1]
+		b := &g.bursts[bi]
+		b.segs, b.bits = b.segs[:0], b.bits[:0]
+		return bi
+	}
+	g.bursts = append(g.bursts, burst{})
+	return int32(len(g.bursts) - 1)
+}
+
+func (g *gossip) release(bi int32) { g.freeBurst = append(g.freeBurst, bi) }
+
+// handleBurst hands the votes of a burst to addVote one after the other,
+// as the node's receive routine takes them off its queue; a vote n has
+// already costs nothing (a word operation skips it).
+func (w *world) handleBurst(n *node, e *event) {
+	g := w.g
+	b := &g.bursts[e.arg]
+	ev := event{at: e.at, kind: evMsg, node: n.i, via: e.via}
+	for _, s := range b.segs {
+		ev.mk, ev.height, ev.round, ev.block = mPrevote, s.h, s.round, s.block
+		if s.pc {
+			ev.mk = mPrecommit
+		}
+		for k := range g.words {
+			m := b.bits[int(s.off)+k]
+			if m == 0 {
+				continue
+			}
+			if has, all := w.votesOf(n, s.h, s.round, s.pc); all {
+				break
+			} else if has != nil {
+				m &^= has[k]
+			}
+			for m != 0 {
+				ev.from = int32(k*64 + bits.TrailingZeros64(m))
+				m &= m - 1
+				w.addVote(n, &ev)
+			}
+		}
+	}
+	g.release(e.arg)
+}
+
+// dropped: event e is not handled (its node is down, its link cut): a
+// burst's slot is free again.
+func (w *world) dropped(e *event) {
+	if e.kind == evMsg && e.mk == mVotes {
+		w.g.release(e.arg)
+	}
+}
