@@ -44,6 +44,7 @@ import (
 // conn is node i's connection to one peer: its two routines' state and
 // what it has sent the peer.
 type conn struct {
+	lk, rlk  *link // the links from -> to and to -> from
 	from, to int32
 	rev      int32    // the connection to -> from
 	wake     [2]int64 // the routine's queued wake-up; -1: asleep
@@ -130,6 +131,7 @@ func newGossip(w *world) *gossip {
 	for k := range g.conns {
 		c := &g.conns[k]
 		c.rev = idx[[2]int32{c.to, c.from}]
+		c.lk, c.rlk = w.net.link(c.from, c.to), w.net.link(c.to, c.from)
 	}
 	return g
 }
@@ -176,8 +178,7 @@ func (w *world) armOut(n *node, ch int, t int64) {
 func (w *world) armIn(n *node, ch int) {
 	g := w.g
 	for _, c := range g.byNode[n.i] {
-		r := g.conns[c].rev
-		w.arm(r, ch, n.t+w.net.link(n.i, g.conns[c].to).typical)
+		w.arm(g.conns[c].rev, ch, n.t+g.conns[c].lk.typical)
 	}
 }
 
@@ -186,7 +187,7 @@ func (w *world) armIn(n *node, ch int) {
 func (w *world) arm(ci int32, ch int, t int64) {
 	g := w.g
 	c := &g.conns[ci]
-	at := w.net.wake(c.from, c.to, max(t, w.now), ch)
+	at := w.net.wakeOn(c.lk, max(t, w.now), ch)
 	if c.wake[ch] >= 0 && c.wake[ch] <= at {
 		return
 	}
@@ -208,10 +209,10 @@ func (w *world) gossipWake(e *event) {
 		g.asleep[ch][c.from]++
 	}
 	i, j := w.nodes[c.from], w.nodes[c.to]
-	if !i.up || !j.up || w.net.link(c.from, c.to).blocked {
+	if !i.up || !j.up || c.lk.blocked {
 		return // a reconnect wakes it again (resync)
 	}
-	view := j.stateAt(e.at - w.net.link(c.to, c.from).typical)
+	view := j.stateAt(e.at - c.rlk.typical)
 	if ch == chVotes {
 		w.sendVotes(i, j, c, e.at, view)
 		return
@@ -269,7 +270,7 @@ func (w *world) sendVotes(i, j *node, c *conn, at int64, view roundState) {
 	for _, word := range b.bits {
 		count += bits.OnesCount64(word)
 	}
-	arrive, ok := w.net.send(i.i, j.i, at, count*voteBytes, chVotes)
+	arrive, ok := w.net.sendOn(c.lk, at, count*voteBytes, chVotes)
 	if !ok {
 		g.release(bi)
 		return
@@ -361,7 +362,7 @@ func (w *world) sendData(i, j *node, c *conn, at int64, view roundState) {
 			(c.propH != i.h || c.propR != i.r) {
 			// the proposal first; the peer then has its part-set header
 			c.propH, c.propR = i.h, i.r
-			arrive, ok := w.net.send(i.i, j.i, at, proposalBytes, chData)
+			arrive, ok := w.net.sendOn(c.lk, at, proposalBytes, chData)
 			if !ok {
 				return
 			}
@@ -400,7 +401,7 @@ func (w *world) sendParts(i, j *node, c *conn, at, h int64, block int32, iHas fu
 	if need := int(b.parts+63) / 64; len(c.sentParts) < need {
 		c.sentParts = append(c.sentParts, make([]uint64, need-len(c.sentParts))...)
 	}
-	known := at - w.net.link(j.i, i.i).typical
+	known := at - c.rlk.typical
 	g := w.g
 	g.perm = g.perm[:0]
 	for k := int32(0); k < b.parts; k++ {
@@ -418,7 +419,7 @@ func (w *world) sendParts(i, j *node, c *conn, at, h int64, block int32, iHas fu
 	}
 	g.order.Shuffle(len(g.perm), func(x, y int) { g.perm[x], g.perm[y] = g.perm[y], g.perm[x] })
 	for _, k := range g.perm {
-		arrive, ok := w.net.send(i.i, j.i, at, partSize(b, k), chData)
+		arrive, ok := w.net.sendOn(c.lk, at, partSize(b, k), chData)
 		if !ok {
 			return
 		}
