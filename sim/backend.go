@@ -63,7 +63,7 @@ func Check(plan *scenarios.Plan) error {
 var Notes = []string{
 	"no real nodes, signatures or blocks: block ids are hashes of height and round",
 	"in a full mesh a message goes over its direct link only (no relay through a third node)",
-	"mempool gossip is instant: every proposer reaps the same transactions",
+	"mempool gossip is instant: every proposer reaps the same transactions (its bytes do take the links' bandwidth)",
 	"a restarted node replays nothing: it starts its height over and catches up one block per round trip",
 	"processing costs are a calibration's figures, not this host's CPU",
 }

@@ -14,7 +14,8 @@ import (
 // node's mempool takes a transaction unless it holds mempoolSize already
 // (CometBFT's default mempool size, "mempool is full"); mempool gossip is
 // taken as instant, so every proposer reaps the same FIFO, up to the
-// block's max_bytes.
+// block's max_bytes. What the gossip costs the links is kept: while the
+// load runs, each connection carries its transactions (gossipBytes).
 
 const (
 	evLoad        evKind = 100
@@ -35,6 +36,8 @@ type loadModel struct {
 	start int64 // virtual ns the load began; -1 until the first block
 	pool  []simTx
 	rr    int // round robin
+	// gossiping: the links carry the load's mempool bytes
+	gossiping bool
 }
 
 func newLoad(w *world, lp scenarios.LoadPlan) *loadModel {
@@ -61,7 +64,11 @@ func (l *loadModel) next(e event) {
 	elapsed := time.Duration(w.now - l.start)
 	wait, stop := txload.Pace(elapsed, l.sent, l.plan.Rate, l.plan.Duration)
 	if stop {
+		l.gossipBytes(false)
 		return
+	}
+	if !l.gossiping {
+		l.gossipBytes(true)
 	}
 	if wait > 0 {
 		w.q.push(event{at: w.now + wait.Nanoseconds(), kind: evLoad})
@@ -120,4 +127,48 @@ func (l *loadModel) reap(other int) []simTx {
 		out = append(out, tx)
 	}
 	return out
+}
+
+// gossipBytes puts the load's transactions on the links (on) or takes
+// them off. CometBFT's mempool reactor sends every transaction in its
+// mempool to every peer but the ones it got it from (mempool/reactor.go
+// broadcastTxRoutine 198, IsSender 268), one message a transaction. So
+// a connection i -> j carries every transaction that entered at i, none
+// that entered at j, and of the others, between the two directions of
+// the link, each once or twice: twice when i and j both send it before
+// either has the other's copy, once when one of them has the other's
+// copy by the time its routine gets to it (always, under a backlog: a
+// routine blocks while its channel's send queue is full). The model
+// takes once, half of them each way: on 4 Mbit/s links under 200 tx/s
+// (capacity-load) twice gave a block interval p50 27 % above the real
+// run's (2719 against 2140 ms), once 8.7 % (2326; docs/crosscheck.md). The bytes go on the
+// mempool channel, which shares the connection with the consensus
+// channels by priority (netModel.sendOn). Transactions the mempool turns
+// away ("mempool is full") are counted too.
+func (l *loadModel) gossipBytes(on bool) {
+	w := l.w
+	l.gossiping = on
+	entered := func(j int32) float64 { // share of the load entering at node j
+		switch {
+		case l.plan.To != scenarios.LoadToAll:
+			if w.nodes[j].name == l.plan.To {
+				return 1
+			}
+			return 0
+		case j < int32(w.n):
+			return 1 / float64(w.n)
+		}
+		return 0
+	}
+	perTx := float64(l.plan.Size) * l.plan.Rate
+	for i := range w.nodes {
+		w.neighbours(int32(i), func(j int32) {
+			rate := 0.0
+			if on {
+				from, to := entered(int32(i)), entered(j)
+				rate = perTx * (from + (1-from-to)/2)
+			}
+			w.net.link(int32(i), j).mempool = rate
+		})
+	}
 }

@@ -58,7 +58,18 @@ type link struct {
 	// the sender's state (its NewRoundStep, HasVote) reaches the other
 	// end, for the gossip routines' view of their peer (gossip.go).
 	typical int64
+	// mempool: bytes per second the mempool channel sends over this
+	// connection (the load's transactions, loadModel.gossipBytes)
+	mempool float64
 }
+
+// Channel priorities (internal/consensus/reactor.go GetChannels 160-184:
+// data 10, votes 7; mempool/reactor.go 85: mempool 5). An MConnection
+// sends next from the channel with the least recently-sent bytes over
+// its priority (p2p/conn/connection.go sendPacketMsg 552-566), so a
+// consensus channel that has data to send while the mempool channel also
+// has gets at least its priority's share against the mempool's.
+var mempoolShareAgainst = [2]float64{chVotes: 5.0 / (5 + 7), chData: 5.0 / (5 + 10)}
 
 type netModel struct {
 	n     int
@@ -263,6 +274,10 @@ func (nm *netModel) sendOn(lk *link, t int64, size int, ch int) (int64, bool) {
 	lk.nextCheck[ch] = s
 	start := max(s, lk.free[ch])
 	rate := lk.rate
+	if lk.mempool > 0 {
+		// the mempool channel takes what it sends, up to its share
+		rate -= min(lk.mempool, lk.rate*mempoolShareAgainst[ch])
+	}
 	lk.free[ch] = start + int64(float64(size)/rate*1e9)
 	if lk.flushAt[ch] < lk.free[ch] {
 		// The connection's flush timer is set by every write, consensus
