@@ -88,15 +88,27 @@ func killedRunner(t *testing.T, bin, backend string) {
 		t.Fatal(err)
 	}
 	<-k.done
-	// Its node processes die with it (parent-death signal).
+	// Its node processes die with it (parent-death signal). A dying
+	// process's /proc cmdline empties before its sockets close (the
+	// kernel's do_exit drops the memory map before the files), so once
+	// no process shows, wait for what is left to hold still for a
+	// second: otherwise the counts below race the last exits (seen on a
+	// loaded CI host: 26 things left, 14 a moment later). A container's
+	// published ports stay, and are counted.
 	deadline := time.Now().Add(30 * time.Second)
-	for len(processesUnder(t, dirK)) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("node processes outlived their killed runner:\n%s", strings.Join(processesUnder(t, dirK), "\n"))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 	left := leftNow(t, k, tmp, before)
+	for {
+		time.Sleep(time.Second)
+		prev := left
+		left = leftNow(t, k, tmp, before)
+		procs := processesUnder(t, dirK)
+		if len(procs) == 0 && slices.Equal(stableSorted(prev), stableSorted(left)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("what the killed runner left did not settle in 30 s:\n%s", strings.Join(append(procs, left...), "\n"))
+		}
+	}
 	if len(left) == 0 {
 		t.Fatal("the killed runner left nothing: nothing for the cleanup to prove")
 	}
@@ -182,6 +194,13 @@ func killedRunner(t *testing.T, bin, backend string) {
 			t.Errorf("left at the end:\n%s", strings.Join(leaks, "\n"))
 		}
 	}
+}
+
+// stableSorted is left sorted, for comparing two readings.
+func stableSorted(left []string) []string {
+	out := slices.Clone(left)
+	slices.Sort(out)
+	return out
 }
 
 // stableOf keeps the resources of a live run that stay put while it runs
