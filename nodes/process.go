@@ -192,6 +192,8 @@ type child struct {
 	// ending: valnet is stopping or killing it; an exit without it is
 	// the node's own (CometBFT ends itself when its app's connection dies).
 	ending atomic.Bool
+	// reported: its own exit, or its app's, has its node_error
+	reported atomic.Bool
 	// A user binary's RPC event stream.
 	cancelEvents context.CancelFunc
 	events       sync.WaitGroup
@@ -277,6 +279,19 @@ func (n *processNode) spawn(ctx context.Context) (*child, error) {
 		return fail(err)
 	}
 	close(up)
+	if n.app != nil && n.app.cur != nil {
+		// An app that dies mid-call can leave CometBFT hung rather than
+		// exited (its consensus waits on the dead call; stop waits on
+		// consensus): the app's exit is news by itself.
+		p := n.app.cur
+		go func() {
+			select {
+			case <-p.done:
+				n.appExitedOnItsOwn(ch, p)
+			case <-ch.done:
+			}
+		}()
+	}
 	if n.user && n.spec.Sink != nil {
 		evCtx, cancel := context.WithCancel(context.Background())
 		ch.cancelEvents = cancel
@@ -294,7 +309,7 @@ func (n *processNode) spawn(ctx context.Context) (*child, error) {
 // CometBFT ends itself when the app's connection dies. The node stays down
 // until a node-start or node-restart fault.
 func (n *processNode) exitedOnItsOwn(ch *child) {
-	if ch.ending.Load() || n.spec.Sink == nil {
+	if ch.ending.Load() || n.spec.Sink == nil || !ch.reported.CompareAndSwap(false, true) {
 		return
 	}
 	msg := fmt.Sprintf("node process exited on its own (%v); see node.log", ch.err)
@@ -304,6 +319,18 @@ func (n *processNode) exitedOnItsOwn(ch *child) {
 	if n.app != nil {
 		msg += " and " + AppLogFile + ": CometBFT ends a node whose app connection dies"
 	}
+	n.spec.Sink.Emit(eventlog.Event{Time: time.Now(), Kind: eventlog.KindNodeError, Node: n.name, Error: msg})
+}
+
+// appExitedOnItsOwn records a node_error for an app that exited while
+// its node ran and valnet was not stopping either. It and the node's own
+// exit are one incident: whichever valnet sees first is reported.
+func (n *processNode) appExitedOnItsOwn(ch *child, p *appProc) {
+	if ch.ending.Load() || n.spec.Sink == nil || !ch.reported.CompareAndSwap(false, true) {
+		return
+	}
+	msg := fmt.Sprintf("app process exited on its own (%v) while its node ran; see %s and node.log: "+
+		"CometBFT ends a node whose app connection dies, or hangs if the app died inside a call", p.err, AppLogFile)
 	n.spec.Sink.Emit(eventlog.Event{Time: time.Now(), Kind: eventlog.KindNodeError, Node: n.name, Error: msg})
 }
 
