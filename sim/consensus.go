@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"time"
+
 	"github.com/valnet/valnet/internal/phase"
 	"github.com/valnet/valnet/results/eventlog"
 )
@@ -386,7 +388,7 @@ func (w *world) addVote(n *node, e *event) {
 			return
 		}
 		if n.lastCommit.add(e.from, w.power[e.from], e.block) {
-			w.work(n, w.p.VoteCost)
+			w.work(n, w.voteCost(e))
 			w.voteEvent(n, e)
 			w.relayVote(n, e, true)
 		}
@@ -399,7 +401,7 @@ func (w *world) addVote(n *node, e *event) {
 	if !vs.add(e.from, w.power[e.from], e.block) {
 		return
 	}
-	w.work(n, w.p.VoteCost)
+	w.work(n, w.voteCost(e))
 	w.voteEvent(n, e)
 	w.relayVote(n, e, false)
 	h := n.h
@@ -440,6 +442,20 @@ func (w *world) addVote(n *node, e *event) {
 		w.enterNewRound(n, h, e.round)
 		w.enterPrecommitWait(n, h, e.round)
 	}
+}
+
+// voteCost is the consensus routine's work to verify and add vote e.
+// With vote extensions a non-nil precommit carries two signatures, and
+// the vote set verifies both (types/vote_set.go 218-219,
+// VerifyVoteAndExtension): the calibration's vote_cost, fitted without
+// extensions, is mostly one verification, so such a vote costs it
+// twice. (The app's VerifyVoteExtension, state.go 2374, is the kvstore's
+// no-op here.)
+func (w *world) voteCost(e *event) time.Duration {
+	if e.mk == mPrecommit && e.block != noBlock && w.extHeight > 0 && e.height >= w.extHeight {
+		return 2 * w.p.VoteCost
+	}
+	return w.p.VoteCost
 }
 
 // signVote follows signAddVote: sign (the routine waits), then the vote

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"testing"
+	"time"
 
 	"github.com/valnet/valnet/internal/phase"
 	"github.com/valnet/valnet/results/eventlog"
@@ -74,5 +75,30 @@ validators:
 		if l != 200 {
 			t.Errorf("non-nil precommit took %v ms, want 200 (vote and extension)", l)
 		}
+	}
+}
+
+// With vote extensions a non-nil precommit costs its receiver two
+// verifications (types/vote_set.go VerifyVoteAndExtension); a prevote, a
+// nil precommit and a precommit below the enable height cost one.
+func TestVoteExtensionsVerifyTwice(t *testing.T) {
+	w := &world{p: Params{VoteCost: 50 * time.Microsecond}, extHeight: 3}
+	for _, tc := range []struct {
+		name string
+		e    event
+		want time.Duration
+	}{
+		{"prevote", event{mk: mPrevote, height: 5, block: 1}, 50 * time.Microsecond},
+		{"nil precommit", event{mk: mPrecommit, height: 5, block: noBlock}, 50 * time.Microsecond},
+		{"precommit below the height", event{mk: mPrecommit, height: 2, block: 1}, 50 * time.Microsecond},
+		{"precommit at the height", event{mk: mPrecommit, height: 3, block: 1}, 100 * time.Microsecond},
+	} {
+		if got := w.voteCost(&tc.e); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	off := &world{p: w.p}
+	if got := off.voteCost(&event{mk: mPrecommit, height: 5, block: 1}); got != 50*time.Microsecond {
+		t.Errorf("extensions off: %v, want 50µs", got)
 	}
 }
