@@ -68,23 +68,32 @@ type sentVotes struct {
 	bits []uint64
 }
 
-// segment is the votes of a burst of one height, round, type and block
-// (a LastCommit precommit is of the height before the peer's): a bitset
-// of voters, words [off, off+g.words) of the burst's bits.
-type segment struct {
-	h     int64
-	round int32
-	block int32
-	off   int32
-	pc    bool
+// A burst is the votes a routine sent in one wake-up, as bitsets: the
+// receiver skips the ones it has with a word operation, as CometBFT's
+// VoteSet.addVote drops a known vote before verifying it. It is one
+// slice of words, segment after segment: a segment is the votes of one
+// height, round, type and block (a LastCommit precommit is of the height
+// before the peer's), two words of header (segHeader) and then the
+// voters' bitset, g.words words. One slice, not a slice of headers and
+// one of bits: the receiver reads it ~100 ms of virtual time after it
+// was written, long out of cache, and one line was two misses.
+type burst struct {
+	words []uint64
+	votes int // voters in all its bitsets
 }
 
-// burst is the votes a routine sent in one wake-up, as bitsets: the
-// receiver skips the ones it has with a word operation, as CometBFT's
-// VoteSet.addVote drops a known vote before verifying it.
-type burst struct {
-	segs []segment
-	bits []uint64
+// segHeader packs a segment's height, round, block and type into two
+// words; readSegHeader unpacks them.
+func segHeader(h int64, round, block int32, pc bool) (uint64, uint64) {
+	w1 := uint64(uint32(round)) | uint64(uint32(block))<<32
+	if pc {
+		w1 |= 1 << 31 // rounds stay far below 2^31
+	}
+	return uint64(h), w1
+}
+
+func readSegHeader(w0, w1 uint64) (h int64, round, block int32, pc bool) {
+	return int64(w0), int32(uint32(w1) &^ (1 << 31)), int32(uint32(w1 >> 32)), w1&(1<<31) != 0
 }
 
 // roundState is a node's height, round and step, and when it got there.
@@ -109,12 +118,24 @@ type gossip struct {
 	bursts    []burst
 	freeBurst []int32
 	words     int // bitset words of a vote set
-	order     *rand.Rand
-	perm      []int32
+	// wakeHdr[ch]: the lane header of the routines' wake-ups on ch. A
+	// wake-up is a lane message (32 bytes, written in order into ~1 ms
+	// buckets) whose via names the connection: there are ~35,000 of
+	// them a height at 175 validators, most of the run's events.
+	wakeHdr [2]int32
+	// burstHdr: the lane header of the bursts of votes; a burst's
+	// message names its sender (via) and its slot (arg)
+	burstHdr int32
+	order    *rand.Rand
+	perm     []int32
 }
 
 func newGossip(w *world) *gossip {
 	g := &gossip{words: (w.n + 63) / 64, order: latency.NewStream(w.seed, "sim/part-order")}
+	for ch := range g.wakeHdr {
+		g.wakeHdr[ch] = w.q.standingHeader(event{kind: evGossip, step: uint8(ch)})
+	}
+	g.burstHdr = w.q.standingHeader(event{kind: evMsg, mk: mVotes})
 	nn := len(w.nodes)
 	g.byNode = make([][]int32, nn)
 	g.asleep[0], g.asleep[1] = make([]int32, nn), make([]int32, nn)
@@ -187,7 +208,15 @@ func (w *world) armIn(n *node, ch int) {
 func (w *world) arm(ci int32, ch int, t int64) {
 	g := w.g
 	c := &g.conns[ci]
-	at := w.net.wakeOn(c.lk, max(t, w.now), ch)
+	t = max(t, w.now)
+	if c.wake[ch] >= 0 && c.wake[ch] < t+w.net.sleep {
+		// The queued wake-up is a look on the link's grid at or after
+		// its last look (wakeOn); one before t+sleep is no later than
+		// the first look at or after t. Most calls end here, without
+		// wakeOn's division.
+		return
+	}
+	at := w.net.wakeOn(c.lk, t, ch)
 	if c.wake[ch] >= 0 && c.wake[ch] <= at {
 		return
 	}
@@ -195,14 +224,14 @@ func (w *world) arm(ci int32, ch int, t int64) {
 		g.asleep[ch][c.from]--
 	}
 	c.wake[ch] = at
-	w.q.push(event{at: at, kind: evGossip, node: c.from, arg: ci, step: uint8(ch)})
+	w.q.pushMsg(g.wakeHdr[ch], at, c.from, ci)
 }
 
 // gossipWake runs a routine's wake-up: it sends its peer what the peer
 // lacks, as far as it knows.
 func (w *world) gossipWake(e *event) {
 	g := w.g
-	c := &g.conns[e.arg]
+	c := &g.conns[e.via] // the lane's sender field names the connection
 	ch := int(e.step)
 	if c.wake[ch] == e.at {
 		c.wake[ch] = -1
@@ -262,20 +291,16 @@ func (w *world) sendVotes(i, j *node, c *conn, at int64, view roundState) {
 			w.pickFrom(b, c, j, sc.votes, view.h, sc.round, true)
 		}
 	}
-	if len(b.segs) == 0 {
+	if len(b.words) == 0 {
 		g.release(bi)
 		return
 	}
-	count := 0
-	for _, word := range b.bits {
-		count += bits.OnesCount64(word)
-	}
-	arrive, ok := w.net.sendOn(c.lk, at, count*voteBytes, chVotes)
+	arrive, ok := w.net.sendOn(c.lk, at, b.votes*voteBytes, chVotes)
 	if !ok {
 		g.release(bi)
 		return
 	}
-	w.q.push(event{at: arrive, kind: evMsg, mk: mVotes, node: j.i, via: i.i, from: i.i, height: view.h, arg: bi})
+	w.q.pushMsgArg(g.burstHdr, arrive, j.i, i.i, bi)
 }
 
 // pickFrom adds to burst b the votes of src (i's votes of height h,
@@ -292,24 +317,26 @@ func (w *world) pickFrom(b *burst, c *conn, j *node, src *voteSet, h int64, r in
 	g := w.g
 	sent := g.sentSet(c, h, r, pc)
 	for _, bp := range src.byBlock {
-		off := int32(len(b.bits))
-		any := uint64(0)
+		w0, w1 := segHeader(h, r, bp.block, pc)
+		head := len(b.words)
+		b.words = append(b.words, w0, w1)
+		votes := 0
 		for k, word := range bp.voters {
 			m := word &^ sent[k]
 			if has != nil {
 				m &^= has[k]
 			}
-			b.bits = append(b.bits, m)
-			any |= m
+			b.words = append(b.words, m)
+			votes += bits.OnesCount64(m)
 		}
-		if any == 0 {
-			b.bits = b.bits[:off]
+		if votes == 0 {
+			b.words = b.words[:head]
 			continue
 		}
 		for k := range bp.voters {
-			sent[k] |= b.bits[int(off)+k]
+			sent[k] |= b.words[head+2+k]
 		}
-		b.segs = append(b.segs, segment{h: h, round: r, block: bp.block, off: off, pc: pc})
+		b.votes += votes
 	}
 }
 
@@ -434,7 +461,7 @@ func (g *gossip) newBurst() int32 {
 		bi := g.freeBurst[k-1]
 		g.freeBurst = g.freeBurst[:k-1]
 		b := &g.bursts[bi]
-		b.segs, b.bits = b.segs[:0], b.bits[:0]
+		b.words, b.votes = b.words[:0], 0
 		return bi
 	}
 	g.bursts = append(g.bursts, burst{})
@@ -450,17 +477,18 @@ func (w *world) handleBurst(n *node, e *event) {
 	g := w.g
 	b := &g.bursts[e.arg]
 	ev := event{at: e.at, kind: evMsg, node: n.i, via: e.via}
-	for _, s := range b.segs {
-		ev.mk, ev.height, ev.round, ev.block = mPrevote, s.h, s.round, s.block
-		if s.pc {
+	for at := 0; at < len(b.words); at += 2 + g.words {
+		h, round, block, pc := readSegHeader(b.words[at], b.words[at+1])
+		ev.mk, ev.height, ev.round, ev.block = mPrevote, h, round, block
+		if pc {
 			ev.mk = mPrecommit
 		}
-		for k := range g.words {
-			m := b.bits[int(s.off)+k]
+		voters := b.words[at+2 : at+2+g.words]
+		for k, m := range voters {
 			if m == 0 {
 				continue
 			}
-			if has, all := w.votesOf(n, s.h, s.round, s.pc); all {
+			if has, all := w.votesOf(n, h, round, pc); all {
 				break
 			} else if has != nil {
 				m &^= has[k]

@@ -27,7 +27,7 @@ const (
 	evCatchUp                // a lagging node has fetched the next committed block
 	evRestart                // a restarted node is up again
 	evInternal               // a node's own vote or proposal reaches its receive routine
-	evGossip                 // a gossip routine of a connection wakes (gossip.go)
+	evGossip                 // a gossip routine of a connection wakes (gossip.go): via names the connection, step the channel
 )
 
 // msgKind is what a message carries.
