@@ -36,7 +36,9 @@ type Case struct {
 	Scenario string
 	// Set is the grid's set, then the case's own, in order.
 	Set []scenarios.Setting
-	Pos scenarios.Pos // where the case starts in the grid file
+	// Repeat is the case's runs per side; 0: the check's (--repeat).
+	Repeat int
+	Pos    scenarios.Pos // where the case starts in the grid file
 }
 
 // Goals are the tolerances of the comparison, each symmetric (±).
@@ -75,6 +77,7 @@ type rawCase struct {
 	Description *string  `yaml:"description"` // default none
 	Scenario    *string  `yaml:"scenario"`    // required; a builtin name, or a .yaml file relative to the grid
 	Set         []string `yaml:"set"`         // default none; PATH=VALUE, one value each
+	Repeat      *int64   `yaml:"repeat"`      // default: --repeat (1); runs per side of this case, at least 1
 }
 
 // DefaultGridName is the built-in grid, valnet crosscheck without --grid.
@@ -185,6 +188,12 @@ func ParseGrid(file, dir string, data []byte) (*Grid, error) {
 			c.Scenario = scenarioPath(dir, *rc.Scenario)
 		}
 		c.Set = append(append([]scenarios.Setting(nil), common...), settings(doc, at+".set", rc.Set)...)
+		if rc.Repeat != nil {
+			if *rc.Repeat < 1 {
+				doc.Fail(at+".repeat", fmt.Sprintf("%d: give at least 1 run per side", *rc.Repeat))
+			}
+			c.Repeat = int(*rc.Repeat)
+		}
 		g.Cases = append(g.Cases, c)
 	}
 	if err := doc.Err(); err != nil {

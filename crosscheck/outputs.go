@@ -144,7 +144,7 @@ func (c *Check) WriteMarkdown(w io.Writer, o *Outcome) error {
 	if c.Grid.Description != "" {
 		b.WriteString(c.Grid.Description + "\n\n")
 	}
-	fmt.Fprintf(&b, "The model side ran on backend `%s`, the real side on `%s`; %s per case and side; %s.\n", c.Model, c.Real, plural(c.Repeat, "run"), c.seedNote())
+	fmt.Fprintf(&b, "The model side ran on backend `%s`, the real side on `%s`; %s per case and side; %s.\n", c.Model, c.Real, c.repeatNote(), c.seedNote())
 	fmt.Fprintf(&b, "Goals: missed-precommit rate of every validator within ±%s pp (the worst validator is shown), "+
 		"heights with a round change within ±%s per 20 heights, block interval p50 and p95 within ±%s %% of the real value, "+
 		"halts after the same heights with durations within ±%s %%.\n",
@@ -170,7 +170,7 @@ func (c *Check) WriteMarkdown(w io.Writer, o *Outcome) error {
 		cr := &o.Cases[i]
 		row := []string{"`" + cr.Name + "`", verdictCell(cr.Verdict())}
 		if cr.Goals == nil {
-			row = append(row, fmt.Sprintf("%d of %d runs finished", finishedRuns(cr), 2*c.Repeat))
+			row = append(row, fmt.Sprintf("%d of %d runs finished", finishedRuns(cr), 2*c.Repeats(cr.PreparedCase)))
 			for range GoalNames {
 				row = append(row, "–")
 			}
@@ -233,12 +233,31 @@ func finishedRuns(cr *CaseResult) int {
 	return n
 }
 
+// repeatNote is "3 runs" or, where cases set their own repeat, each
+// case's: "2 runs (partition: 3)".
+func (c *Check) repeatNote() string {
+	var own []string
+	for _, pc := range c.Cases {
+		if n := c.Repeats(pc); n != c.Repeat {
+			own = append(own, fmt.Sprintf("%s: %d", pc.Name, n))
+		}
+	}
+	if len(own) == 0 {
+		return plural(c.Repeat, "run")
+	}
+	return plural(c.Repeat, "run") + " (" + strings.Join(own, ", ") + ")"
+}
+
 func (c *Check) seedNote() string {
 	base := "each case's run.seed"
 	if c.Config.Seed != nil {
 		base = fmt.Sprint(*c.Config.Seed)
 	}
-	if c.Repeat == 1 {
+	most := 0
+	for _, pc := range c.Cases {
+		most = max(most, c.Repeats(pc))
+	}
+	if most <= 1 {
 		return "seed " + base + ", the same on both sides"
 	}
 	return fmt.Sprintf("repeat r runs with seed S + r − 1 on both sides (S = %s); values are means over the repeats", base)

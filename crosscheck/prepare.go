@@ -63,6 +63,15 @@ type PreparedCase struct {
 	Plans map[Side]*scenarios.Plan
 }
 
+// Repeats is how many runs each side of case pc has: the case's own
+// repeat, else the check's.
+func (c *Check) Repeats(pc PreparedCase) int {
+	if pc.Repeat > 0 {
+		return pc.Repeat
+	}
+	return c.Repeat
+}
+
 // Identity is what must match for a rerun to resume into a crosscheck
 // directory (sweep.ClaimOutDir): the grid and its cases' scenarios (the
 // text of every plan), the backends, the selection and the base seed.

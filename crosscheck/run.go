@@ -126,11 +126,12 @@ func (c *Check) Run(ctx context.Context, r sweep.Runner, progress io.Writer, now
 	for i, pc := range c.Cases {
 		cr := &out.Cases[i]
 		*cr = CaseResult{PreparedCase: pc, Runs: map[Side][]sweep.RunRecord{}, summaries: map[Side][]*results.Summary{}}
+		repeats := c.Repeats(pc)
 		for _, s := range Sides {
-			cr.Runs[s] = make([]sweep.RunRecord, c.Repeat)
-			cr.summaries[s] = make([]*results.Summary, c.Repeat)
+			cr.Runs[s] = make([]sweep.RunRecord, repeats)
+			cr.summaries[s] = make([]*results.Summary, repeats)
 		}
-		for rep := 1; rep <= c.Repeat; rep++ {
+		for rep := 1; rep <= repeats; rep++ {
 			for _, s := range Sides {
 				rec := &cr.Runs[s][rep-1]
 				*rec = sweep.RunRecord{Repeat: rep, Result: sweep.Result{Seed: c.Seed(pc, rep), Dir: RunDir(pc, s, rep)}}
@@ -139,7 +140,7 @@ func (c *Check) Run(ctx context.Context, r sweep.Runner, progress io.Writer, now
 				slots = append(slots, sweep.Slot{
 					Rec:   rec,
 					Plan:  cr.Plans[s],
-					Label: fmt.Sprintf("case %d/%d (%s) %s side (%s) repeat %d/%d", i+1, len(c.Cases), cr.Name, s, c.Backend(s), rep, c.Repeat),
+					Label: fmt.Sprintf("case %d/%d (%s) %s side (%s) repeat %d/%d", i+1, len(c.Cases), cr.Name, s, c.Backend(s), rep, repeats),
 					Finished: func(dir string) error {
 						sum, err := sweep.ReadSummary(dir)
 						switch {

@@ -61,6 +61,19 @@ func prepareThree(t *testing.T, out string, edit func(*Config)) *Check {
 	return c
 }
 
+// runThree runs c through the fake with threeCanned's summaries; it
+// returns the outcome, the fake (its calls) and the progress lines.
+func runThree(t *testing.T, c *Check) (*Outcome, *fakeRunner, *bytes.Buffer) {
+	t.Helper()
+	f := &fakeRunner{canned: threeCanned}
+	var progress bytes.Buffer
+	o, err := c.Run(context.Background(), f, &progress, (&clock{}).now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o, f, &progress
+}
+
 // clock advances 10 s each time it is read.
 type clock struct{ t time.Time }
 
@@ -90,12 +103,7 @@ func readJSON(t *testing.T, dir string) fileJSON {
 func TestRunComparesEveryCase(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "cc")
 	c := prepareThree(t, out, nil)
-	f := &fakeRunner{canned: threeCanned}
-	var progress bytes.Buffer
-	o, err := c.Run(context.Background(), f, &progress, (&clock{}).now)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o, f, progress := runThree(t, c)
 	want := []string{"agree/model/r1 seed 1", "agree/real/r1 seed 1", "apart/model/r1 seed 1", "apart/real/r1 seed 1",
 		"halted/model/r1 seed 1", "halted/real/r1 seed 1"}
 	if !slices.Equal(f.calls, want) {
@@ -133,7 +141,7 @@ func TestRunComparesEveryCase(t *testing.T) {
 
 	// The same command again resumes: nothing runs, the files are the same.
 	f2 := &fakeRunner{}
-	o, err = prepareThree(t, out, nil).Run(context.Background(), f2, &progress, (&clock{}).now)
+	o, err = prepareThree(t, out, nil).Run(context.Background(), f2, progress, (&clock{}).now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,5 +282,37 @@ cases:
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("got  %v\nwant %s", err, tc.want)
 		}
+	}
+}
+
+// TestCaseRepeatOverridesTheChecks: a case's repeat key runs that case
+// so many times a side, the others the check's --repeat; the table says
+// so.
+func TestCaseRepeatOverridesTheChecks(t *testing.T) {
+	g, err := ParseGrid("testdata/three.yaml", "testdata", []byte(strings.Replace(threeCases,
+		"  - name: halted\n", "  - name: halted\n    repeat: 2\n", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "cc")
+	c, err := Prepare(Config{Grid: g, Model: "process", Real: "inprocess", Repeat: 1, OutDir: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, f, progress := runThree(t, c)
+	want := []string{"agree/model/r1 seed 1", "agree/real/r1 seed 1", "apart/model/r1 seed 1", "apart/real/r1 seed 1",
+		"halted/model/r1 seed 1", "halted/real/r1 seed 1", "halted/model/r2 seed 2", "halted/real/r2 seed 2"}
+	if !slices.Equal(f.calls, want) {
+		t.Errorf("calls %q\nwant  %q", f.calls, want)
+	}
+	if o.Ran != 8 || !strings.Contains(progress.String(), "(halted) real side (inprocess) repeat 2/2") {
+		t.Errorf("ran %d; progress:\n%s", o.Ran, progress.String())
+	}
+	var table bytes.Buffer
+	if err := c.WriteMarkdown(&table, o); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), "1 run (halted: 2) per case and side; repeat r runs with seed") {
+		t.Errorf("table:\n%s", table.String())
 	}
 }

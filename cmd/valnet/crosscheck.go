@@ -108,7 +108,7 @@ failed, 2 bad input, or a run could not be done or was interrupted.`,
 	f.StringVar(&grid, "grid", "", "grid file (default: the built-in grid "+crosscheck.DefaultGridName+")")
 	f.StringVar(&model, "model", crosscheck.DefaultModel, "backend of the model side ("+strings.Join(scenarios.Backends(), ", ")+")")
 	f.StringVar(&real, "real", crosscheck.DefaultReal, "backend of the real side")
-	f.IntVar(&repeat, "repeat", 1, "runs per case and side, with seeds S, S+1, ...; the goals compare the means")
+	f.IntVar(&repeat, "repeat", 1, "runs per case and side, with seeds S, S+1, ...; the goals compare the means (a case's own repeat: in the grid wins)")
 	f.Int64Var(&seed, "seed", 0, "base seed S, the same on both sides (default: each case's run.seed)")
 	f.StringVar(&out, "out", "", "crosscheck directory (default runs/crosscheck-<grid>-<time>; give the same --out to resume)")
 	f.StringVar(&only, "only", "", "run only the cases whose name matches this regular expression")
