@@ -309,9 +309,6 @@ func (n *processNode) spawn(ctx context.Context) (*child, error) {
 // CometBFT ends itself when the app's connection dies. The node stays down
 // until a node-start or node-restart fault.
 func (n *processNode) exitedOnItsOwn(ch *child) {
-	if ch.ending.Load() || n.spec.Sink == nil || !ch.reported.CompareAndSwap(false, true) {
-		return
-	}
 	msg := fmt.Sprintf("node process exited on its own (%v); see node.log", ch.err)
 	if ch.err == nil {
 		msg = "node process exited on its own (exit status 0); see node.log"
@@ -319,18 +316,23 @@ func (n *processNode) exitedOnItsOwn(ch *child) {
 	if n.app != nil {
 		msg += " and " + AppLogFile + ": CometBFT ends a node whose app connection dies"
 	}
-	n.spec.Sink.Emit(eventlog.Event{Time: time.Now(), Kind: eventlog.KindNodeError, Node: n.name, Error: msg})
+	n.ownExit(ch, msg)
 }
 
 // appExitedOnItsOwn records a node_error for an app that exited while
-// its node ran and valnet was not stopping either. It and the node's own
-// exit are one incident: whichever valnet sees first is reported.
+// its node ran and valnet was not stopping either.
 func (n *processNode) appExitedOnItsOwn(ch *child, p *appProc) {
+	n.ownExit(ch, fmt.Sprintf("app process exited on its own (%v) while its node ran; see %s and node.log: "+
+		"CometBFT ends a node whose app connection dies, or hangs if the app died inside a call", p.err, AppLogFile))
+}
+
+// ownExit emits msg as the node_error of ch's incarnation, unless valnet
+// is ending it: its own exit and its app's are one incident, and the
+// first valnet sees is the one reported.
+func (n *processNode) ownExit(ch *child, msg string) {
 	if ch.ending.Load() || n.spec.Sink == nil || !ch.reported.CompareAndSwap(false, true) {
 		return
 	}
-	msg := fmt.Sprintf("app process exited on its own (%v) while its node ran; see %s and node.log: "+
-		"CometBFT ends a node whose app connection dies, or hangs if the app died inside a call", p.err, AppLogFile)
 	n.spec.Sink.Emit(eventlog.Event{Time: time.Now(), Kind: eventlog.KindNodeError, Node: n.name, Error: msg})
 }
 

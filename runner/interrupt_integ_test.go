@@ -95,19 +95,15 @@ func killedRunner(t *testing.T, bin, backend string) {
 	// second: otherwise the counts below race the last exits (seen on a
 	// loaded CI host: 26 things left, 14 a moment later). A container's
 	// published ports stay, and are counted.
-	deadline := time.Now().Add(30 * time.Second)
-	left := leftNow(t, k, tmp, before)
-	for {
-		time.Sleep(time.Second)
+	var left, procs []string
+	reads := 0
+	if !until(30*time.Second, time.Second, func() bool {
 		prev := left
-		left = leftNow(t, k, tmp, before)
-		procs := processesUnder(t, dirK)
-		if len(procs) == 0 && slices.Equal(stableSorted(prev), stableSorted(left)) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("what the killed runner left did not settle in 30 s:\n%s", strings.Join(append(procs, left...), "\n"))
-		}
+		left, procs = leftNow(t, k, tmp, before), processesUnder(t, dirK)
+		reads++ // the first read (at once) has nothing to compare with
+		return reads > 1 && len(procs) == 0 && slices.Equal(stableSorted(prev), stableSorted(left))
+	}) {
+		t.Fatalf("what the killed runner left did not settle in 30 s:\n%s", strings.Join(append(procs, left...), "\n"))
 	}
 	if len(left) == 0 {
 		t.Fatal("the killed runner left nothing: nothing for the cleanup to prove")
