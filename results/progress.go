@@ -74,6 +74,19 @@ func NewTracker() *Tracker { return &Tracker{} }
 func (t *Tracker) Observe(ev eventlog.Event) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.observe(&ev)
+}
+
+// ObserveBatch folds events into the progress, in order, under one lock.
+func (t *Tracker) ObserveBatch(evs []eventlog.Event) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i := range evs {
+		t.observe(&evs[i])
+	}
+}
+
+func (t *Tracker) observe(ev *eventlog.Event) {
 	if t.start.IsZero() {
 		// Without run_start (tracker attached late), time from the first
 		// event seen.
@@ -105,11 +118,11 @@ func (t *Tracker) Observe(ev eventlog.Event) {
 }
 
 // keep holds on to what a stall would be explained from.
-func (t *Tracker) keep(ev eventlog.Event) {
+func (t *Tracker) keep(ev *eventlog.Event) {
 	switch ev.Kind {
 	case eventlog.KindRunStart:
 		if t.startEv == nil {
-			start := ev // its own copy: taking &ev would move every event to the heap
+			start := *ev // its own copy
 			t.startEv = &start
 			t.bound = time.Duration(ev.HaltAfterMS) * time.Millisecond
 		}
@@ -118,17 +131,17 @@ func (t *Tracker) keep(ev eventlog.Event) {
 			if !t.committed.IsZero() {
 				t.intervalsMS = append(t.intervalsMS, float64(ev.Time.Sub(t.committed).Microseconds())/1000)
 			}
-			t.recent = append(t.recent[:0], ev)
+			t.recent = append(t.recent[:0], *ev)
 			t.committed = ev.Time
 			t.stall = ""
 		}
 	case eventlog.KindFault:
-		t.faults = append(t.faults, ev)
+		t.faults = append(t.faults, *ev)
 	case eventlog.KindNodeUp:
 		if t.committed.IsZero() { // the network's start, until a commit
 			t.netUp = ev.Time
 			t.consensusUp = time.Time{}
-			t.recent = append(t.recent, ev)
+			t.recent = append(t.recent, *ev)
 		}
 	case eventlog.KindSign, eventlog.KindSignRequest, eventlog.KindVote, eventlog.KindNewRound, eventlog.KindStep, eventlog.KindProposal, eventlog.KindHost:
 		if ev.Kind == eventlog.KindNewRound && t.committed.IsZero() && t.consensusUp.IsZero() {
@@ -137,7 +150,7 @@ func (t *Tracker) keep(ev eventlog.Event) {
 		if len(t.recent) >= maxRecent {
 			t.recent = append(t.recent[:0], t.recent[len(t.recent)/2:]...)
 		}
-		t.recent = append(t.recent, ev)
+		t.recent = append(t.recent, *ev)
 	}
 }
 

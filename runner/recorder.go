@@ -76,16 +76,9 @@ func (r *recorder) drain() {
 
 func (r *recorder) Emit(e eventlog.Event) {
 	r.mu.Lock()
-	if r.sealed && e.Kind != eventlog.KindRunEnd {
+	if !r.accept(&e) {
 		r.mu.Unlock()
 		return
-	}
-	if e.Kind == eventlog.KindBlock {
-		if r.blocks[e.Height] {
-			r.mu.Unlock()
-			return
-		}
-		r.blocks[e.Height] = true
 	}
 	// Writing under the lock keeps the file in the order events were
 	// accepted, so a block line never precedes the run_start line.
@@ -101,6 +94,53 @@ func (r *recorder) Emit(e eventlog.Event) {
 	if r.metrics != nil {
 		r.metrics.Observe(e)
 	}
+}
+
+var _ eventlog.BatchSink = (*recorder)(nil)
+
+// EmitBatch is Emit of each event in turn, under one lock (the sim's
+// millions of events come this way).
+func (r *recorder) EmitBatch(evs []eventlog.Event) {
+	r.mu.Lock()
+	kept := 0
+	for i := range evs {
+		if !r.accept(&evs[i]) {
+			continue
+		}
+		if kept != i {
+			evs[kept] = evs[i]
+		}
+		kept++
+	}
+	evs = evs[:kept]
+	r.w.EmitBatch(evs)
+	for i := range evs {
+		if evs[i].Kind == eventlog.KindFault {
+			r.downs.Observe(&evs[i])
+		}
+	}
+	r.mu.Unlock()
+	r.tracker.ObserveBatch(evs)
+	if r.metrics != nil {
+		for i := range evs {
+			r.metrics.Observe(evs[i])
+		}
+	}
+}
+
+// accept says whether e goes into the stream: nothing but run_end once
+// sealed, and one block event a height. r.mu is held.
+func (r *recorder) accept(e *eventlog.Event) bool {
+	if r.sealed && e.Kind != eventlog.KindRunEnd {
+		return false
+	}
+	if e.Kind == eventlog.KindBlock {
+		if r.blocks[e.Height] {
+			return false
+		}
+		r.blocks[e.Height] = true
+	}
+	return true
 }
 
 // nodeDown reports whether a fault has validator v's node down now.

@@ -32,26 +32,47 @@ func record(t *testing.T, emit func(r *recorder)) (*recorder, []eventlog.Event) 
 	return r, events
 }
 
+// TestRecorderKeepsOneBlockPerHeightAndDropsAfterSeal, one event at a
+// time and in batches (the sim's way in, eventlog.Batcher).
 func TestRecorderKeepsOneBlockPerHeightAndDropsAfterSeal(t *testing.T) {
 	now := time.Now()
-	r, events := record(t, func(r *recorder) {
-		r.Emit(eventlog.Event{Time: now, Kind: eventlog.KindRunStart, Scenario: "x"})
-		r.Emit(eventlog.Event{Time: now, Kind: eventlog.KindBlock, Node: "v1", Height: 1})
-		r.Emit(eventlog.Event{Time: now, Kind: eventlog.KindBlock, Node: "v2", Height: 1})
-		r.Emit(eventlog.Event{Time: now, Kind: eventlog.KindBlock, Node: "v2", Height: 2})
-		r.seal()
-		r.Emit(eventlog.Event{Time: now, Kind: eventlog.KindVote, Node: "v1", Height: 3})
-		r.Emit(eventlog.Event{Time: now, Kind: eventlog.KindRunEnd, StopReason: eventlog.StopHeights})
-	})
-	var kinds []string
-	for _, e := range events {
-		kinds = append(kinds, string(e.Kind)+"/"+e.Node)
+	before := []eventlog.Event{
+		{Time: now, Kind: eventlog.KindRunStart, Scenario: "x"},
+		{Time: now, Kind: eventlog.KindBlock, Node: "v1", Height: 1},
+		{Time: now, Kind: eventlog.KindBlock, Node: "v2", Height: 1},
+		{Time: now, Kind: eventlog.KindBlock, Node: "v2", Height: 2},
 	}
-	if got, want := strings.Join(kinds, " "), "run_start/ block/v1 block/v2 run_end/"; got != want {
-		t.Fatalf("events %s, want %s", got, want)
+	after := []eventlog.Event{
+		{Time: now, Kind: eventlog.KindVote, Node: "v1", Height: 3},
+		{Time: now, Kind: eventlog.KindRunEnd, StopReason: eventlog.StopHeights},
 	}
-	if p := r.tracker.Snapshot(); p.Height != 2 {
-		t.Fatalf("tracker height %d, want 2", p.Height)
+	for _, batched := range []bool{false, true} {
+		t.Run(map[bool]string{false: "one-by-one", true: "batched"}[batched], func(t *testing.T) {
+			emit := func(r *recorder, evs []eventlog.Event) {
+				if batched {
+					r.EmitBatch(append([]eventlog.Event(nil), evs...))
+					return
+				}
+				for _, e := range evs {
+					r.Emit(e)
+				}
+			}
+			r, events := record(t, func(r *recorder) {
+				emit(r, before)
+				r.seal()
+				emit(r, after)
+			})
+			var kinds []string
+			for _, e := range events {
+				kinds = append(kinds, string(e.Kind)+"/"+e.Node)
+			}
+			if got, want := strings.Join(kinds, " "), "run_start/ block/v1 block/v2 run_end/"; got != want {
+				t.Fatalf("events %s, want %s", got, want)
+			}
+			if p := r.tracker.Snapshot(); p.Height != 2 || !p.Done {
+				t.Fatalf("tracker height %d, done %v; want 2, true", p.Height, p.Done)
+			}
+		})
 	}
 }
 

@@ -46,11 +46,31 @@ type lastTime struct {
 }
 
 func (l *lastTime) Emit(e eventlog.Event) {
+	l.note(&e)
+	l.sink.Emit(e)
+}
+
+var _ eventlog.BatchSink = (*lastTime)(nil)
+
+// EmitBatch passes a batch on, as one if its sink takes batches.
+func (l *lastTime) EmitBatch(evs []eventlog.Event) {
+	for i := range evs {
+		l.note(&evs[i])
+	}
+	if bs, ok := l.sink.(eventlog.BatchSink); ok {
+		bs.EmitBatch(evs)
+		return
+	}
+	for i := range evs {
+		l.sink.Emit(evs[i])
+	}
+}
+
+func (l *lastTime) note(e *eventlog.Event) {
 	if l.first.IsZero() {
 		l.first = e.Time
 	}
 	if e.Time.After(l.t) {
 		l.t = e.Time
 	}
-	l.sink.Emit(e)
 }

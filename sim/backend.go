@@ -84,6 +84,10 @@ func (Backend) Simulate(ctx context.Context, plan *scenarios.Plan, seed int64, k
 	if len(keys) != len(plan.Validators) {
 		return "", fmt.Errorf("sim: %d keys for %d validators", len(keys), len(plan.Validators))
 	}
+	// The model's events go on in batches (eventlog.Batcher) when the sink
+	// takes them; the deferred flush hands on the last, a panic's too.
+	sink, flush := eventlog.NewBatcher(sink)
+	defer flush()
 	w, err := newWorld(plan, p, seed, keys, plan.Run.Sim.SharedCores, sink.Emit)
 	if err != nil {
 		return "", err

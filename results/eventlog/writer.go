@@ -116,22 +116,57 @@ func (w *Writer) Emit(ev Event) {
 	w.queue = append(w.queue, ev)
 	n := len(w.queue)
 	w.mu.Unlock()
+	w.queued(n, ev.Kind == KindBlock || ev.Kind == KindRunEnd)
+	for _, fn := range w.subscribers() {
+		fn(ev)
+	}
+}
+
+// EmitBatch records evs in order, as Emit would each, with one lock and
+// at most one wake-up of the encoder.
+func (w *Writer) EmitBatch(evs []Event) {
+	wake := false
+	for i := range evs {
+		if evs[i].Time.IsZero() {
+			evs[i].Time = w.clock.Now().UTC()
+		}
+		wake = wake || evs[i].Kind == KindBlock || evs[i].Kind == KindRunEnd
+	}
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return
+	}
+	w.queue = append(w.queue, evs...)
+	n := len(w.queue)
+	w.mu.Unlock()
+	w.queued(n, wake)
+	for _, fn := range w.subscribers() {
+		for i := range evs {
+			fn(evs[i])
+		}
+	}
+}
+
+// queued: n events wait now. An emitter that got that far ahead drains
+// them itself; a block or run_end (wake), or enough events, wakes the
+// encoder.
+func (w *Writer) queued(n int, wake bool) {
 	switch {
 	case n >= helpEvents:
 		w.drain()
-	case ev.Kind == KindBlock || ev.Kind == KindRunEnd || n >= kickEvents:
+	case wake || n >= kickEvents:
 		select {
 		case w.kick <- struct{}{}:
 		default: // already woken
 		}
 	}
+}
 
+func (w *Writer) subscribers() []func(Event) {
 	w.subMu.RLock()
-	subs := w.subs
-	w.subMu.RUnlock()
-	for _, fn := range subs {
-		fn(ev)
-	}
+	defer w.subMu.RUnlock()
+	return w.subs
 }
 
 // Flush writes the queued events to the OS (no fsync) and returns the
