@@ -2,12 +2,13 @@ package results
 
 import (
 	"fmt"
-	"github.com/valnet/valnet/results/eventlog"
+	"io"
 	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/valnet/valnet/internal/phase"
+	"github.com/valnet/valnet/results/eventlog"
 )
 
 // Summarizer folds a run's events, in stream order, into its Summary and
@@ -624,6 +625,20 @@ func SummarizeFile(path string) (*Summarizer, error) {
 		return err
 	})
 	return z, err
+}
+
+// SummarizeLive is SummarizeFile's first pass over a stream read while
+// it is written (a run's events.jsonl teed by its Writer, the same
+// bytes): the Summarizer when that pass is exact, nil when the stream
+// asks for another pass (Retry) or ends in a torn line; then the caller
+// summarizes the file.
+func SummarizeLive(r io.Reader) (*Summarizer, error) {
+	z := newSummarizer(defaultPlan())
+	torn, err := eventlog.StreamTorn(r, z.Add)
+	if err != nil || torn != nil || z.Retry() != nil {
+		return nil, err
+	}
+	return z, nil
 }
 
 // roundStarts tracks, for networkStart, the earliest new_round of every

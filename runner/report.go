@@ -22,11 +22,18 @@ const (
 // summary.md and report.html of a run directory from its events.jsonl
 // alone, and returns the summary. events.jsonl is read as a stream (see
 // results.SummarizeFile): memory stays flat in the number of heights.
-func Report(dir string) (*results.Summary, error) {
+func Report(dir string) (*results.Summary, error) { return reportFrom(dir, nil) }
+
+// reportFrom is Report with the summarizer of the run's events.jsonl if
+// it is at hand (a live summary, liveSummary), else nil: it reads the
+// file.
+func reportFrom(dir string, z *results.Summarizer) (*results.Summary, error) {
 	path := filepath.Join(dir, EventsFile)
-	z, err := results.SummarizeFile(path)
-	if err != nil {
-		return nil, err
+	if z == nil {
+		var err error
+		if z, err = results.SummarizeFile(path); err != nil {
+			return nil, err
+		}
 	}
 	if !z.HasRunStart() {
 		// A summary of nothing would show a run that never was.

@@ -230,6 +230,7 @@ type run struct {
 	opts   Options
 	rec    *recorder
 	writer *eventlog.Writer
+	live   *liveSummary // a model's run: its summary, made while it runs
 
 	members []*member
 	signers []*validatorSigner
@@ -583,12 +584,14 @@ func (r *run) finish(ctx context.Context, runErr error) (*Outcome, error) {
 	}
 	r.rec.Emit(end)
 	if err := r.writer.Close(); err != nil {
+		r.live.result("") // ends the live summary
 		return nil, fmt.Errorf("events: %w", err)
 	}
+	z := r.live.result(filepath.Join(r.opts.OutDir, EventsFile))
 	r.stage.set(ctx, eventlog.StageReport)
 	holdForTest(eventlog.StageReport, r.opts.Status, r.force())
 	out := &Outcome{OutDir: r.opts.OutDir}
-	s, err := Report(r.opts.OutDir)
+	s, err := reportFrom(r.opts.OutDir, z)
 	out.Summary = s
 	r.stage.note(ctx)
 	out.Interrupted = r.stage.interruptedAt()

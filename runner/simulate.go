@@ -27,6 +27,7 @@ func (r *run) simulate(ctx context.Context, s Simulator) error {
 	}
 	start := r.runStart(infos)
 	start.Time = time.Time{} // the model's epoch
+	r.live = startLiveSummary(r.writer)
 	last := &lastTime{sink: r.rec}
 	reason, err := s.Simulate(ctx, r.plan, r.seed, keys, start, last)
 	r.reason, r.end = reason, last.t

@@ -2,6 +2,7 @@ package eventlog
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"time"
@@ -42,6 +43,8 @@ type Writer struct {
 
 	subMu sync.RWMutex
 	subs  []func(Event)
+
+	tee io.Writer // gets each write too (Tee); guarded by wmu
 
 	kick chan struct{} // wakes the encoder
 	stop chan struct{}
@@ -169,6 +172,16 @@ func (w *Writer) subscribers() []func(Event) {
 	return w.subs
 }
 
+// Tee hands every write of whole lines to t as well, once the file took
+// it, from the writer's goroutine: a reader of the run's stream as it is
+// written, which reads the file's bytes and no others. A failed write to
+// t ends the tee; the file goes on. Set it before the first Emit.
+func (w *Writer) Tee(t io.Writer) {
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	w.tee = t
+}
+
 // Flush writes the queued events to the OS (no fsync) and returns the
 // first error seen so far.
 func (w *Writer) Flush() error {
@@ -252,6 +265,10 @@ func (w *Writer) write() {
 			w.wrErr = true
 			w.keepErr(err)
 			w.mu.Unlock()
+		} else if w.tee != nil {
+			if _, err := w.tee.Write(w.buf); err != nil {
+				w.tee = nil // its reader stopped: the file goes on alone
+			}
 		}
 	}
 	w.buf = w.buf[:0]
