@@ -13,3 +13,29 @@ import gojson "github.com/goccy/go-json"
 func EncodeEvent(ev *Event) ([]byte, error) { return gojson.Marshal(ev) }
 
 func decodeEvent(line []byte, ev *Event) error { return gojson.Unmarshal(line, ev) }
+
+// lineEncoder appends events' lines to buf, each EncodeEvent's bytes and
+// a newline, without allocating each line (the Writer's encoder: a sim
+// writes millions, and every allocation is work for the collector that
+// runs beside the model).
+type lineEncoder struct {
+	buf []byte
+	enc *gojson.Encoder
+}
+
+func newLineEncoder() *lineEncoder {
+	l := &lineEncoder{}
+	l.enc = gojson.NewEncoder(appendTo{&l.buf}) // escapes HTML, as Marshal
+	return l
+}
+
+// encode appends ev's line; on an error it appends nothing.
+func (l *lineEncoder) encode(ev *Event) error { return l.enc.Encode(ev) }
+
+// appendTo is an io.Writer that appends to a byte slice.
+type appendTo struct{ b *[]byte }
+
+func (a appendTo) Write(p []byte) (int, error) {
+	*a.b = append(*a.b, p...)
+	return len(p), nil
+}

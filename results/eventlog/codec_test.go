@@ -38,6 +38,7 @@ func TestCodecMatchesEncodingJSON(t *testing.T) {
 	}
 	events = append(events, Event{})
 	kinds := map[Kind]bool{}
+	lines := newLineEncoder()
 	for i := range events {
 		e := &events[i]
 		kinds[e.Kind] = true
@@ -51,6 +52,13 @@ func TestCodecMatchesEncodingJSON(t *testing.T) {
 		}
 		if !bytes.Equal(got, want) {
 			t.Fatalf("event %d (%s) encodes differently:\ngot  %s\nwant %s", i, e.Kind, got, want)
+		}
+		lines.buf = append(lines.buf[:0], "before\n"...)
+		if err := lines.encode(e); err != nil {
+			t.Fatal(err)
+		}
+		if got := lines.buf; string(got) != "before\n"+string(want)+"\n" {
+			t.Fatalf("event %d (%s): the Writer's line encoder appends %q, want %q", i, e.Kind, got, "before\n"+string(want)+"\n")
 		}
 		var a, b Event
 		errA, errB := json.Unmarshal(want, &a), decodeEvent(want, &b)

@@ -35,10 +35,10 @@ type Writer struct {
 	f      *os.File
 	clock  clockwork.Clock // stamps zero times and ticks the idle wake-up
 	queue  []Event
-	spare  []Event // the last queue drained, empty: the next queue
-	buf    []byte
-	err    error // first error; reported by Flush and Close
-	wrErr  bool  // a write failed: stop writing (see write)
+	spare  []Event      // the last queue drained, empty: the next queue
+	lines  *lineEncoder // the encoded lines not yet written; guarded by wmu
+	err    error        // first error; reported by Flush and Close
+	wrErr  bool         // a write failed: stop writing (see write)
 	closed bool
 
 	subMu sync.RWMutex
@@ -83,10 +83,12 @@ func openWriter(path string, clock clockwork.Clock) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
+	lines := newLineEncoder()
+	lines.buf = make([]byte, 0, flushSize+flushSize/4)
 	return &Writer{
 		f:     f,
 		clock: clock,
-		buf:   make([]byte, 0, flushSize),
+		lines: lines,
 		kick:  make(chan struct{}, 1),
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
@@ -228,15 +230,13 @@ func (w *Writer) drain() {
 	w.queue, w.spare = w.spare, nil
 	w.mu.Unlock()
 	for i := range q {
-		line, err := EncodeEvent(&q[i])
-		if err != nil {
-			// Unreachable for Event's field types; keep the error rather
-			// than writing half a line.
+		if err := w.lines.encode(&q[i]); err != nil {
+			// Unreachable for Event's field types; the line is not
+			// written (no half line), the error kept.
 			w.setErr(fmt.Errorf("encode %s event: %w", q[i].Kind, err))
 			continue
 		}
-		w.buf = append(append(w.buf, line...), '\n')
-		if len(w.buf) >= flushSize {
+		if len(w.lines.buf) >= flushSize {
 			w.write()
 		}
 	}
@@ -253,25 +253,25 @@ func (w *Writer) drain() {
 // write error the buffer is dropped: retrying could duplicate the part
 // that did get written.
 func (w *Writer) write() {
-	if len(w.buf) == 0 {
+	if len(w.lines.buf) == 0 {
 		return
 	}
 	w.mu.Lock()
 	failed := w.wrErr
 	w.mu.Unlock()
 	if !failed {
-		if _, err := w.f.Write(w.buf); err != nil {
+		if _, err := w.f.Write(w.lines.buf); err != nil {
 			w.mu.Lock()
 			w.wrErr = true
 			w.keepErr(err)
 			w.mu.Unlock()
 		} else if w.tee != nil {
-			if _, err := w.tee.Write(w.buf); err != nil {
+			if _, err := w.tee.Write(w.lines.buf); err != nil {
 				w.tee = nil // its reader stopped: the file goes on alone
 			}
 		}
 	}
-	w.buf = w.buf[:0]
+	w.lines.buf = w.lines.buf[:0]
 }
 
 func (w *Writer) setErr(err error) {
