@@ -48,7 +48,7 @@ const (
 	laneBits  = 10 // the lane holds 2^10 buckets: 1.07 s ahead
 	laneSize  = 1 << laneBits
 	laneMask  = laneSize - 1
-	laneRadix = laneShift / 2
+	laneRadix = 7 // bits of a radix pass of sortBucket (3 passes cover laneShift)
 )
 
 type lane struct {
@@ -228,7 +228,10 @@ func (m *laneMsg) before(e *event) bool {
 
 // sortBucket sorts a bucket by time, then sequence number: its messages
 // came in sequence order, and a stable radix sort of the time's bits
-// within the bucket (two passes) keeps that order among equal times.
+// within the bucket keeps that order among equal times. Most buckets
+// hold 64-127 messages (global175): three passes of 7 bits cost a third
+// of two passes of 10, whose 1,024-entry counts outweighed the messages.
+// A pass whose digit is the same for every message moves nothing.
 func (l *lane) sortBucket(s []laneMsg) []laneMsg {
 	if len(s) < 2 {
 		return s
@@ -248,11 +251,13 @@ func (l *lane) sortBucket(s []laneMsg) []laneMsg {
 		l.tmp = make([]laneMsg, len(s))
 	}
 	src, dst := s, l.tmp[:len(s)]
-	for pass := range 2 {
+	for sh := uint(0); sh < laneShift; sh += laneRadix {
 		var count [1 << laneRadix]int32
-		sh := uint(pass * laneRadix)
 		for i := range src {
 			count[(src[i].at>>sh)&(1<<laneRadix-1)]++
+		}
+		if count[(src[0].at>>sh)&(1<<laneRadix-1)] == int32(len(src)) {
+			continue // one digit: already in order
 		}
 		var sum int32
 		for d := range count {
@@ -265,5 +270,8 @@ func (l *lane) sortBucket(s []laneMsg) []laneMsg {
 		}
 		src, dst = dst, src
 	}
-	return s // two passes: sorted back into s
+	if &src[0] != &s[0] {
+		l.tmp = s[:cap(s)] // the sorted messages are in tmp's array: swap
+	}
+	return src
 }
