@@ -119,7 +119,7 @@ type gossip struct {
 	freeBurst []int32
 	words     int // bitset words of a vote set
 	// wakeHdr[ch]: the lane header of the routines' wake-ups on ch. A
-	// wake-up is a lane message (32 bytes, written in order into ~1 ms
+	// wake-up is a lane message (32 bytes, written in order into ~2 ms
 	// buckets) whose via names the connection: there are ~35,000 of
 	// them a height at 175 validators, most of the run's events.
 	wakeHdr [2]int32
