@@ -629,12 +629,13 @@ func SummarizeFile(path string) (*Summarizer, error) {
 
 // SummarizeLive is SummarizeFile's first pass over a stream read while
 // it is written (a run's events.jsonl teed by its Writer, the same
-// bytes): the Summarizer when that pass is exact, nil when the stream
-// asks for another pass (Retry) or ends in a torn line; then the caller
-// summarizes the file.
+// bytes), decoded on the caller's goroutine alone (eventlog.StreamSerial:
+// it runs beside the model): the Summarizer when that pass is exact, nil
+// when the stream asks for another pass (Retry) or ends in a torn line;
+// then the caller summarizes the file.
 func SummarizeLive(r io.Reader) (*Summarizer, error) {
 	z := newSummarizer(defaultPlan())
-	torn, err := eventlog.StreamTorn(r, z.Add)
+	torn, err := eventlog.StreamSerial(r, z.Add)
 	if err != nil || torn != nil || z.Retry() != nil {
 		return nil, err
 	}

@@ -200,6 +200,28 @@ func StreamTorn(r io.Reader, fn func(*Event)) (*TornLine, error) {
 	return nil, readErr
 }
 
+// StreamSerial is StreamTorn on the caller's goroutine alone: each chunk
+// is read, decoded and handed in turn. For a reader beside a busier
+// goroutine (the live summary beside the model, runner/live.go): on 2
+// cores, decoding workers took turns with it.
+func StreamSerial(r io.Reader, fn func(*Event)) (*TornLine, error) {
+	cut := chunker{r: r, line: 1}
+	var spare []Event
+	for {
+		c, err := cut.next()
+		if err != nil || c == nil {
+			return nil, err
+		}
+		c.events = spare
+		c.decode()
+		if torn, err := c.hand(fn); err != nil || torn != nil {
+			return torn, err
+		}
+		clear(c.events)
+		spare = c.events[:0]
+	}
+}
+
 // hand gives fn c's events, then says how c ended.
 func (c *chunk) hand(fn func(*Event)) (*TornLine, error) {
 	for i := range c.events {

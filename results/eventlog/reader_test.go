@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -104,9 +105,11 @@ func TestReadFile(t *testing.T) {
 	}
 }
 
-// TestStreamAcrossChunks: a stream decoded in chunks on several cores
-// gives its events in order, the number of a corrupt line far into it,
-// the offset of a torn last line, and lines longer than a chunk.
+// TestStreamAcrossChunks: a stream decoded in chunks, on several cores
+// (StreamTorn) or on the caller's goroutine (StreamSerial), gives its
+// events in order, the number of a corrupt line far into it, the offset
+// of a torn last line, and lines longer than a chunk; every event is
+// whole though chunks' arrays serve again.
 func TestStreamAcrossChunks(t *testing.T) {
 	var b bytes.Buffer
 	const n = 20000
@@ -121,33 +124,42 @@ func TestStreamAcrossChunks(t *testing.T) {
 	if len(data) < 8*chunkBytes {
 		t.Fatalf("%d bytes: not enough chunks", len(data))
 	}
-	var heights []int64
-	if err := Stream(bytes.NewReader(data), func(e *Event) { heights = append(heights, e.Height) }); err != nil {
-		t.Fatal(err)
-	}
-	if len(heights) != n {
-		t.Fatalf("%d events, want %d", len(heights), n)
-	}
-	for i, h := range heights {
-		if h != int64(i+1) {
-			t.Fatalf("event %d is height %d: out of order", i, h)
-		}
-	}
+	for name, stream := range map[string]func(io.Reader, func(*Event)) (*TornLine, error){"StreamTorn": StreamTorn, "StreamSerial": StreamSerial} {
+		t.Run(name, func(t *testing.T) {
+			var heights []int64
+			if _, err := stream(bytes.NewReader(data), func(e *Event) {
+				if want := strings.Repeat("x", int(e.Height-1)%300); e.Height != 7001 && e.Node != want {
+					t.Fatalf("event of height %d has node of %d bytes, want %d", e.Height, len(e.Node), len(want))
+				}
+				heights = append(heights, e.Height)
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if len(heights) != n {
+				t.Fatalf("%d events, want %d", len(heights), n)
+			}
+			for i, h := range heights {
+				if h != int64(i+1) {
+					t.Fatalf("event %d is height %d: out of order", i, h)
+				}
+			}
 
-	lines := bytes.Split(data, []byte("\n"))
-	lines[14999] = []byte(`{"kind":`)
-	got := 0
-	err := Stream(bytes.NewReader(bytes.Join(lines, []byte("\n"))), func(*Event) { got++ })
-	var le *LineError
-	if !errors.As(err, &le) || le.Line != 15000 || got != 14999 {
-		t.Fatalf("corrupt line 15000: %v after %d events", err, got)
-	}
+			lines := bytes.Split(data, []byte("\n"))
+			lines[14999] = []byte(`{"kind":`)
+			got := 0
+			_, err := stream(bytes.NewReader(bytes.Join(lines, []byte("\n"))), func(*Event) { got++ })
+			var le *LineError
+			if !errors.As(err, &le) || le.Line != 15000 || got != 14999 {
+				t.Fatalf("corrupt line 15000: %v after %d events", err, got)
+			}
 
-	torn := data[:len(data)-20]
-	got = 0
-	tl, err := StreamTorn(bytes.NewReader(torn), func(*Event) { got++ })
-	lastLine := int64(bytes.LastIndexByte(torn, '\n') + 1)
-	if err != nil || tl == nil || got != n-1 || tl.Offset != lastLine || tl.Bytes != len(torn)-int(lastLine) {
-		t.Fatalf("torn last line: %v, %+v after %d events (want offset %d)", err, tl, got, lastLine)
+			torn := data[:len(data)-20]
+			got = 0
+			tl, err := stream(bytes.NewReader(torn), func(*Event) { got++ })
+			lastLine := int64(bytes.LastIndexByte(torn, '\n') + 1)
+			if err != nil || tl == nil || got != n-1 || tl.Offset != lastLine || tl.Bytes != len(torn)-int(lastLine) {
+				t.Fatalf("torn last line: %v, %+v after %d events (want offset %d)", err, tl, got, lastLine)
+			}
+		})
 	}
 }
