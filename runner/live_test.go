@@ -127,3 +127,30 @@ func TestLiveSummaryStandsInOnlyForTheWholeFile(t *testing.T) {
 		})
 	}
 }
+
+// TestLiveSummaryOfAnInterruptedModel: Ctrl-C during a model run ends
+// its live summary with the run: the run is reported as interrupted, and
+// its report is the file's.
+func TestLiveSummaryOfAnInterruptedModel(t *testing.T) {
+	plan, err := scenarios.ResolveWith("sim-global-175", scenarios.Overrides{Set: []scenarios.Setting{{Path: "run.heights", Value: "100000"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the model sees it at its first look, some thousand steps in
+	dir := filepath.Join(t.TempDir(), "run")
+	out, err := Run(ctx, plan, Options{OutDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Summary.StopReason != eventlog.StopInterrupted {
+		t.Fatalf("stop reason %q, want %q", out.Summary.StopReason, eventlog.StopInterrupted)
+	}
+	rebuilt, err := Report(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(rebuilt, out.Summary) {
+		t.Error("the interrupted run's summary read back from events.jsonl differs from the live one")
+	}
+}
