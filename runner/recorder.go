@@ -14,8 +14,8 @@ import (
 // nothing the shutdown itself causes is counted as part of the run.
 type recorder struct {
 	w       *eventlog.Writer
-	tracker *results.Tracker
-	metrics *liveMetrics // nil without --metrics
+	tracker *results.Tracker // nil: nothing reads the live progress (a model run)
+	metrics *liveMetrics     // nil without --metrics
 
 	mu     sync.Mutex
 	blocks map[int64]bool
@@ -89,8 +89,11 @@ func (r *recorder) Emit(e eventlog.Event) {
 	if e.Kind == eventlog.KindFault {
 		r.downs.Observe(&e)
 	}
+	tracker := r.tracker
 	r.mu.Unlock()
-	r.tracker.Observe(e)
+	if tracker != nil {
+		tracker.Observe(e)
+	}
 	if r.metrics != nil {
 		r.metrics.Observe(e)
 	}
@@ -119,8 +122,11 @@ func (r *recorder) EmitBatch(evs []eventlog.Event) {
 			r.downs.Observe(&evs[i])
 		}
 	}
+	tracker := r.tracker
 	r.mu.Unlock()
-	r.tracker.ObserveBatch(evs)
+	if tracker != nil {
+		tracker.ObserveBatch(evs)
+	}
 	if r.metrics != nil {
 		for i := range evs {
 			r.metrics.Observe(evs[i])
@@ -141,6 +147,13 @@ func (r *recorder) accept(e *eventlog.Event) bool {
 		r.blocks[e.Height] = true
 	}
 	return true
+}
+
+// untracked stops feeding the live tracker: nothing will read it.
+func (r *recorder) untracked() {
+	r.mu.Lock()
+	r.tracker = nil
+	r.mu.Unlock()
 }
 
 // nodeDown reports whether a fault has validator v's node down now.

@@ -27,6 +27,10 @@ func (r *run) simulate(ctx context.Context, s Simulator) error {
 	}
 	start := r.runStart(infos)
 	start.Time = time.Time{} // the model's epoch
+	// A model runs in one call: nothing polls its live progress (the
+	// wait loop's status line and halts are the real backends'), so the
+	// tracker would keep a copy of every event for nobody.
+	r.rec.untracked()
 	r.live = startLiveSummary(r.writer)
 	last := &lastTime{sink: r.rec}
 	reason, err := s.Simulate(ctx, r.plan, r.seed, keys, start, last)
