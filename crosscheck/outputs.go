@@ -33,7 +33,10 @@ type caseJSON struct {
 	Description string   `json:"description,omitempty"`
 	Scenario    string   `json:"scenario"`
 	Set         []string `json:"set"`
-	Verdict     string   `json:"verdict"`
+	// Repeat is the runs a side this case had to make: its own repeat
+	// key, else the check's (the file's repeat).
+	Repeat  int    `json:"repeat"`
+	Verdict string `json:"verdict"`
 	// HostOverloaded lists the sides that ran on an overloaded host
 	// (results.OverloadedNotice): their values reflect the machine.
 	HostOverloaded []Side              `json:"host_overloaded"`
@@ -84,7 +87,7 @@ func (c *Check) fileJSON(o *Outcome) fileJSON {
 	for i := range o.Cases {
 		cr := &o.Cases[i]
 		cj := caseJSON{Name: cr.Name, Description: cr.Description, Scenario: cr.Scenario, Set: []string{},
-			Verdict: cr.Verdict(), HostOverloaded: cr.Overloaded(), Runs: map[Side][]runJSON{}, Values: cr.Values,
+			Repeat: c.Repeats(cr.PreparedCase), Verdict: cr.Verdict(), HostOverloaded: cr.Overloaded(), Runs: map[Side][]runJSON{}, Values: cr.Values,
 			Goals: cr.Goals, Backends: map[Side]string{}, Plans: map[Side]planOrigin{}}
 		if cj.HostOverloaded == nil {
 			cj.HostOverloaded = []Side{}

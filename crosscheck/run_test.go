@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -314,5 +315,13 @@ func TestCaseRepeatOverridesTheChecks(t *testing.T) {
 	}
 	if !strings.Contains(table.String(), "1 run (halted: 2) per case and side; repeat r runs with seed") {
 		t.Errorf("table:\n%s", table.String())
+	}
+	js := readJSON(t, out)
+	repeats := map[string]int{}
+	for _, cj := range js.Cases {
+		repeats[cj.Name] = cj.Repeat
+	}
+	if want := map[string]int{"agree": 1, "apart": 1, "halted": 2}; !maps.Equal(repeats, want) || js.Repeat != 1 {
+		t.Errorf("crosscheck.json: repeat %d, cases' repeats %v; want 1 and %v", js.Repeat, repeats, want)
 	}
 }
