@@ -583,11 +583,11 @@ func (r *run) finish(ctx context.Context, runErr error) (*Outcome, error) {
 		end.StopReason, end.Error = eventlog.StopError, runErr.Error()
 	}
 	r.rec.Emit(end)
-	if err := r.writer.Close(); err != nil {
-		r.live.result("") // ends the live summary
-		return nil, fmt.Errorf("events: %w", err)
+	closeErr := r.writer.Close()
+	z := r.live.result(filepath.Join(r.opts.OutDir, EventsFile)) // ends a live summary either way
+	if closeErr != nil {
+		return nil, fmt.Errorf("events: %w", closeErr)
 	}
-	z := r.live.result(filepath.Join(r.opts.OutDir, EventsFile))
 	r.stage.set(ctx, eventlog.StageReport)
 	holdForTest(eventlog.StageReport, r.opts.Status, r.force())
 	out := &Outcome{OutDir: r.opts.OutDir}

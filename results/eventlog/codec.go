@@ -23,8 +23,9 @@ type lineEncoder struct {
 	enc *gojson.Encoder
 }
 
-func newLineEncoder() *lineEncoder {
-	l := &lineEncoder{}
+// newLineEncoder starts with room for size bytes of lines.
+func newLineEncoder(size int) *lineEncoder {
+	l := &lineEncoder{buf: make([]byte, 0, size)}
 	l.enc = gojson.NewEncoder(appendTo{&l.buf}) // escapes HTML, as Marshal
 	return l
 }

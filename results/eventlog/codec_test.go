@@ -38,7 +38,7 @@ func TestCodecMatchesEncodingJSON(t *testing.T) {
 	}
 	events = append(events, Event{})
 	kinds := map[Kind]bool{}
-	lines := newLineEncoder()
+	lines := newLineEncoder(0)
 	for i := range events {
 		e := &events[i]
 		kinds[e.Kind] = true

@@ -190,12 +190,10 @@ func StreamTorn(r io.Reader, fn func(*Event)) (*TornLine, error) {
 		if torn, err := c.hand(fn); err != nil || torn != nil {
 			return torn, err
 		}
-		clear(c.events) // what the events point to goes
 		select {
-		case spare <- c.events[:0]:
+		case spare <- c.recycle():
 		default:
 		}
-		c.events = nil
 	}
 	return nil, readErr
 }
@@ -217,9 +215,17 @@ func StreamSerial(r io.Reader, fn func(*Event)) (*TornLine, error) {
 		if torn, err := c.hand(fn); err != nil || torn != nil {
 			return torn, err
 		}
-		clear(c.events)
-		spare = c.events[:0]
+		spare = c.recycle()
 	}
+}
+
+// recycle takes c's handed events' array, emptied, for another chunk
+// (fn kept no *Event); what the events pointed to goes.
+func (c *chunk) recycle() []Event {
+	clear(c.events)
+	events := c.events[:0]
+	c.events = nil
+	return events
 }
 
 // hand gives fn c's events, then says how c ended.

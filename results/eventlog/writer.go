@@ -83,12 +83,10 @@ func openWriter(path string, clock clockwork.Clock) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	lines := newLineEncoder()
-	lines.buf = make([]byte, 0, flushSize+flushSize/4)
 	return &Writer{
 		f:     f,
 		clock: clock,
-		lines: lines,
+		lines: newLineEncoder(flushSize + flushSize/4), // a write's lines and the one that crosses flushSize
 		kick:  make(chan struct{}, 1),
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
