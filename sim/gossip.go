@@ -44,12 +44,14 @@ import (
 // conn is node i's connection to one peer: its two routines' state and
 // what it has sent the peer.
 type conn struct {
-	lk, rlk  *link // the links from -> to and to -> from
+	lk       *link // the link from -> to
+	// rtyp: the median delay of the link to -> from (its typical), how
+	// late from learns to's state; a copy, so that a wake-up does not
+	// read that link's entry (linked keeps it)
+	rtyp int64
 	from, to int32
-	rev      int32    // the connection to -> from
-	wake     [2]int64 // the routine's queued wake-up; -1: asleep
-	sent     [4]sentVotes
-	sentNext uint8 // the sent set to reuse next
+	rev      int32 // the connection to -> from
+	sentNext uint8 // the sent set (gossip.sentKey) to reuse next
 	// the proposal sent for (propH, propR), and the parts sent of block
 	// partsB of height partsH (bitset)
 	propH     int64
@@ -59,13 +61,22 @@ type conn struct {
 	sentParts []uint64
 }
 
-// sentVotes are the votes of one height, round and type a connection
-// sent its peer.
-type sentVotes struct {
-	h    int64
-	r    int32
-	pc   bool
-	bits []uint64
+// sentKey names the votes of one height, round and type a connection
+// sent its peer; used: the slot holds a set.
+type sentKey struct {
+	h        int64
+	r        int32
+	pc, used bool
+}
+
+// sentSlots is the number of sent sets a connection keeps.
+const sentSlots = 4
+
+// connBack is a connection's reverse connection and the median delay of
+// its own link.
+type connBack struct {
+	rev int32
+	typ int64
 }
 
 // A burst is the votes a routine sent in one wake-up, as bitsets: the
@@ -118,6 +129,21 @@ type gossip struct {
 	bursts    []burst
 	freeBurst []int32
 	words     int // bitset words of a vote set
+	// wake[ch][c]: connection c's routine's queued wake-up on ch; -1:
+	// asleep. Dense, not in conn: armOut reads the wake-ups of all a
+	// node's connections (consecutive indexes) at every vote the node
+	// takes, and most calls end there; in conn each was a line of its
+	// own, a fifth of a run's cache misses.
+	wake [2][]int64
+	// sentKey[c]: what connection c's sent sets hold, one cache line;
+	// sentBits: their bitsets, g.words each, slot k of c at
+	// (c*sentSlots+k)*words. Apart from conn for the same reason.
+	sentKey  [][sentSlots]sentKey
+	sentBits []uint64
+	// back[c]: connection c's reverse and its link's median delay, for
+	// armIn, which reads them for all a node's connections; dense for
+	// the same reason (linked keeps them)
+	back []connBack
 	// wakeHdr[ch]: the lane header of the routines' wake-ups on ch. A
 	// wake-up is a lane message (32 bytes, written in order into ~2 ms
 	// buckets) whose via names the connection: there are ~35,000 of
@@ -143,18 +169,49 @@ func newGossip(w *world) *gossip {
 	for i := range nn {
 		for _, j := range w.net.peers[i] {
 			c := int32(len(g.conns))
-			g.conns = append(g.conns, conn{from: int32(i), to: j, wake: [2]int64{-1, -1}, propH: -1, partsH: -1})
+			g.conns = append(g.conns, conn{from: int32(i), to: j, propH: -1, partsH: -1})
 			g.byNode[i] = append(g.byNode[i], c)
 			idx[[2]int32{int32(i), j}] = c
 		}
 		g.asleep[0][i], g.asleep[1][i] = int32(len(g.byNode[i])), int32(len(g.byNode[i]))
 	}
+	for ch := range g.wake {
+		g.wake[ch] = make([]int64, len(g.conns))
+		for k := range g.wake[ch] {
+			g.wake[ch][k] = -1
+		}
+	}
+	g.sentKey = make([][sentSlots]sentKey, len(g.conns))
+	g.sentBits = make([]uint64, len(g.conns)*sentSlots*g.words)
+	g.back = make([]connBack, len(g.conns))
 	for k := range g.conns {
 		c := &g.conns[k]
 		c.rev = idx[[2]int32{c.to, c.from}]
-		c.lk, c.rlk = w.net.link(c.from, c.to), w.net.link(c.to, c.from)
+		c.lk = w.net.link(c.from, c.to)
+	}
+	for k := range g.conns {
+		g.linked(int32(k))
 	}
 	return g
+}
+
+// linked copies connection c's link's median delay where the wake-ups
+// read it: c's back entry and its reverse's rtyp. Run again when the
+// link's setting changes (a latency fault).
+func (g *gossip) linked(c int32) {
+	typ := g.conns[c].lk.typical
+	rev := g.conns[c].rev
+	g.back[c] = connBack{rev: rev, typ: typ}
+	g.conns[rev].rtyp = typ
+}
+
+// relinked: the link from -> to has a new setting.
+func (g *gossip) relinked(from, to int32) {
+	for _, c := range g.byNode[from] {
+		if g.conns[c].to == to {
+			g.linked(c)
+		}
+	}
 }
 
 // noteState records n's round state as it is now (its NewRoundStep).
@@ -199,7 +256,8 @@ func (w *world) armOut(n *node, ch int, t int64) {
 func (w *world) armIn(n *node, ch int) {
 	g := w.g
 	for _, c := range g.byNode[n.i] {
-		w.arm(g.conns[c].rev, ch, n.t+g.conns[c].lk.typical)
+		b := g.back[c]
+		w.arm(b.rev, ch, n.t+b.typ)
 	}
 }
 
@@ -207,23 +265,24 @@ func (w *world) armIn(n *node, ch int) {
 // look at or after t, unless one is queued by then.
 func (w *world) arm(ci int32, ch int, t int64) {
 	g := w.g
-	c := &g.conns[ci]
+	wake := &g.wake[ch][ci]
 	t = max(t, w.now)
-	if c.wake[ch] >= 0 && c.wake[ch] < t+w.net.sleep {
+	if *wake >= 0 && *wake < t+w.net.sleep {
 		// The queued wake-up is a look on the link's grid at or after
 		// its last look (wakeOn); one before t+sleep is no later than
 		// the first look at or after t. Most calls end here, without
 		// wakeOn's division.
 		return
 	}
+	c := &g.conns[ci]
 	at := w.net.wakeOn(c.lk, t, ch)
-	if c.wake[ch] >= 0 && c.wake[ch] <= at {
+	if *wake >= 0 && *wake <= at {
 		return
 	}
-	if c.wake[ch] < 0 {
+	if *wake < 0 {
 		g.asleep[ch][c.from]--
 	}
-	c.wake[ch] = at
+	*wake = at
 	w.q.pushMsg(g.wakeHdr[ch], at, c.from, ci)
 }
 
@@ -233,17 +292,17 @@ func (w *world) gossipWake(e *event) {
 	g := w.g
 	c := &g.conns[e.via] // the lane's sender field names the connection
 	ch := int(e.step)
-	if c.wake[ch] == e.at {
-		c.wake[ch] = -1
+	if wake := &g.wake[ch][e.via]; *wake == e.at {
+		*wake = -1
 		g.asleep[ch][c.from]++
 	}
 	i, j := w.nodes[c.from], w.nodes[c.to]
 	if !i.up || !j.up || c.lk.blocked {
 		return // a reconnect wakes it again (resync)
 	}
-	view := j.stateAt(e.at - c.rlk.typical)
+	view := j.stateAt(e.at - c.rtyp)
 	if ch == chVotes {
-		w.sendVotes(i, j, c, e.at, view)
+		w.sendVotes(i, j, c, int(e.via), e.at, view)
 		return
 	}
 	w.sendData(i, j, c, e.at, view)
@@ -254,14 +313,14 @@ func (w *world) gossipWake(e *event) {
 // (j in new_height, or one height behind), the prevotes of j's POL round
 // and round and the precommits of its round (same height), the seen
 // commit of j's height (further behind).
-func (w *world) sendVotes(i, j *node, c *conn, at int64, view roundState) {
+func (w *world) sendVotes(i, j *node, c *conn, ci int, at int64, view roundState) {
 	g := w.g
 	bi := g.newBurst()
 	b := &g.bursts[bi]
 	switch {
 	case view.h == i.h:
 		if view.step == stepNewHeight && i.lastCommit != nil {
-			w.pickFrom(b, c, j, i.lastCommit, i.h-1, i.lastCommitRound, true)
+			w.pickFrom(b, c, ci, j, i.lastCommit, i.h-1, i.lastCommitRound, true)
 		}
 		if view.r <= i.r {
 			pol := int32(-1)
@@ -269,26 +328,26 @@ func (w *world) sendVotes(i, j *node, c *conn, at int64, view roundState) {
 				pol = j.polRound
 			}
 			if pol >= 0 && view.step <= stepPropose && int(pol) < len(i.votes.rounds) {
-				w.pickFrom(b, c, j, i.votes.set(pol, false), i.h, pol, false)
+				w.pickFrom(b, c, ci, j, i.votes.set(pol, false), i.h, pol, false)
 			}
 			if int(view.r) < len(i.votes.rounds) {
 				pv, pc := i.votes.set(view.r, false), i.votes.set(view.r, true)
 				if view.step <= stepPrevoteWait {
-					w.pickFrom(b, c, j, pv, i.h, view.r, false)
-					w.pickFrom(b, c, j, pc, i.h, view.r, true)
+					w.pickFrom(b, c, ci, j, pv, i.h, view.r, false)
+					w.pickFrom(b, c, ci, j, pc, i.h, view.r, true)
 				} else {
-					w.pickFrom(b, c, j, pc, i.h, view.r, true)
-					w.pickFrom(b, c, j, pv, i.h, view.r, false)
+					w.pickFrom(b, c, ci, j, pc, i.h, view.r, true)
+					w.pickFrom(b, c, ci, j, pv, i.h, view.r, false)
 				}
 			}
 		}
 	case view.h == i.h-1:
 		if i.lastCommit != nil {
-			w.pickFrom(b, c, j, i.lastCommit, view.h, i.lastCommitRound, true)
+			w.pickFrom(b, c, ci, j, i.lastCommit, view.h, i.lastCommitRound, true)
 		}
 	case view.h < i.h-1:
 		if sc, ok := w.commits[view.h]; ok {
-			w.pickFrom(b, c, j, sc.votes, view.h, sc.round, true)
+			w.pickFrom(b, c, ci, j, sc.votes, view.h, sc.round, true)
 		}
 	}
 	if len(b.words) == 0 {
@@ -306,7 +365,7 @@ func (w *world) sendVotes(i, j *node, c *conn, at int64, view roundState) {
 // pickFrom adds to burst b the votes of src (i's votes of height h,
 // round r, type pc) that j lacks and c has not sent it, one segment per
 // block, and marks them sent.
-func (w *world) pickFrom(b *burst, c *conn, j *node, src *voteSet, h int64, r int32, pc bool) {
+func (w *world) pickFrom(b *burst, c *conn, ci int, j *node, src *voteSet, h int64, r int32, pc bool) {
 	if src == nil || src.count == 0 {
 		return
 	}
@@ -315,7 +374,7 @@ func (w *world) pickFrom(b *burst, c *conn, j *node, src *voteSet, h int64, r in
 		return
 	}
 	g := w.g
-	sent := g.sentSet(c, h, r, pc)
+	sent := g.sentSet(c, ci, h, r, pc)
 	for _, bp := range src.byBlock {
 		w0, w1 := segHeader(h, r, bp.block, pc)
 		head := len(b.words)
@@ -359,22 +418,25 @@ func (w *world) votesOf(j *node, h int64, r int32, pc bool) (has []uint64, all b
 
 // sentSet is the bitset of the votes of h, r, pc that c has sent; a new
 // key takes the oldest slot.
-func (g *gossip) sentSet(c *conn, h int64, r int32, pc bool) []uint64 {
-	for k := range c.sent {
-		s := &c.sent[k]
-		if s.h == h && s.r == r && s.pc == pc && s.bits != nil {
-			return s.bits
+func (g *gossip) sentSet(c *conn, ci int, h int64, r int32, pc bool) []uint64 {
+	keys := &g.sentKey[ci]
+	for k := range keys {
+		if s := &keys[k]; s.h == h && s.r == r && s.pc == pc && s.used {
+			return g.sentSlot(ci, k)
 		}
 	}
-	s := &c.sent[c.sentNext]
-	c.sentNext = (c.sentNext + 1) % uint8(len(c.sent))
-	if len(s.bits) != g.words {
-		s.bits = make([]uint64, g.words)
-	} else {
-		clear(s.bits)
-	}
-	s.h, s.r, s.pc = h, r, pc
-	return s.bits
+	k := int(c.sentNext)
+	c.sentNext = (c.sentNext + 1) % sentSlots
+	keys[k] = sentKey{h: h, r: r, pc: pc, used: true}
+	bits := g.sentSlot(ci, k)
+	clear(bits)
+	return bits
+}
+
+// sentSlot is the bitset of connection ci's sent set k.
+func (g *gossip) sentSlot(ci, k int) []uint64 {
+	at := (ci*sentSlots + k) * g.words
+	return g.sentBits[at : at+g.words : at+g.words]
 }
 
 // sendData sends j the proposal of its round if it lacks it, then the
@@ -428,7 +490,7 @@ func (w *world) sendParts(i, j *node, c *conn, at, h int64, block int32, iHas fu
 	if need := int(b.parts+63) / 64; len(c.sentParts) < need {
 		c.sentParts = append(c.sentParts, make([]uint64, need-len(c.sentParts))...)
 	}
-	known := at - c.rlk.typical
+	known := at - c.rtyp
 	g := w.g
 	g.perm = g.perm[:0]
 	for k := int32(0); k < b.parts; k++ {

@@ -4,7 +4,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/valnet/valnet/latency"
+	"github.com/valnet/valnet/network"
 	"github.com/valnet/valnet/results/eventlog"
+	"github.com/valnet/valnet/scenarios"
 )
 
 // TestGossipHopByHop: six validators in a ring (each dials the next: two
@@ -42,4 +45,40 @@ validators:
 			t.Errorf("no vote reached a validator %d links away in exactly %d × 50 ms (at link speed): %v", hops, hops, exact)
 		}
 	}
+}
+
+// TestGossipDelaysFollowSetLink: the wake-ups read copies of each
+// connection's link delay (conn.rtyp, gossip.back); a latency fault's
+// SetLink must reach them, or a routine keeps judging its peer's state
+// by the old delay. Checked on every connection of a ring, before and
+// after a link's delay changes.
+func TestGossipDelaysFollowSetLink(t *testing.T) {
+	plan, err := scenarios.Parse("ring.yaml", []byte(`name: ring
+run: {backend: sim, heights: 3}
+network: {latency: 50ms, topology: {ring: 1}}
+validators: [{name: v, count: 4}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, w := runToJSON(t, plan)
+	check := func(when string) {
+		t.Helper()
+		g := w.g
+		for ci := range g.conns {
+			c := &g.conns[ci]
+			if got, want := g.back[ci].typ, w.net.link(c.from, c.to).typical; got != want {
+				t.Errorf("%s: back[%d].typ = %v, link %d->%d has %v", when, ci, time.Duration(got), c.from, c.to, time.Duration(want))
+			}
+			if got, want := c.rtyp, w.net.link(c.to, c.from).typical; got != want {
+				t.Errorf("%s: conn %d->%d rtyp = %v, link back has %v", when, c.from, c.to, time.Duration(got), time.Duration(want))
+			}
+		}
+	}
+	check("at the start")
+	w.timeline.SetLink("v-1", "v-2", network.Link{Latency: latency.Constant(400 * time.Millisecond)})
+	if got := w.net.link(0, 1).typical; got != (400 * time.Millisecond).Nanoseconds() {
+		t.Fatalf("the link v-1 -> v-2 has typical %v after SetLink", time.Duration(got))
+	}
+	check("after SetLink")
 }

@@ -139,6 +139,9 @@ func (t *timeline) Link(from, to string) network.Link {
 
 func (t *timeline) SetLink(from, to string, l network.Link) {
 	t.w.net.setLink(t.idx[from], t.idx[to], l)
+	if t.w.g != nil {
+		t.w.g.relinked(t.idx[from], t.idx[to])
+	}
 }
 
 func (t *timeline) Controls(string) error { return nil }
