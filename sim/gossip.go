@@ -44,11 +44,11 @@ import (
 // conn is node i's connection to one peer: its two routines' state and
 // what it has sent the peer.
 type conn struct {
-	lk       *link // the link from -> to
+	lk *link // the link from -> to
 	// rtyp: the median delay of the link to -> from (its typical), how
 	// late from learns to's state; a copy, so that a wake-up does not
 	// read that link's entry (linked keeps it)
-	rtyp int64
+	rtyp     int64
 	from, to int32
 	rev      int32 // the connection to -> from
 	sentNext uint8 // the sent set (gossip.sentKey) to reuse next
