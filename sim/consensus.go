@@ -54,6 +54,11 @@ type node struct {
 	lastAt  int64 // when the node last handled an event
 
 	votes heightVotes
+	// seen: the node's last round states, newest first, with when it
+	// entered each. Its peers' gossip routines read it at every wake-up
+	// (gossip.go stateAt), newest first: here, after the votes they
+	// also read, rather than among the node's cold fields.
+	seen [seenLen]roundState
 	// lastCommit: the precommits of h-1 in its commit round, which the
 	// next proposer puts in its block; open while step is new_height.
 	lastCommit *voteSet
@@ -88,11 +93,8 @@ type node struct {
 	commitBlock int32
 
 	catchUpPending bool // a block fetch is queued (catchUp)
-	// seen: the node's last round states, newest last, with when it
-	// entered each; partAt: when it added each part of partsFor (0:
-	// not yet). Its peers' gossip routines know both a link delay late
-	// (gossip.go).
-	seen   [seenLen]roundState
+	// partAt: when it added each part of partsFor (0: not yet). Its
+	// peers' gossip routines know it a link delay late (gossip.go).
 	partAt []int64
 
 	// held are messages for a later round or height, handed in when the

@@ -216,26 +216,26 @@ func (g *gossip) relinked(from, to int32) {
 
 // noteState records n's round state as it is now (its NewRoundStep).
 func (n *node) noteState() {
-	last := &n.seen[seenLen-1]
+	last := &n.seen[0]
 	if last.h == n.h && last.r == n.r && last.step == n.step {
 		return
 	}
-	copy(n.seen[:], n.seen[1:])
-	n.seen[seenLen-1] = roundState{at: n.t, h: n.h, r: n.r, step: n.step}
+	copy(n.seen[1:], n.seen[:seenLen-1])
+	n.seen[0] = roundState{at: n.t, h: n.h, r: n.r, step: n.step}
 }
 
 // stateAt is n's round state as a peer knows it at t: the last one it
 // entered by t (the oldest kept, if none).
 func (n *node) stateAt(t int64) roundState {
-	for k := seenLen - 1; k > 0; k-- {
+	for k := range seenLen - 1 {
 		if n.seen[k].at <= t && n.seen[k].h != 0 {
 			return n.seen[k]
 		}
 	}
-	if n.seen[0].h == 0 {
-		return n.seen[seenLen-1]
+	if n.seen[seenLen-1].h == 0 {
+		return n.seen[0]
 	}
-	return n.seen[0]
+	return n.seen[seenLen-1]
 }
 
 // armOut wakes n's routines on ch that sleep: n has something new (a
