@@ -51,7 +51,12 @@ type conn struct {
 	rtyp     int64
 	from, to int32
 	rev      int32 // the connection to -> from
-	sentNext uint8 // the sent set (gossip.sentKey) to reuse next
+	sentNext uint8 // the sent set to reuse next
+	// sent: what the sent sets hold (sentKeyOf; 0: nothing), slot k's
+	// bitset at gossip.sentSlot. Here, in the line a wake-up reads
+	// anyway: the first 64 bytes of a conn are all a wake-up of the
+	// vote routine reads of it.
+	sent [sentSlots]uint64
 	// the proposal sent for (propH, propR), and the parts sent of block
 	// partsB of height partsH (bitset)
 	propH     int64
@@ -59,14 +64,19 @@ type conn struct {
 	partsB    int32
 	partsH    int64
 	sentParts []uint64
+	_         [16]byte // to 128 bytes: a conn's first 64 in one line
 }
 
-// sentKey names the votes of one height, round and type a connection
-// sent its peer; used: the slot holds a set.
-type sentKey struct {
-	h        int64
-	r        int32
-	pc, used bool
+// sentKeyOf packs a sent set's height, round and type into a word, with
+// its lowest bit set (a used slot): heights below 2^32 and rounds below
+// 2^30, which no run reaches (2^32 heights of 1 s are 136 years of
+// virtual time).
+func sentKeyOf(h int64, r int32, pc bool) uint64 {
+	k := uint64(h)<<32 | uint64(uint32(r))<<2 | 1
+	if pc {
+		k |= 2
+	}
+	return k
 }
 
 // sentSlots is the number of sent sets a connection keeps.
@@ -135,10 +145,8 @@ type gossip struct {
 	// takes, and most calls end there; in conn each was a line of its
 	// own, a fifth of a run's cache misses.
 	wake [2][]int64
-	// sentKey[c]: what connection c's sent sets hold, one cache line;
-	// sentBits: their bitsets, g.words each, slot k of c at
-	// (c*sentSlots+k)*words. Apart from conn for the same reason.
-	sentKey  [][sentSlots]sentKey
+	// sentBits: the bitsets of the connections' sent sets (conn.sent),
+	// g.words each, slot k of c at (c*sentSlots+k)*words
 	sentBits []uint64
 	// back[c]: connection c's reverse and its link's median delay, for
 	// armIn, which reads them for all a node's connections; dense for
@@ -181,7 +189,6 @@ func newGossip(w *world) *gossip {
 			g.wake[ch][k] = -1
 		}
 	}
-	g.sentKey = make([][sentSlots]sentKey, len(g.conns))
 	g.sentBits = make([]uint64, len(g.conns)*sentSlots*g.words)
 	g.back = make([]connBack, len(g.conns))
 	for k := range g.conns {
@@ -419,15 +426,15 @@ func (w *world) votesOf(j *node, h int64, r int32, pc bool) (has []uint64, all b
 // sentSet is the bitset of the votes of h, r, pc that c has sent; a new
 // key takes the oldest slot.
 func (g *gossip) sentSet(c *conn, ci int, h int64, r int32, pc bool) []uint64 {
-	keys := &g.sentKey[ci]
-	for k := range keys {
-		if s := &keys[k]; s.h == h && s.r == r && s.pc == pc && s.used {
+	key := sentKeyOf(h, r, pc)
+	for k, s := range c.sent {
+		if s == key {
 			return g.sentSlot(ci, k)
 		}
 	}
 	k := int(c.sentNext)
 	c.sentNext = (c.sentNext + 1) % sentSlots
-	keys[k] = sentKey{h: h, r: r, pc: pc, used: true}
+	c.sent[k] = key
 	bits := g.sentSlot(ci, k)
 	clear(bits)
 	return bits

@@ -3,6 +3,7 @@ package sim
 import (
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/valnet/valnet/latency"
 	"github.com/valnet/valnet/network"
@@ -81,4 +82,18 @@ validators: [{name: v, count: 4}]
 		t.Fatalf("the link v-1 -> v-2 has typical %v after SetLink", time.Duration(got))
 	}
 	check("after SetLink")
+}
+
+// TestConnLayout: what a vote routine's wake-up reads of its connection
+// (the links, ends and sent sets) is the first 64 bytes of a conn, and a
+// conn is 128 bytes, so that in the connections' array (page-aligned
+// once it is large) each conn's first 64 bytes are one cache line.
+func TestConnLayout(t *testing.T) {
+	var c conn
+	if got := unsafe.Sizeof(c); got != 128 {
+		t.Errorf("a conn is %d bytes, want 128", got)
+	}
+	if end := unsafe.Offsetof(c.sent) + unsafe.Sizeof(c.sent); end > 64 {
+		t.Errorf("conn.sent ends at byte %d, past the first cache line", end)
+	}
 }
