@@ -129,9 +129,9 @@ const seenLen = 4
 
 type gossip struct {
 	conns []conn
-	// byNode[i] are the indexes of node i's connections, as
-	// net.peers[i] orders its peers
-	byNode [][]int32
+	// first[i]: node i's connections are conns[first[i]:first[i+1]],
+	// as net.peers[i] orders its peers (connsOf)
+	first []int32
 	// asleep[ch][i]: node i's routines on ch with no wake-up queued
 	asleep [2][]int32
 	// bursts in flight (an evMsg mVotes names one by arg), and free
@@ -171,17 +171,17 @@ func newGossip(w *world) *gossip {
 	}
 	g.burstHdr = w.q.standingHeader(event{kind: evMsg, mk: mVotes})
 	nn := len(w.nodes)
-	g.byNode = make([][]int32, nn)
+	g.first = make([]int32, nn+1)
 	g.asleep[0], g.asleep[1] = make([]int32, nn), make([]int32, nn)
 	idx := map[[2]int32]int32{}
 	for i := range nn {
 		for _, j := range w.net.peers[i] {
 			c := int32(len(g.conns))
 			g.conns = append(g.conns, conn{from: int32(i), to: j, propH: -1, partsH: -1})
-			g.byNode[i] = append(g.byNode[i], c)
 			idx[[2]int32{int32(i), j}] = c
 		}
-		g.asleep[0][i], g.asleep[1][i] = int32(len(g.byNode[i])), int32(len(g.byNode[i]))
+		g.first[i+1] = int32(len(g.conns))
+		g.asleep[0][i], g.asleep[1][i] = g.first[i+1]-g.first[i], g.first[i+1]-g.first[i]
 	}
 	for ch := range g.wake {
 		g.wake[ch] = make([]int64, len(g.conns))
@@ -214,11 +214,23 @@ func (g *gossip) linked(c int32) {
 
 // relinked: the link from -> to has a new setting.
 func (g *gossip) relinked(from, to int32) {
-	for _, c := range g.byNode[from] {
+	if c := g.connTo(from, to); c >= 0 {
+		g.linked(c)
+	}
+}
+
+// connsOf is the range of node i's connections in conns.
+func (g *gossip) connsOf(i int32) (lo, hi int32) { return g.first[i], g.first[i+1] }
+
+// connTo is node from's connection to peer to; -1: none.
+func (g *gossip) connTo(from, to int32) int32 {
+	lo, hi := g.connsOf(from)
+	for c := lo; c < hi; c++ {
 		if g.conns[c].to == to {
-			g.linked(c)
+			return c
 		}
 	}
+	return -1
 }
 
 // noteState records n's round state as it is now (its NewRoundStep).
@@ -253,8 +265,14 @@ func (w *world) armOut(n *node, ch int, t int64) {
 	if g.asleep[ch][n.i] == 0 {
 		return
 	}
-	for _, c := range g.byNode[n.i] {
-		w.arm(c, ch, t)
+	t = max(t, w.now)
+	limit := t + w.net.sleep
+	lo, hi := g.connsOf(n.i)
+	for k, wk := range g.wake[ch][lo:hi] {
+		if wk >= 0 && wk < limit {
+			continue // arm's first test, done here: most connections end at it
+		}
+		w.arm(lo+int32(k), ch, t)
 	}
 }
 
@@ -262,8 +280,8 @@ func (w *world) armOut(n *node, ch int, t int64) {
 // round state (or part set) reaches them, a link delay after now.
 func (w *world) armIn(n *node, ch int) {
 	g := w.g
-	for _, c := range g.byNode[n.i] {
-		b := g.back[c]
+	lo, hi := g.connsOf(n.i)
+	for _, b := range g.back[lo:hi] {
 		w.arm(b.rev, ch, n.t+b.typ)
 	}
 }

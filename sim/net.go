@@ -412,11 +412,9 @@ func (w *world) resync(i, j int32) {
 	src, dst := w.nodes[i], w.nodes[j]
 	if w.g != nil {
 		if src.up && dst.up {
-			for _, c := range w.g.byNode[i] {
-				if w.g.conns[c].to == j {
-					w.arm(c, chVotes, w.now)
-					w.arm(c, chData, w.now)
-				}
+			if c := w.g.connTo(i, j); c >= 0 {
+				w.arm(c, chVotes, w.now)
+				w.arm(c, chData, w.now)
 			}
 		}
 		return
