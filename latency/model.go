@@ -87,6 +87,14 @@ func (m *model) Median() time.Duration { return m.spec.Median() }
 // Medianer is a model that knows its median (Spec.Median).
 type Medianer interface{ Median() time.Duration }
 
+// Specer is a model that says the spec it draws from (every model New
+// makes).
+type Specer interface{ Spec() Spec }
+
+func (m *model) Spec() Spec { return m.spec }
+
+var _ Specer = (*model)(nil)
+
 // Typical is m's median delay when m knows it (every model New and
 // Constant make does), else 0: the delay a message typically takes, for
 // a model that needs one figure rather than a draw (the sim's view of
