@@ -322,7 +322,7 @@ func (w *world) gossipWake(e *event) {
 		g.asleep[ch][c.from]++
 	}
 	i, j := w.nodes[c.from], w.nodes[c.to]
-	if !i.up || !j.up || w.net.isBlocked(c.lk) {
+	if !i.up || !j.up || c.lk.blocked {
 		return // a reconnect wakes it again (resync)
 	}
 	view := j.stateAt(e.at - c.rtyp)

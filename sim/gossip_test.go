@@ -97,16 +97,3 @@ func TestConnLayout(t *testing.T) {
 		t.Errorf("conn.sent ends at byte %d, past the first cache line", end)
 	}
 }
-
-// TestLinkLayout: what a send or a wake-up on the vote channel reads of a
-// link (rate, delay, mempool share, the channel's state) is its first 64
-// bytes, and a link is 128, as conns are (TestConnLayout).
-func TestLinkLayout(t *testing.T) {
-	var lk link
-	if got := unsafe.Sizeof(lk); got != 128 {
-		t.Errorf("a link is %d bytes, want 128", got)
-	}
-	if end := unsafe.Offsetof(lk.ch) + unsafe.Sizeof(lk.ch[chVotes]); end > 64 {
-		t.Errorf("the vote channel's state ends at byte %d, past the first cache line", end)
-	}
-}

@@ -39,41 +39,29 @@ func partSize(b *blockInfo, k int32) int {
 	return b.bytes - int(b.parts-1)*blockPartBytes + partProof
 }
 
-// A link's first 64 bytes are all a send or a wake-up on the vote
-// channel reads (TestLinkLayout): a run's sends go over a few thousand
-// links, each read long after its last use.
 type link struct {
-	rate  float64       // bytes per second: the link's bandwidth, capped at send_rate
-	delay latency.Model // nil: 0
+	delay   latency.Model // nil: 0
+	rate    float64       // bytes per second: the link's bandwidth, capped at send_rate
+	blocked bool
+	// per channel (vote, data): the routine's wake-up grid i->j, the
+	// serialiser, the pending flush and the last arrival (order). An
+	// MConnection sends its channels' packets interleaved by priority
+	// (p2p/conn/connection.go sendSomePacketMsgs: the channel with the
+	// least recently sent per priority goes next, 1 KiB packets), so a
+	// vote does not wait behind a block's parts: each channel has its
+	// own queue and order here.
+	nextCheck [2]int64
+	free      [2]int64
+	flushAt   [2]int64
+	last      [2]int64
+	// typical is the link's median delay (latency.Typical): how late
+	// the sender's state (its NewRoundStep, HasVote) reaches the other
+	// end, for the gossip routines' view of their peer (gossip.go).
+	typical int64
 	// mempool: bytes per second the mempool channel sends over this
 	// connection (the load's transactions, loadModel.gossipBytes)
 	mempool float64
-	// per channel (vote, data). An MConnection sends its channels'
-	// packets interleaved by priority (p2p/conn/connection.go
-	// sendSomePacketMsgs: the channel with the least recently sent per
-	// priority goes next, 1 KiB packets), so a vote does not wait
-	// behind a block's parts: each channel has its own queue and order
-	// here.
-	ch [2]linkChannel
-	// blocked: a partition or isolation cut the link; read only while
-	// some link is (netModel.blocked > 0)
-	blocked bool
-	// typical is the link's median delay (latency.Typical): how late
-	// the sender's state (its NewRoundStep, HasVote) reaches the other
-	// end, for the gossip routines' view of their peer (gossip.go
-	// keeps copies).
-	typical int64
-	_       [16]byte // to 128 bytes, so that in the links' array a link's first 64 are one cache line
 }
-
-// linkChannel is one channel of a link: the routine's wake-up grid
-// i->j, the serialiser, the pending flush and the last arrival (order).
-type linkChannel struct {
-	nextCheck, free, flushAt, last int64
-}
-
-// isBlocked: the link is cut.
-func (nm *netModel) isBlocked(lk *link) bool { return nm.blocked > 0 && lk.blocked }
 
 // Channel priorities (internal/consensus/reactor.go GetChannels 160-184:
 // data 10, votes 7; mempool/reactor.go 85: mempool 5). An MConnection
@@ -188,8 +176,8 @@ func newNet(p Params, nw scenarios.NetworkPlan, names []string, all map[links.Pa
 			}
 			nm.setLink(int32(i), int32(j), all[links.Pair{from, to}])
 			lk := nm.link(int32(i), int32(j))
-			for ch := range lk.ch {
-				lk.ch[ch].nextCheck = int64(phases.Float64() * float64(nm.sleep))
+			for ch := range lk.nextCheck {
+				lk.nextCheck[ch] = int64(phases.Float64() * float64(nm.sleep))
 			}
 		}
 	}
@@ -260,7 +248,7 @@ func (nm *netModel) wake(from, to int32, t int64, ch int) int64 {
 
 // wakeOn is wake for the link lk.
 func (nm *netModel) wakeOn(lk *link, t int64, ch int) int64 {
-	s := lk.ch[ch].nextCheck
+	s := lk.nextCheck[ch]
 	if t > s {
 		s += (t - s + nm.sleep - 1) / nm.sleep * nm.sleep
 	}
@@ -275,35 +263,34 @@ func (nm *netModel) send(from, to int32, t int64, size int, ch int) (int64, bool
 
 // sendOn is send over the link lk.
 func (nm *netModel) sendOn(lk *link, t int64, size int, ch int) (int64, bool) {
-	if nm.isBlocked(lk) {
+	if lk.blocked {
 		return 0, false
 	}
-	c := &lk.ch[ch]
-	s := c.nextCheck
+	s := lk.nextCheck[ch]
 	if t > s {
 		// asleep since s: it looks again every sleep
 		s += (t - s + nm.sleep - 1) / nm.sleep * nm.sleep
 	}
-	c.nextCheck = s
-	start := max(s, c.free)
+	lk.nextCheck[ch] = s
+	start := max(s, lk.free[ch])
 	rate := lk.rate
 	if lk.mempool > 0 {
 		// the mempool channel takes what it sends, up to its share
 		rate -= min(lk.mempool, lk.rate*mempoolShareAgainst[ch])
 	}
-	c.free = start + int64(float64(size)/rate*1e9)
-	if c.flushAt < c.free {
+	lk.free[ch] = start + int64(float64(size)/rate*1e9)
+	if lk.flushAt[ch] < lk.free[ch] {
 		// The connection's flush timer is set by every write, consensus
 		// chatter (HasVote, NewRoundStep) included, which the model does
 		// not send: it fires somewhere within flush_throttle.
-		c.flushAt = c.free + int64(nm.rng.Float64()*float64(nm.flush))
+		lk.flushAt[ch] = lk.free[ch] + int64(nm.rng.Float64()*float64(nm.flush))
 	}
-	arrive := c.flushAt
+	arrive := lk.flushAt[ch]
 	if lk.delay != nil {
 		arrive += lk.delay.Draw().Nanoseconds()
 	}
-	arrive = max(arrive, c.last)
-	c.last = arrive
+	arrive = max(arrive, lk.last[ch])
+	lk.last[ch] = arrive
 	return arrive, true
 }
 
