@@ -173,12 +173,9 @@ func newGossip(w *world) *gossip {
 	nn := len(w.nodes)
 	g.first = make([]int32, nn+1)
 	g.asleep[0], g.asleep[1] = make([]int32, nn), make([]int32, nn)
-	idx := map[[2]int32]int32{}
 	for i := range nn {
 		for _, j := range w.net.peers[i] {
-			c := int32(len(g.conns))
 			g.conns = append(g.conns, conn{from: int32(i), to: j, propH: -1, partsH: -1})
-			idx[[2]int32{int32(i), j}] = c
 		}
 		g.first[i+1] = int32(len(g.conns))
 		g.asleep[0][i], g.asleep[1][i] = g.first[i+1]-g.first[i], g.first[i+1]-g.first[i]
@@ -193,7 +190,7 @@ func newGossip(w *world) *gossip {
 	g.back = make([]connBack, len(g.conns))
 	for k := range g.conns {
 		c := &g.conns[k]
-		c.rev = idx[[2]int32{c.to, c.from}]
+		c.rev = g.connTo(c.to, c.from)
 		c.lk = w.net.link(c.from, c.to)
 	}
 	for k := range g.conns {
