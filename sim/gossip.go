@@ -319,7 +319,7 @@ func (w *world) gossipWake(e *event) {
 		g.asleep[ch][c.from]++
 	}
 	i, j := w.nodes[c.from], w.nodes[c.to]
-	if !i.up || !j.up || c.lk.blocked {
+	if !i.up || !j.up || w.net.blocked > 0 && c.lk.blocked {
 		return // a reconnect wakes it again (resync)
 	}
 	view := j.stateAt(e.at - c.rtyp)
@@ -568,11 +568,20 @@ func (w *world) handleBurst(n *node, e *event) {
 			ev.mk = mPrecommit
 		}
 		voters := b.words[at+2 : at+2+g.words]
+		// which of these n has: the same set until a vote moves n to
+		// another height or step (its votes of this height are then
+		// another set, or of no use)
+		has, all := w.votesOf(n, h, round, pc)
+		nh, nstep := n.h, n.step
 		for k, m := range voters {
 			if m == 0 {
 				continue
 			}
-			if has, all := w.votesOf(n, h, round, pc); all {
+			if n.h != nh || n.step != nstep {
+				has, all = w.votesOf(n, h, round, pc)
+				nh, nstep = n.h, n.step
+			}
+			if all {
 				break
 			} else if has != nil {
 				m &^= has[k]
