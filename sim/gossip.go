@@ -162,6 +162,7 @@ type gossip struct {
 	burstHdr int32
 	order    *rand.Rand
 	perm     []int32
+	warmSum  int64 // what warmBucket read, kept so that its reads are made
 }
 
 func newGossip(w *world) *gossip {
@@ -196,7 +197,37 @@ func newGossip(w *world) *gossip {
 	for k := range g.conns {
 		g.linked(int32(k))
 	}
+	w.q.lane.warm = w.warmBucket
 	return g
+}
+
+// warmBucket reads, for each message of a lane bucket about to be
+// handled, the first of what handling it reads: a wake-up's connection,
+// link and two nodes, a burst's words and its receiver. The data of the
+// ~100 messages of a bucket is out of the core's caches by the time they
+// are handled (the lane and the bursts stream ~3 MB a height through
+// them), and handled one after the other each miss was waited for
+// alone; these reads are independent of one another, so the core has
+// many of them in flight at once (docs/bench.md).
+func (w *world) warmBucket(ms []laneMsg) {
+	g := w.g
+	var sum int64
+	for k := range ms {
+		m := &ms[k]
+		switch m.hdr {
+		case g.burstHdr:
+			if ws := g.bursts[m.arg].words; len(ws) > 0 {
+				sum += int64(ws[0]) + w.nodes[m.node].h
+			}
+		case g.wakeHdr[chVotes], g.wakeHdr[chData]:
+			c := &g.conns[m.via]
+			sum += c.lk.nextCheck[0] + c.lk.last[1] + w.nodes[c.from].h + w.nodes[c.to].seen[0].at
+			if m.hdr == g.wakeHdr[chVotes] {
+				sum += int64(g.sentBits[int(m.via)*sentSlots*g.words]) // pickFrom's sent sets
+			}
+		}
+	}
+	g.warmSum += sum
 }
 
 // linked copies connection c's link's median delay where the wake-ups

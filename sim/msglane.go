@@ -76,6 +76,9 @@ type lane struct {
 	byVote []int32
 	out    event // the message popped last
 	n      int   // messages in the lane
+	// warm, when set, is shown each bucket once it is sorted, before
+	// its messages are handled (world.warmBucket)
+	warm func([]laneMsg)
 }
 
 // openHeader starts a broadcast (or relay) of messages carrying vote ev;
@@ -200,6 +203,9 @@ func (l *lane) peekMsg() *laneMsg {
 		i := next & laneMask
 		l.full.clear(i)
 		l.cur = l.sortBucket(l.ring[i])
+		if l.warm != nil {
+			l.warm(l.cur)
+		}
 	}
 	return &l.cur[l.pos]
 }
