@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"runtime"
 	"sort"
 	"time"
 
@@ -429,8 +430,14 @@ func (w *world) work(n *node, cost time.Duration) {
 }
 
 // run runs the model until the target height is committed, max_duration
-// of virtual time has passed or ctx ends.
+// of virtual time has passed or ctx ends. It keeps one OS thread: the
+// loop is one goroutine that works the whole run, and moved from thread
+// to thread (each time it handed events on, or another goroutine woke)
+// it lost the core's caches; locked, global175's model ran ~10-15 %
+// faster (docs/bench.md).
 func (w *world) run(ctx context.Context) (string, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	for _, n := range w.nodes {
 		w.emit(eventlog.Event{Time: w.epoch, Kind: eventlog.KindNodeUp, Node: n.name})
 	}
