@@ -1,11 +1,9 @@
 package sim
 
 import (
-	"fmt"
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	"github.com/valnet/valnet/internal/links"
@@ -58,27 +56,14 @@ func fastNormalOf(m latency.Model) (mean, sd time.Duration, ok bool) {
 	if !isDelay || d.Base == nil || d.Jitter != nil {
 		return 0, 0, false
 	}
-	if sp, ok := d.Base.(latency.Specer); ok {
-		// the spec itself: parsing its text for each of n*n links took
-		// 2 s of a 1,000-node run's start
-		spec := sp.Spec()
-		return spec.Mean, spec.Stddev, spec.Dist == latency.Normal
-	}
-	s := d.Base.String()
-	if !strings.HasPrefix(s, "normal ") {
-		return 0, 0, false // before Sscanf: newNet asks of every link
-	}
-	var ms, ss string
-	if n, err := fmt.Sscanf(s, "normal mean=%s stddev=%s", &ms, &ss); n != 2 || err != nil {
+	// Only a model of latency.New says its spec, and only its draws are
+	// the stream init reproduces.
+	sp, ok := d.Base.(latency.Specer)
+	if !ok {
 		return 0, 0, false
 	}
-	var err1, err2 error
-	mean, err1 = time.ParseDuration(ms)
-	sd, err2 = time.ParseDuration(ss)
-	if err1 != nil || err2 != nil || (latency.Spec{Dist: latency.Normal, Mean: mean, Stddev: sd}).String() != s {
-		return 0, 0, false
-	}
-	return mean, sd, true
+	spec := sp.Spec()
+	return spec.Mean, spec.Stddev, spec.Dist == latency.Normal
 }
 
 // init seeds f for the link from -> to of a run of seed: the stream
